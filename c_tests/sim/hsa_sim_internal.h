@@ -1,0 +1,278 @@
+/* hsa_sim_internal.h: state shared by the translation units of the software
+ * HSA runtime (hsa_sim.h is the public control interface).
+ *
+ * Layout of the implementation:
+ *   hsa_sim.cpp          state, topology, reset, modes, fault switches, counters
+ *   hsa_sim_memory.cpp   pools/regions, allocation, quarantine, copies, pointer info
+ *   hsa_sim_signals.cpp  signals and the asynchronous copy worker
+ *   hsa_sim_loader.cpp   executables and symbols
+ *   hsa_sim_tables.cpp   agent/system queries and the CoreApiTable/AmdExtTable
+ *
+ * Locking: State::mutex guards everything in State. Signals have their own
+ * lock (hsa_sim_signals.cpp) and the async queue its own; no code path holds
+ * two of them at once, and no user callback runs while any of them is held.
+ */
+#ifndef HSA_SIM_INTERNAL_H
+#define HSA_SIM_INTERNAL_H
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "hsa_sim.h"
+
+namespace hsa_sim {
+
+// ---- constants -----------------------------------------------------------
+
+// Every pool reports this granule and alignment; sizes are rounded up to it,
+// as ROCr rounds allocations up to the pool's RUNTIME_ALLOC_GRANULE.
+constexpr size_t kGranule = 4096;
+constexpr size_t kAlignment = 4096;
+constexpr uint32_t kPoolKindCount = 5;
+
+// Sizes the pools advertise (SIZE and ALLOC_MAX_SIZE). Memory is only
+// committed when touched, so these are just numbers a caller can compare to.
+constexpr size_t kDevicePoolSize = size_t{16} << 30;
+constexpr size_t kSystemPoolSize = size_t{64} << 30;
+
+// Quarantine limits; the oldest freed block is really released past them.
+constexpr size_t kQuarantineMaxBytes = size_t{256} << 20;
+constexpr size_t kQuarantineMaxBlocks = 65536;
+
+// The system timestamp runs at 1 GHz, so a timeout hint is in nanoseconds.
+constexpr uint64_t kTimestampFrequencyHz = 1000000000;
+
+// ---- handles ---------------------------------------------------------------
+
+// Every handle the runtime hands out is tagged with its kind in the top byte,
+// so a handle of one kind never validates as another, and (except signals,
+// which outlive reset) carries the reset epoch so handles from before a
+// reset are unknown after it.
+enum class HandleTag : uint8_t {
+  kAgent = 0xA6,
+  kPool = 0xB7,  // also the hsa_region_t of the same memory, as in ROCr
+  kExecutable = 0xC8,
+  kSymbol = 0xD9,
+  kSignal = 0xE5,
+};
+
+// tag:8 | epoch:24 | payload:32
+uint64_t make_handle(HandleTag tag, uint32_t epoch, uint32_t payload);
+bool decode_handle(uint64_t handle, HandleTag tag, uint32_t epoch, uint32_t* payload);
+
+// Agent index 0 is the CPU, 1..gpu_count the GPUs (index = HSA_AGENT_INFO_NODE).
+constexpr uint32_t kCpuAgentIndex = 0;
+
+struct PoolId {
+  uint32_t agent_index;
+  hsa_sim_pool_kind_t kind;
+  bool operator==(const PoolId& other) const {
+    return agent_index == other.agent_index && kind == other.kind;
+  }
+};
+
+bool is_device_kind(hsa_sim_pool_kind_t kind);
+uint32_t pool_global_flags(hsa_sim_pool_kind_t kind);
+size_t pool_size(hsa_sim_pool_kind_t kind);
+
+// ---- memory blocks -----------------------------------------------------------
+
+enum class BlockOrigin {
+  kPoolAllocation,    // hsa_amd_memory_pool_allocate
+  kRegionAllocation,  // hsa_memory_allocate
+  kVariableStorage,   // storage of an executable's variable
+};
+
+// One mapping the runtime owns. [base, base + mapped_bytes) is real memory;
+// [base, base + extent) is what the owner may touch (the rounded allocation
+// size, or the exact variable size for variable storage).
+struct Block {
+  uint8_t* base = nullptr;
+  size_t mapped_bytes = 0;
+  size_t extent = 0;
+  BlockOrigin origin = BlockOrigin::kPoolAllocation;
+  PoolId pool{kCpuAgentIndex, HSA_SIM_POOL_SYSTEM_FINE};  // owner agent + kind
+  uint32_t global_flags = 0;
+  uint32_t alloc_flags = 0;              // flags given to hsa_amd_memory_pool_allocate
+  std::vector<uint32_t> accessible;      // agent indices, owner first
+  void* user_data = nullptr;             // hsa_amd_pointer_info_set_userdata
+};
+
+struct QuarantinedBlock {
+  Block block;
+  uint64_t sequence = 0;  // order of quarantining, to find the newest
+};
+
+// ---- loader ----------------------------------------------------------------
+
+struct Symbol {
+  hsa_symbol_kind_t kind = HSA_SYMBOL_KIND_VARIABLE;
+  std::string name;
+  uint32_t agent_index = 0;
+  uint64_t address = 0;  // variable address (storage or raw), or kernel object
+  uint32_t size = 0;
+  bool is_constant = false;
+  bool has_storage = false;
+};
+
+struct Executable {
+  std::vector<Symbol> symbols;
+  bool refuse_symbol_walk = false;
+};
+
+// ---- faults and counters -----------------------------------------------------
+
+struct Faults {
+  bool fail_pointer_info = false;
+  uint64_t d2h_fail_at = 0;  // 0 = disarmed
+  uint64_t d2h_seen = 0;
+  std::vector<uintptr_t> h2d_fail_addresses;
+  std::set<uint32_t> failing_symbol_queries;
+  bool fail_executable_iteration = false;
+  uint32_t failing_allocations = 0;
+  uint32_t failing_frees = 0;
+  uint64_t async_fail_at = 0;  // 0 = disarmed
+  uint64_t async_seen = 0;
+  uint64_t async_error_at = 0;  // 0 = disarmed
+  uint64_t async_error_seen = 0;
+};
+
+constexpr size_t kMaxH2dFaultAddresses = 16;
+
+struct Counters {
+  uint64_t copies[4] = {0, 0, 0, 0};  // by hsa_sim_copy_direction_t
+  uint64_t violations = 0;
+  uint64_t async_copies = 0;
+};
+
+// ---- the state -------------------------------------------------------------
+
+struct State {
+  std::mutex mutex;
+  uint32_t epoch = 0;
+  uint32_t gpu_count = 0;
+  bool address_reuse = false;
+  bool strict_async_access = false;
+
+  std::map<uintptr_t, Block> live;  // by base; allocations and variable storage
+  std::map<uintptr_t, QuarantinedBlock> quarantine;  // by base
+  std::deque<std::pair<uintptr_t, uint64_t>> quarantine_order;  // (base, sequence), oldest first
+  size_t quarantine_bytes = 0;
+  uint64_t next_quarantine_sequence = 1;
+
+  std::map<uint32_t, Executable> executables;  // by id = creation order
+  uint32_t next_executable_id = 1;
+
+  Faults faults;
+  Counters counters;
+};
+
+// The process-wide state, built (with a reset to two GPUs) on first use and
+// never destroyed, so calls made during process exit still find it.
+State& state();
+
+// ---- cross-unit helpers (State::mutex must be held where noted) --------------
+
+// Writes an attribute value with exactly its documented width (the caller's
+// buffer may be unaligned and no larger than the attribute).
+template <typename T>
+void write_value(void* out, T value) {
+  std::memcpy(out, &value, sizeof(T));
+}
+
+uint32_t agent_count_locked(const State& s);
+bool agent_index_from_handle_locked(const State& s, hsa_agent_t agent, uint32_t* index);
+hsa_agent_t agent_handle_locked(const State& s, uint32_t index);
+bool is_gpu_index(uint32_t index);
+bool pool_from_handle_locked(const State& s, uint64_t handle, PoolId* pool);
+uint64_t pool_handle_locked(const State& s, PoolId pool);
+
+// Memory (hsa_sim_memory.cpp).
+void* map_block_memory(size_t bytes);
+void unmap_block_memory(void* base, size_t bytes);
+// Moves a block out of the live set into the quarantine (poisoned).
+void quarantine_block_locked(State& s, Block block);
+void release_all_memory_locked(State& s);
+
+enum class Side { kHost, kDevice, kViolation };
+Side classify_range_locked(const State& s, const void* ptr, size_t size);
+// Whether the agent can reach ptr directly: a runtime block's accessible
+// agents, or the CPU for memory the runtime does not own.
+bool agent_can_access_locked(const State& s, uint32_t agent_index, const void* ptr);
+hsa_sim_copy_direction_t direction_of(Side src, Side dst);
+// Whether [dst, dst + size) covers an address given to hsa_sim_fail_h2d_copy_into.
+bool h2d_fault_covers_locked(const State& s, const void* dst, size_t size);
+
+// Async copies (hsa_sim_signals.cpp).
+// Waits for queued asynchronous copies; those still blocked on a dependency
+// that is not 0 are dropped. Called by reset without State::mutex held.
+void drain_async_copies();
+uint64_t live_signal_count();
+uint64_t invalid_signal_uses();
+void reset_signal_counters();
+
+}  // namespace hsa_sim
+
+// Entry points other translation units place in the tables.
+namespace hsa_sim::api {
+
+hsa_status_t iterate_agents(hsa_status_t (*callback)(hsa_agent_t, void*), void* data);
+hsa_status_t agent_get_info(hsa_agent_t agent, hsa_agent_info_t attribute, void* value);
+hsa_status_t system_get_info(hsa_system_info_t attribute, void* value);
+hsa_status_t status_string(hsa_status_t status, const char** status_string);
+
+hsa_status_t agent_iterate_regions(hsa_agent_t agent,
+                                   hsa_status_t (*callback)(hsa_region_t, void*), void* data);
+hsa_status_t region_get_info(hsa_region_t region, hsa_region_info_t attribute, void* value);
+hsa_status_t memory_allocate(hsa_region_t region, size_t size, void** ptr);
+hsa_status_t memory_free(void* ptr);
+hsa_status_t memory_copy(void* dst, const void* src, size_t size);
+
+hsa_status_t amd_agent_iterate_memory_pools(hsa_agent_t agent,
+                                            hsa_status_t (*callback)(hsa_amd_memory_pool_t,
+                                                                     void*),
+                                            void* data);
+hsa_status_t amd_memory_pool_get_info(hsa_amd_memory_pool_t pool,
+                                      hsa_amd_memory_pool_info_t attribute, void* value);
+hsa_status_t amd_agent_memory_pool_get_info(hsa_agent_t agent, hsa_amd_memory_pool_t pool,
+                                            hsa_amd_agent_memory_pool_info_t attribute,
+                                            void* value);
+hsa_status_t amd_memory_pool_allocate(hsa_amd_memory_pool_t pool, size_t size, uint32_t flags,
+                                      void** ptr);
+hsa_status_t amd_memory_pool_free(void* ptr);
+hsa_status_t amd_agents_allow_access(uint32_t num_agents, const hsa_agent_t* agents,
+                                     const uint32_t* flags, const void* ptr);
+hsa_status_t amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
+                              void* (*alloc)(size_t), uint32_t* num_agents_accessible,
+                              hsa_agent_t** accessible);
+hsa_status_t amd_pointer_info_set_userdata(const void* ptr, void* userdata);
+hsa_status_t amd_memory_async_copy(void* dst, hsa_agent_t dst_agent, const void* src,
+                                   hsa_agent_t src_agent, size_t size, uint32_t num_dep_signals,
+                                   const hsa_signal_t* dep_signals,
+                                   hsa_signal_t completion_signal);
+
+hsa_status_t executable_destroy(hsa_executable_t executable);
+hsa_status_t executable_iterate_agent_symbols(
+    hsa_executable_t executable, hsa_agent_t agent,
+    hsa_status_t (*callback)(hsa_executable_t, hsa_agent_t, hsa_executable_symbol_t, void*),
+    void* data);
+hsa_status_t executable_symbol_get_info(hsa_executable_symbol_t symbol,
+                                        hsa_executable_symbol_info_t attribute, void* value);
+
+}  // namespace hsa_sim::api
+
+// Signal and async-copy entries; hsa_sim_signals.cpp places them in the tables.
+namespace hsa_sim {
+void fill_signal_core_entries(CoreApiTable* core);
+void fill_signal_amd_entries(AmdExtTable* amd);
+}  // namespace hsa_sim
+
+#endif /* HSA_SIM_INTERNAL_H */

@@ -1,0 +1,335 @@
+// hsa_sim_loader.cpp: executables and their symbols, standing in for code
+// objects loaded by ROCr's loader. A test builds an executable symbol by
+// symbol; the runtime then reports it through hsa_executable_* entry points
+// and a hsa_ven_amd_loader_iterate_executables-shaped iterator.
+
+#include <algorithm>
+#include <cstring>
+
+#include "hsa_sim_internal.h"
+
+namespace hsa_sim {
+
+namespace {
+
+// Symbol handle: tag:8 | epoch:16 | executable id:20 | symbol index:20.
+constexpr uint32_t kSymbolFieldBits = 20;
+constexpr uint64_t kSymbolFieldMask = (uint64_t{1} << kSymbolFieldBits) - 1;
+constexpr uint64_t kSymbolEpochMask = 0xFFFF;
+
+uint64_t symbol_handle(uint32_t epoch, uint32_t executable_id, size_t index) {
+  return (uint64_t{static_cast<uint8_t>(HandleTag::kSymbol)} << 56) |
+         ((epoch & kSymbolEpochMask) << 40) |
+         ((uint64_t{executable_id} & kSymbolFieldMask) << kSymbolFieldBits) |
+         (uint64_t{index} & kSymbolFieldMask);
+}
+
+bool executable_id_from_handle_locked(const State& s, hsa_executable_t exe, uint32_t* id) {
+  return decode_handle(exe.handle, HandleTag::kExecutable, s.epoch, id) &&
+         s.executables.count(*id) != 0;
+}
+
+Executable* find_executable_locked(State& s, hsa_executable_t exe) {
+  uint32_t id = 0;
+  if (!executable_id_from_handle_locked(s, exe, &id)) return nullptr;
+  return &s.executables.at(id);
+}
+
+const Symbol* find_symbol_locked(const State& s, hsa_executable_symbol_t handle) {
+  if ((handle.handle >> 56) != static_cast<uint8_t>(HandleTag::kSymbol)) return nullptr;
+  if (((handle.handle >> 40) & kSymbolEpochMask) != (s.epoch & kSymbolEpochMask)) return nullptr;
+  const auto id = static_cast<uint32_t>((handle.handle >> kSymbolFieldBits) & kSymbolFieldMask);
+  const auto index = static_cast<size_t>(handle.handle & kSymbolFieldMask);
+  auto it = s.executables.find(id);
+  if (it == s.executables.end() || index >= it->second.symbols.size()) return nullptr;
+  return &it->second.symbols[index];
+}
+
+// Adds a symbol to a known executable for a known agent; false otherwise.
+bool add_symbol_locked(State& s, hsa_executable_t exe, hsa_agent_t agent, Symbol symbol) {
+  Executable* executable = find_executable_locked(s, exe);
+  uint32_t agent_index = 0;
+  if (executable == nullptr || !agent_index_from_handle_locked(s, agent, &agent_index)) {
+    return false;
+  }
+  if (executable->symbols.size() > kSymbolFieldMask) return false;
+  symbol.agent_index = agent_index;
+  executable->symbols.push_back(std::move(symbol));
+  return true;
+}
+
+// Zeroed storage for a variable, registered as a live block so that copies
+// and pointer info see it. Code object memory reports coarse-grained.
+uint8_t* allocate_variable_storage_locked(State& s, uint32_t agent_index, uint32_t size) {
+  // At least one granule, so even a zero-size variable has a distinct address.
+  const size_t granules = std::max<size_t>((size_t{size} + kGranule - 1) / kGranule, 1);
+  const size_t mapped = granules * kGranule;
+  auto* base = static_cast<uint8_t*>(map_block_memory(mapped));
+  if (base == nullptr) return nullptr;
+  Block block;
+  block.base = base;
+  block.mapped_bytes = mapped;
+  block.extent = size;
+  block.origin = BlockOrigin::kVariableStorage;
+  block.pool = PoolId{agent_index, is_gpu_index(agent_index) ? HSA_SIM_POOL_DEVICE_COARSE
+                                                             : HSA_SIM_POOL_SYSTEM_COARSE};
+  block.global_flags = HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED;
+  block.accessible = {agent_index};
+  s.live[reinterpret_cast<uintptr_t>(base)] = block;
+  return base;
+}
+
+void release_executable_storage_locked(State& s, const Executable& executable) {
+  for (const Symbol& symbol : executable.symbols) {
+    if (!symbol.has_storage) continue;
+    auto it = s.live.find(static_cast<uintptr_t>(symbol.address));
+    if (it == s.live.end()) continue;
+    Block block = std::move(it->second);
+    s.live.erase(it);
+    quarantine_block_locked(s, std::move(block));
+  }
+}
+
+// Writes one attribute of a symbol with exactly the documented width.
+bool write_symbol_info(const State& s, const Symbol& symbol, uint32_t attribute, void* value) {
+  const bool variable = symbol.kind == HSA_SYMBOL_KIND_VARIABLE;
+  const bool kernel = symbol.kind == HSA_SYMBOL_KIND_KERNEL;
+  switch (attribute) {
+    case HSA_EXECUTABLE_SYMBOL_INFO_TYPE:
+      write_value(value, symbol.kind);
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH:
+      write_value(value, static_cast<uint32_t>(symbol.name.size()));
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_NAME:
+      // NAME_LENGTH bytes, not NUL-terminated, as ROCr writes it.
+      std::memcpy(value, symbol.name.data(), symbol.name.size());
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_MODULE_NAME_LENGTH:
+      write_value(value, uint32_t{0});
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_MODULE_NAME:
+      return true;  // zero bytes
+    case HSA_EXECUTABLE_SYMBOL_INFO_AGENT:
+      write_value(value, agent_handle_locked(s, symbol.agent_index));
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_LINKAGE:
+      write_value(value, HSA_SYMBOL_LINKAGE_PROGRAM);
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_IS_DEFINITION:
+      write_value(value, true);
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS:
+      if (!variable) return false;
+      write_value(value, symbol.address);
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE:
+      if (!variable) return false;
+      write_value(value, symbol.size);
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_IS_CONST:
+      if (!variable) return false;
+      write_value(value, symbol.is_constant);
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ALLOCATION:
+      if (!variable) return false;
+      write_value(value, HSA_VARIABLE_ALLOCATION_AGENT);
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SEGMENT:
+      if (!variable) return false;
+      write_value(value, symbol.is_constant ? HSA_VARIABLE_SEGMENT_READONLY
+                                            : HSA_VARIABLE_SEGMENT_GLOBAL);
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ALIGNMENT:
+      if (!variable) return false;
+      write_value(value, uint32_t{16});
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT:
+      if (!kernel) return false;
+      write_value(value, symbol.address);
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE:
+    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE:
+    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE:
+      if (!kernel) return false;
+      write_value(value, uint32_t{0});
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT:
+      if (!kernel) return false;
+      write_value(value, uint32_t{16});
+      return true;
+    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK:
+      if (!kernel) return false;
+      write_value(value, false);
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+}  // namespace hsa_sim
+
+using namespace hsa_sim;
+
+// ---- control interface ------------------------------------------------------
+
+extern "C" hsa_executable_t hsa_sim_executable_create(void) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const uint32_t id = s.next_executable_id++;
+  s.executables.emplace(id, Executable{});
+  return hsa_executable_t{make_handle(HandleTag::kExecutable, s.epoch, id)};
+}
+
+extern "C" void* hsa_sim_executable_add_variable(hsa_executable_t exe, hsa_agent_t agent,
+                                                 const char* name, uint32_t size,
+                                                 bool is_constant) {
+  if (name == nullptr) return nullptr;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  uint32_t agent_index = 0;
+  if (find_executable_locked(s, exe) == nullptr ||
+      !agent_index_from_handle_locked(s, agent, &agent_index)) {
+    return nullptr;
+  }
+  uint8_t* storage = allocate_variable_storage_locked(s, agent_index, size);
+  if (storage == nullptr) return nullptr;
+  Symbol symbol;
+  symbol.kind = HSA_SYMBOL_KIND_VARIABLE;
+  symbol.name = name;
+  symbol.address = reinterpret_cast<uintptr_t>(storage);
+  symbol.size = size;
+  symbol.is_constant = is_constant;
+  symbol.has_storage = true;
+  if (!add_symbol_locked(s, exe, agent, std::move(symbol))) {
+    Block block = s.live.at(reinterpret_cast<uintptr_t>(storage));
+    s.live.erase(reinterpret_cast<uintptr_t>(storage));
+    unmap_block_memory(block.base, block.mapped_bytes);
+    return nullptr;
+  }
+  return storage;
+}
+
+extern "C" void hsa_sim_executable_add_variable_raw(hsa_executable_t exe, hsa_agent_t agent,
+                                                    const char* name, uint64_t address,
+                                                    uint32_t size) {
+  if (name == nullptr) return;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  Symbol symbol;
+  symbol.kind = HSA_SYMBOL_KIND_VARIABLE;
+  symbol.name = name;
+  symbol.address = address;
+  symbol.size = size;
+  add_symbol_locked(s, exe, agent, std::move(symbol));
+}
+
+extern "C" void hsa_sim_executable_add_kernel(hsa_executable_t exe, hsa_agent_t agent,
+                                              const char* name) {
+  if (name == nullptr) return;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  Executable* executable = find_executable_locked(s, exe);
+  if (executable == nullptr) return;
+  Symbol symbol;
+  symbol.kind = HSA_SYMBOL_KIND_KERNEL;
+  symbol.name = name;
+  // A non-zero kernel object unique to this symbol (never dereferenced).
+  symbol.address = symbol_handle(s.epoch, static_cast<uint32_t>(exe.handle),
+                                 executable->symbols.size());
+  add_symbol_locked(s, exe, agent, std::move(symbol));
+}
+
+extern "C" void hsa_sim_executable_destroy(hsa_executable_t exe) {
+  hsa_sim::api::executable_destroy(exe);
+}
+
+extern "C" hsa_status_t hsa_sim_iterate_executables(
+    hsa_status_t (*callback)(hsa_executable_t executable, void* data), void* data) {
+  if (callback == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  std::vector<hsa_executable_t> executables;
+  {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.faults.fail_executable_iteration) return HSA_STATUS_ERROR;
+    for (const auto& entry : s.executables) {
+      executables.push_back(
+          hsa_executable_t{make_handle(HandleTag::kExecutable, s.epoch, entry.first)});
+    }
+  }
+  // The callback runs without the lock, so it may call back into the runtime.
+  for (hsa_executable_t executable : executables) {
+    const hsa_status_t status = callback(executable, data);
+    if (status != HSA_STATUS_SUCCESS) return status;
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+// ---- table entry points -----------------------------------------------------
+
+namespace hsa_sim::api {
+
+hsa_status_t executable_destroy(hsa_executable_t executable) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  uint32_t id = 0;
+  if (!executable_id_from_handle_locked(s, executable, &id)) {
+    return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
+  }
+  // Unloading releases the code object's memory: quarantined like a free.
+  release_executable_storage_locked(s, s.executables.at(id));
+  s.executables.erase(id);
+  return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t executable_iterate_agent_symbols(
+    hsa_executable_t executable, hsa_agent_t agent,
+    hsa_status_t (*callback)(hsa_executable_t, hsa_agent_t, hsa_executable_symbol_t, void*),
+    void* data) {
+  if (callback == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  std::vector<hsa_executable_symbol_t> symbols;
+  {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    uint32_t agent_index = 0;
+    if (!agent_index_from_handle_locked(s, agent, &agent_index)) {
+      return HSA_STATUS_ERROR_INVALID_AGENT;
+    }
+    uint32_t id = 0;
+    if (!executable_id_from_handle_locked(s, executable, &id)) {
+      return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
+    }
+    const Executable& exe = s.executables.at(id);
+    if (exe.refuse_symbol_walk) return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
+    for (size_t i = 0; i < exe.symbols.size(); ++i) {
+      if (exe.symbols[i].agent_index == agent_index) {
+        symbols.push_back(hsa_executable_symbol_t{symbol_handle(s.epoch, id, i)});
+      }
+    }
+  }
+  for (hsa_executable_symbol_t symbol : symbols) {
+    const hsa_status_t status = callback(executable, agent, symbol, data);
+    if (status != HSA_STATUS_SUCCESS) return status;
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t executable_symbol_get_info(hsa_executable_symbol_t symbol,
+                                        hsa_executable_symbol_info_t attribute, void* value) {
+  if (value == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const Symbol* found = find_symbol_locked(s, symbol);
+  if (found == nullptr) return HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL;
+  if (s.faults.failing_symbol_queries.count(static_cast<uint32_t>(attribute)) != 0) {
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
+  // Attributes that do not apply to the symbol's kind are INVALID_ARGUMENT,
+  // as ROCr's per-kind GetInfo reports them.
+  return write_symbol_info(s, *found, attribute, value) ? HSA_STATUS_SUCCESS
+                                                        : HSA_STATUS_ERROR_INVALID_ARGUMENT;
+}
+
+}  // namespace hsa_sim::api

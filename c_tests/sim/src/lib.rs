@@ -1,0 +1,528 @@
+//! Rust access to the software HSA runtime the tests run the library against.
+//!
+//! No machine these tests run on has an AMD GPU, so the C++ runtime built
+//! from this crate (`hsa_sim.h`) stands in for ROCr: it fills the real
+//! `CoreApiTable` / `AmdExtTable` with entry points that follow ROCr's
+//! documented behaviour and adds what a test needs on top (quarantined,
+//! poisoned frees, copy bounds checking, address reuse, fault injection).
+//!
+//! Two layers:
+//!
+//! * the raw `hsa_sim_*` declarations, one for each function of `hsa_sim.h`,
+//!   with its enums as `u32` constants;
+//! * [`session`], which serializes the tests that share the (process-global)
+//!   runtime and gives safe methods on a [`SimSession`].
+//!
+//! The runtime is reached by the library under test only through the tables:
+//! pass [`core_table_ptr`] / [`amd_ext_table_ptr`] where ROCr would hand its
+//! tables to a tool.
+
+use std::ffi::{c_char, c_void, CString};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+// ---- handle types ------------------------------------------------------------
+
+macro_rules! handle_type {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[repr(C)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        pub struct $name {
+            /// The opaque handle; 0 is never a valid one.
+            pub handle: u64,
+        }
+
+        impl $name {
+            /// Whether this is the null handle (what the runtime returns for
+            /// "none").
+            pub fn is_null(self) -> bool {
+                self.handle == 0
+            }
+        }
+    };
+}
+
+handle_type!(
+    /// An `hsa_agent_t`.
+    Agent
+);
+handle_type!(
+    /// An `hsa_amd_memory_pool_t`.
+    Pool
+);
+handle_type!(
+    /// An `hsa_region_t`. As in ROCr, it has the same value as the [`Pool`]
+    /// of the same memory.
+    Region
+);
+handle_type!(
+    /// An `hsa_executable_t`.
+    Executable
+);
+
+// ---- constants (the enums of hsa_sim.h) --------------------------------------
+
+/// `hsa_sim_pool_kind_t`: VRAM, coarse-grained (GPU agents).
+pub const HSA_SIM_POOL_DEVICE_COARSE: u32 = 0;
+/// `hsa_sim_pool_kind_t`: VRAM, fine-grained (GPU agents).
+pub const HSA_SIM_POOL_DEVICE_FINE: u32 = 1;
+/// `hsa_sim_pool_kind_t`: fine-grained system memory (the CPU agent).
+pub const HSA_SIM_POOL_SYSTEM_FINE: u32 = 2;
+/// `hsa_sim_pool_kind_t`: the kernarg pool, KERNARG_INIT | FINE_GRAINED (the CPU agent).
+pub const HSA_SIM_POOL_SYSTEM_KERNARG: u32 = 3;
+/// `hsa_sim_pool_kind_t`: coarse-grained system memory (the CPU agent).
+pub const HSA_SIM_POOL_SYSTEM_COARSE: u32 = 4;
+
+/// `hsa_sim_copy_direction_t` values.
+pub const HSA_SIM_COPY_HOST_TO_HOST: u32 = 0;
+pub const HSA_SIM_COPY_HOST_TO_DEVICE: u32 = 1;
+pub const HSA_SIM_COPY_DEVICE_TO_HOST: u32 = 2;
+pub const HSA_SIM_COPY_DEVICE_TO_DEVICE: u32 = 3;
+
+/// The byte freed (quarantined) memory is filled with.
+pub const HSA_SIM_POISON_BYTE: u8 = 0xDD;
+
+/// `hsa_status_t` values the control interface returns.
+pub const HSA_STATUS_SUCCESS: u32 = 0;
+pub const HSA_STATUS_INFO_BREAK: u32 = 1;
+pub const HSA_STATUS_ERROR: u32 = 0x1000;
+pub const HSA_STATUS_ERROR_INVALID_ARGUMENT: u32 = 0x1001;
+
+/// `hsa_executable_symbol_info_t` values, for [`SimSession::fail_symbol_query`].
+pub const HSA_EXECUTABLE_SYMBOL_INFO_TYPE: u32 = 0;
+pub const HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH: u32 = 1;
+pub const HSA_EXECUTABLE_SYMBOL_INFO_NAME: u32 = 2;
+pub const HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE: u32 = 9;
+pub const HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_IS_CONST: u32 = 10;
+pub const HSA_EXECUTABLE_SYMBOL_INFO_AGENT: u32 = 20;
+pub const HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS: u32 = 21;
+
+/// Callback of [`hsa_sim_iterate_executables`]: returns an `hsa_status_t`.
+pub type ExecutableCallback = unsafe extern "C" fn(Executable, *mut c_void) -> u32;
+
+// ---- raw interface -------------------------------------------------------------
+
+extern "C" {
+    // topology
+    pub fn hsa_sim_reset(gpu_count: u32);
+    pub fn hsa_sim_gpu_count() -> u32;
+    pub fn hsa_sim_cpu_agent() -> Agent;
+    pub fn hsa_sim_gpu_agent(index: u32) -> Agent;
+    /// `kind` must be one of the `HSA_SIM_POOL_*` values.
+    pub fn hsa_sim_pool(agent: Agent, kind: u32) -> Pool;
+    /// `kind` must be one of the `HSA_SIM_POOL_*` values.
+    pub fn hsa_sim_region(agent: Agent, kind: u32) -> Region;
+
+    // tables (`CoreApiTable*` / `AmdExtTable*`)
+    pub fn hsa_sim_core_table() -> *mut c_void;
+    pub fn hsa_sim_amd_ext_table() -> *mut c_void;
+    pub fn hsa_sim_fill_core_table(out: *mut c_void);
+    pub fn hsa_sim_fill_amd_ext_table(out: *mut c_void);
+    pub fn hsa_sim_core_table_size() -> usize;
+    pub fn hsa_sim_amd_ext_table_size() -> usize;
+
+    // executables
+    pub fn hsa_sim_executable_create() -> Executable;
+    pub fn hsa_sim_executable_add_variable(
+        exe: Executable,
+        agent: Agent,
+        name: *const c_char,
+        size: u32,
+        is_constant: bool,
+    ) -> *mut c_void;
+    pub fn hsa_sim_executable_add_variable_raw(
+        exe: Executable,
+        agent: Agent,
+        name: *const c_char,
+        address: u64,
+        size: u32,
+    );
+    pub fn hsa_sim_executable_add_kernel(exe: Executable, agent: Agent, name: *const c_char);
+    pub fn hsa_sim_executable_destroy(exe: Executable);
+    pub fn hsa_sim_iterate_executables(
+        callback: Option<ExecutableCallback>,
+        data: *mut c_void,
+    ) -> u32;
+
+    // modes
+    pub fn hsa_sim_set_address_reuse(enabled: bool);
+    pub fn hsa_sim_set_strict_async_access(enabled: bool);
+
+    // fault injection
+    pub fn hsa_sim_fail_pointer_info(fail: bool);
+    pub fn hsa_sim_fail_nth_d2h_copy(n: u64);
+    pub fn hsa_sim_fail_h2d_copy_into(device_addr: *const c_void);
+    pub fn hsa_sim_refuse_symbol_walk(exe: Executable, refuse: bool);
+    /// `attribute` is an `hsa_executable_symbol_info_t` value.
+    pub fn hsa_sim_fail_symbol_query(attribute: u32, fail: bool);
+    pub fn hsa_sim_fail_executable_iteration(fail: bool);
+    pub fn hsa_sim_fail_next_allocations(count: u32);
+    pub fn hsa_sim_fail_next_frees(count: u32);
+    pub fn hsa_sim_fail_nth_async_copy(n: u64);
+    pub fn hsa_sim_fail_nth_async_copy_completion(n: u64);
+
+    // observation
+    /// `direction` is one of the `HSA_SIM_COPY_*` values.
+    pub fn hsa_sim_copy_count(direction: u32) -> u64;
+    pub fn hsa_sim_copy_violations() -> u64;
+    pub fn hsa_sim_live_allocation_count() -> u64;
+    pub fn hsa_sim_quarantine_intact() -> bool;
+    pub fn hsa_sim_async_copy_count() -> u64;
+    pub fn hsa_sim_allocation_flags(ptr: *const c_void, flags: *mut u32) -> bool;
+    pub fn hsa_sim_quarantined_bytes() -> u64;
+    pub fn hsa_sim_live_signal_count() -> u64;
+    pub fn hsa_sim_invalid_signal_uses() -> u64;
+}
+
+// ---- safe layer ------------------------------------------------------------------
+
+/// The memory a pool (or region) is, by its owner's kind.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum PoolKind {
+    /// VRAM, coarse-grained (GPU agents).
+    DeviceCoarse = HSA_SIM_POOL_DEVICE_COARSE,
+    /// VRAM, fine-grained (GPU agents).
+    DeviceFine = HSA_SIM_POOL_DEVICE_FINE,
+    /// Fine-grained system memory (the CPU agent).
+    SystemFine = HSA_SIM_POOL_SYSTEM_FINE,
+    /// The kernarg pool (the CPU agent).
+    SystemKernarg = HSA_SIM_POOL_SYSTEM_KERNARG,
+    /// Coarse-grained system memory (the CPU agent).
+    SystemCoarse = HSA_SIM_POOL_SYSTEM_COARSE,
+}
+
+/// Direction of a counted copy.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CopyDirection {
+    HostToHost = HSA_SIM_COPY_HOST_TO_HOST,
+    HostToDevice = HSA_SIM_COPY_HOST_TO_DEVICE,
+    DeviceToHost = HSA_SIM_COPY_DEVICE_TO_HOST,
+    DeviceToDevice = HSA_SIM_COPY_DEVICE_TO_DEVICE,
+}
+
+/// Serializes the tests of a process that use the runtime.
+static SIM_LOCK: Mutex<()> = Mutex::new(());
+
+fn lock_sim() -> MutexGuard<'static, ()> {
+    // A test that panicked while holding the lock leaves nothing inconsistent
+    // behind that the next reset would not clear.
+    SIM_LOCK.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Exclusive use of the runtime for one test.
+///
+/// Dropping it does *not* reset the runtime, so what a test left behind can
+/// still be inspected (see [`continue_session`]); the next [`session`] resets.
+/// Taking a second session on the same thread while holding one deadlocks.
+pub struct SimSession {
+    _guard: MutexGuard<'static, ()>,
+}
+
+/// Waits for exclusive use of the runtime, then resets it to one CPU agent
+/// and `gpu_count` GPU agents with no allocations, executables, faults,
+/// counters or modes.
+pub fn session(gpu_count: u32) -> SimSession {
+    let guard = lock_sim();
+    // SAFETY: plain call; the runtime is thread-safe.
+    unsafe { hsa_sim_reset(gpu_count) };
+    SimSession { _guard: guard }
+}
+
+/// Waits for exclusive use of the runtime without resetting it: it is as the
+/// last session left it.
+pub fn continue_session() -> SimSession {
+    SimSession { _guard: lock_sim() }
+}
+
+/// The runtime's `CoreApiTable*`, as ROCr hands it to a tool. Filled once and
+/// never rewritten by a reset, so wrappers a tool installs in it stay.
+pub fn core_table_ptr() -> *mut c_void {
+    // SAFETY: returns a pointer to static storage.
+    unsafe { hsa_sim_core_table() }
+}
+
+/// The runtime's `AmdExtTable*` (see [`core_table_ptr`]).
+pub fn amd_ext_table_ptr() -> *mut c_void {
+    // SAFETY: returns a pointer to static storage.
+    unsafe { hsa_sim_amd_ext_table() }
+}
+
+/// An owned, fresh (un-wrapped) copy of one of the runtime's tables.
+pub struct TableCopy {
+    words: Box<[u64]>,
+}
+
+impl TableCopy {
+    fn filled(size: usize, fill: unsafe extern "C" fn(*mut c_void)) -> TableCopy {
+        // u64 words give the table the alignment of its function pointers.
+        let mut words = vec![0u64; size.div_ceil(8)].into_boxed_slice();
+        // SAFETY: `words` holds at least `size` bytes, suitably aligned.
+        unsafe { fill(words.as_mut_ptr().cast()) };
+        TableCopy { words }
+    }
+
+    /// The table, as a `CoreApiTable*` or `AmdExtTable*`.
+    pub fn as_mut_ptr(&mut self) -> *mut c_void {
+        self.words.as_mut_ptr().cast()
+    }
+
+    /// The table's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: the words are initialized plain data.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast(), self.words.len() * 8) }
+    }
+}
+
+/// A fresh copy of the `CoreApiTable`.
+pub fn fresh_core_table() -> TableCopy {
+    // SAFETY: plain call.
+    TableCopy::filled(
+        unsafe { hsa_sim_core_table_size() },
+        hsa_sim_fill_core_table,
+    )
+}
+
+/// A fresh copy of the `AmdExtTable`.
+pub fn fresh_amd_ext_table() -> TableCopy {
+    // SAFETY: plain call.
+    TableCopy::filled(
+        unsafe { hsa_sim_amd_ext_table_size() },
+        hsa_sim_fill_amd_ext_table,
+    )
+}
+
+fn c_name(name: &str) -> CString {
+    CString::new(name).expect("symbol names must not contain NUL")
+}
+
+unsafe extern "C" fn push_executable(exe: Executable, data: *mut c_void) -> u32 {
+    // SAFETY: `data` is the Vec passed by `SimSession::executables`.
+    unsafe { (*data.cast::<Vec<Executable>>()).push(exe) };
+    HSA_STATUS_SUCCESS
+}
+
+// SAFETY (for every call below): the runtime's control functions are
+// thread-safe, take handles by value, and never dereference the pointers a
+// fault setter or lookup is given; names are valid NUL-terminated strings.
+impl SimSession {
+    /// Resets again within this session.
+    pub fn reset(&self, gpu_count: u32) {
+        unsafe { hsa_sim_reset(gpu_count) }
+    }
+
+    // -- topology --
+
+    pub fn gpu_count(&self) -> u32 {
+        unsafe { hsa_sim_gpu_count() }
+    }
+
+    /// The CPU agent.
+    pub fn cpu(&self) -> Agent {
+        unsafe { hsa_sim_cpu_agent() }
+    }
+
+    /// GPU agent `index`; the null handle when `index >= gpu_count()`.
+    pub fn gpu(&self, index: u32) -> Agent {
+        unsafe { hsa_sim_gpu_agent(index) }
+    }
+
+    /// All GPU agents, in order.
+    pub fn gpus(&self) -> Vec<Agent> {
+        (0..self.gpu_count()).map(|i| self.gpu(i)).collect()
+    }
+
+    /// The pool of that kind owned by `agent`; null if it has none (GPUs own
+    /// the device kinds, the CPU the system kinds).
+    pub fn pool(&self, agent: Agent, kind: PoolKind) -> Pool {
+        unsafe { hsa_sim_pool(agent, kind as u32) }
+    }
+
+    /// The region of that kind owned by `agent` (same handle as the pool).
+    pub fn region(&self, agent: Agent, kind: PoolKind) -> Region {
+        unsafe { hsa_sim_region(agent, kind as u32) }
+    }
+
+    /// See [`core_table_ptr`].
+    pub fn core_table(&self) -> *mut c_void {
+        core_table_ptr()
+    }
+
+    /// See [`amd_ext_table_ptr`].
+    pub fn amd_ext_table(&self) -> *mut c_void {
+        amd_ext_table_ptr()
+    }
+
+    // -- executables --
+
+    pub fn executable_create(&self) -> Executable {
+        unsafe { hsa_sim_executable_create() }
+    }
+
+    /// Adds a variable with `size` bytes of zeroed device storage (living
+    /// until the executable is destroyed) and returns its address; null if
+    /// the executable or agent is unknown.
+    pub fn add_variable(
+        &self,
+        exe: Executable,
+        agent: Agent,
+        name: &str,
+        size: u32,
+        is_constant: bool,
+    ) -> *mut u8 {
+        let name = c_name(name);
+        unsafe { hsa_sim_executable_add_variable(exe, agent, name.as_ptr(), size, is_constant) }
+            .cast()
+    }
+
+    /// Adds a variable reporting exactly this address and size, with no
+    /// storage behind it.
+    pub fn add_variable_raw(
+        &self,
+        exe: Executable,
+        agent: Agent,
+        name: &str,
+        address: u64,
+        size: u32,
+    ) {
+        let name = c_name(name);
+        unsafe { hsa_sim_executable_add_variable_raw(exe, agent, name.as_ptr(), address, size) }
+    }
+
+    pub fn add_kernel(&self, exe: Executable, agent: Agent, name: &str) {
+        let name = c_name(name);
+        unsafe { hsa_sim_executable_add_kernel(exe, agent, name.as_ptr()) }
+    }
+
+    /// Unloads the executable; its variable storage is quarantined.
+    pub fn executable_destroy(&self, exe: Executable) {
+        unsafe { hsa_sim_executable_destroy(exe) }
+    }
+
+    /// The loaded executables in load order (ignores an injected iteration
+    /// failure: then the list is empty).
+    pub fn executables(&self) -> Vec<Executable> {
+        let mut list: Vec<Executable> = Vec::new();
+        unsafe {
+            hsa_sim_iterate_executables(
+                Some(push_executable),
+                (&mut list as *mut Vec<Executable>).cast(),
+            )
+        };
+        list
+    }
+
+    // -- modes --
+
+    /// Address reuse: allocations first take back the newest large-enough
+    /// freed block of the same pool.
+    pub fn set_address_reuse(&self, enabled: bool) {
+        unsafe { hsa_sim_set_address_reuse(enabled) }
+    }
+
+    /// Strict async access: an async copy whose copying agent cannot reach
+    /// both buffers (as on real hardware) is a violation. See `hsa_sim.h`.
+    pub fn set_strict_async_access(&self, enabled: bool) {
+        unsafe { hsa_sim_set_strict_async_access(enabled) }
+    }
+
+    // -- fault injection --
+
+    pub fn fail_pointer_info(&self, fail: bool) {
+        unsafe { hsa_sim_fail_pointer_info(fail) }
+    }
+
+    /// The n-th device-to-host `hsa_memory_copy` from now fails (1 = the
+    /// next); 0 disarms.
+    pub fn fail_nth_d2h_copy(&self, n: u64) {
+        unsafe { hsa_sim_fail_nth_d2h_copy(n) }
+    }
+
+    /// Host-to-device copies whose destination covers `device_addr` fail (up
+    /// to 16 addresses).
+    pub fn fail_h2d_copy_into(&self, device_addr: *const u8) {
+        unsafe { hsa_sim_fail_h2d_copy_into(device_addr.cast()) }
+    }
+
+    /// Clears every address given to [`Self::fail_h2d_copy_into`].
+    pub fn clear_h2d_copy_faults(&self) {
+        unsafe { hsa_sim_fail_h2d_copy_into(std::ptr::null()) }
+    }
+
+    pub fn refuse_symbol_walk(&self, exe: Executable, refuse: bool) {
+        unsafe { hsa_sim_refuse_symbol_walk(exe, refuse) }
+    }
+
+    /// `attribute` is an `hsa_executable_symbol_info_t` value (see the
+    /// `HSA_EXECUTABLE_SYMBOL_INFO_*` constants).
+    pub fn fail_symbol_query(&self, attribute: u32, fail: bool) {
+        unsafe { hsa_sim_fail_symbol_query(attribute, fail) }
+    }
+
+    pub fn fail_executable_iteration(&self, fail: bool) {
+        unsafe { hsa_sim_fail_executable_iteration(fail) }
+    }
+
+    pub fn fail_next_allocations(&self, count: u32) {
+        unsafe { hsa_sim_fail_next_allocations(count) }
+    }
+
+    pub fn fail_next_frees(&self, count: u32) {
+        unsafe { hsa_sim_fail_next_frees(count) }
+    }
+
+    /// The n-th `hsa_amd_memory_async_copy` from now is refused (1 = the
+    /// next); 0 disarms.
+    pub fn fail_nth_async_copy(&self, n: u64) {
+        unsafe { hsa_sim_fail_nth_async_copy(n) }
+    }
+
+    /// The n-th accepted async copy from now fails while executing: nothing
+    /// is copied and its completion signal is set to -1 (1 = the next); 0
+    /// disarms.
+    pub fn fail_nth_async_copy_completion(&self, n: u64) {
+        unsafe { hsa_sim_fail_nth_async_copy_completion(n) }
+    }
+
+    // -- observation --
+
+    pub fn copy_count(&self, direction: CopyDirection) -> u64 {
+        unsafe { hsa_sim_copy_count(direction as u32) }
+    }
+
+    pub fn copy_violations(&self) -> u64 {
+        unsafe { hsa_sim_copy_violations() }
+    }
+
+    pub fn live_allocation_count(&self) -> u64 {
+        unsafe { hsa_sim_live_allocation_count() }
+    }
+
+    pub fn quarantine_intact(&self) -> bool {
+        unsafe { hsa_sim_quarantine_intact() }
+    }
+
+    pub fn quarantined_bytes(&self) -> u64 {
+        unsafe { hsa_sim_quarantined_bytes() }
+    }
+
+    pub fn async_copy_count(&self) -> u64 {
+        unsafe { hsa_sim_async_copy_count() }
+    }
+
+    /// The flags of the live allocation at base `ptr`, if it is one.
+    pub fn allocation_flags(&self, ptr: *const u8) -> Option<u32> {
+        let mut flags = 0u32;
+        unsafe { hsa_sim_allocation_flags(ptr.cast(), &mut flags) }.then_some(flags)
+    }
+
+    /// Signals alive now (they survive resets: compare before and after).
+    pub fn live_signal_count(&self) -> u64 {
+        unsafe { hsa_sim_live_signal_count() }
+    }
+
+    pub fn invalid_signal_uses(&self) -> u64 {
+        unsafe { hsa_sim_invalid_signal_uses() }
+    }
+}

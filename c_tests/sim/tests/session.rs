@@ -1,0 +1,179 @@
+//! Tests of the Rust layer over the software HSA runtime: sessions, topology,
+//! the tables handed to a tool, executables and the control interface. The
+//! runtime's API semantics are covered by the C++ sim_selftest, which calls
+//! it through the real table structs.
+
+use std::thread;
+use std::time::Duration;
+
+use hsa_sim::{
+    amd_ext_table_ptr, core_table_ptr, fresh_amd_ext_table, fresh_core_table, session,
+    CopyDirection, PoolKind, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, HSA_SIM_POISON_BYTE,
+};
+
+/// The `ApiTableVersion` at the start of a table: major, minor (= size), step.
+fn version(table: *const std::ffi::c_void) -> [u32; 3] {
+    let words = table.cast::<u32>();
+    // SAFETY: every table starts with four u32 version fields.
+    unsafe { [*words, *words.add(1), *words.add(2)] }
+}
+
+#[test]
+fn session_builds_the_requested_topology() {
+    let sim = session(3);
+    assert_eq!(sim.gpu_count(), 3);
+    let gpus = sim.gpus();
+    assert_eq!(gpus.len(), 3);
+    assert!(!sim.cpu().is_null());
+    assert!(gpus.iter().all(|gpu| !gpu.is_null() && *gpu != sim.cpu()));
+    assert_ne!(gpus[0], gpus[1]);
+    assert!(sim.gpu(3).is_null());
+
+    let coarse = sim.pool(gpus[0], PoolKind::DeviceCoarse);
+    assert!(!coarse.is_null());
+    assert_ne!(coarse, sim.pool(gpus[0], PoolKind::DeviceFine));
+    assert_ne!(coarse, sim.pool(gpus[1], PoolKind::DeviceCoarse));
+    assert_eq!(
+        sim.region(gpus[0], PoolKind::DeviceCoarse).handle,
+        coarse.handle
+    );
+    // GPUs own the device kinds, the CPU the system kinds.
+    assert!(sim.pool(gpus[0], PoolKind::SystemKernarg).is_null());
+    assert!(sim.pool(sim.cpu(), PoolKind::DeviceFine).is_null());
+    assert!(!sim.pool(sim.cpu(), PoolKind::SystemKernarg).is_null());
+    // A handle of one kind is never one of another.
+    assert_ne!(coarse.handle, gpus[0].handle);
+}
+
+#[test]
+fn handles_from_before_a_reset_are_unknown() {
+    let sim = session(2);
+    let old_gpu = sim.gpu(0);
+    let old_exe = sim.executable_create();
+    sim.reset(2);
+    assert_ne!(sim.gpu(0), old_gpu);
+    assert!(sim.pool(old_gpu, PoolKind::DeviceCoarse).is_null());
+    assert!(sim
+        .add_variable(old_exe, sim.gpu(0), "v", 4, false)
+        .is_null());
+    assert!(sim.executables().is_empty());
+}
+
+#[test]
+fn tables_carry_rocr_version_fields_and_are_stable() {
+    let _sim = session(1);
+    let core = core_table_ptr();
+    let amd = amd_ext_table_ptr();
+    assert!(!core.is_null() && !amd.is_null());
+    let core_copy = fresh_core_table();
+    let amd_copy = fresh_amd_ext_table();
+    let [major, minor, step] = version(core);
+    assert_eq!((major, step), (1, 0));
+    assert!(minor as usize <= core_copy.as_bytes().len());
+    assert!(minor as usize > core_copy.as_bytes().len() - 8);
+    let [major, minor, step] = version(amd);
+    assert_eq!((major, step), (1, 0));
+    assert!(minor as usize <= amd_copy.as_bytes().len());
+
+    // A fresh copy matches the runtime's own (un-wrapped) table.
+    let size = version(core)[1] as usize;
+    // SAFETY: the table is `size` bytes of static storage.
+    let live = unsafe { std::slice::from_raw_parts(core.cast::<u8>(), size) };
+    assert_eq!(&core_copy.as_bytes()[..size], live);
+
+    // Resets and new sessions keep the same tables.
+    drop(_sim);
+    let _sim = session(2);
+    assert_eq!(core_table_ptr(), core);
+    assert_eq!(amd_ext_table_ptr(), amd);
+}
+
+#[test]
+fn variables_get_zeroed_storage_that_is_quarantined_on_destroy() {
+    let sim = session(2);
+    let exe = sim.executable_create();
+    let var = sim.add_variable(exe, sim.gpu(1), "counter", 64, false);
+    assert!(!var.is_null());
+    // SAFETY: the runtime gave 64 bytes of storage at `var`.
+    let storage = unsafe { std::slice::from_raw_parts_mut(var, 64) };
+    assert!(storage.iter().all(|&b| b == 0));
+    storage[0] = 7;
+    sim.add_variable_raw(exe, sim.gpu(1), "raw", 0, 0);
+    sim.add_kernel(exe, sim.gpu(1), "kernel.kd");
+    // Variable storage is not an allocation.
+    assert_eq!(sim.live_allocation_count(), 0);
+    assert_eq!(sim.executables(), vec![exe]);
+
+    sim.executable_destroy(exe);
+    assert!(sim.executables().is_empty());
+    // Freed storage stays mapped in the quarantine, all poison.
+    // SAFETY: quarantined memory stays mapped until reset.
+    let freed = unsafe { std::slice::from_raw_parts(var, 64) };
+    assert!(freed.iter().all(|&b| b == HSA_SIM_POISON_BYTE));
+    assert!(sim.quarantine_intact());
+    assert_eq!(sim.quarantined_bytes(), 4096);
+}
+
+#[test]
+fn executables_are_listed_in_creation_order() {
+    let sim = session(1);
+    let created: Vec<_> = (0..4).map(|_| sim.executable_create()).collect();
+    assert_eq!(sim.executables(), created);
+    sim.executable_destroy(created[1]);
+    assert_eq!(sim.executables(), vec![created[0], created[2], created[3]]);
+    sim.fail_executable_iteration(true);
+    assert!(sim.executables().is_empty());
+}
+
+#[test]
+fn counters_and_faults_start_cleared() {
+    let sim = session(2);
+    sim.fail_next_allocations(3);
+    sim.fail_pointer_info(true);
+    sim.fail_symbol_query(HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, true);
+    sim.set_address_reuse(true);
+    drop(sim);
+
+    let sim = session(2);
+    for direction in [
+        CopyDirection::HostToHost,
+        CopyDirection::HostToDevice,
+        CopyDirection::DeviceToHost,
+        CopyDirection::DeviceToDevice,
+    ] {
+        assert_eq!(sim.copy_count(direction), 0);
+    }
+    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.async_copy_count(), 0);
+    assert_eq!(sim.invalid_signal_uses(), 0);
+    assert_eq!(sim.live_allocation_count(), 0);
+    assert_eq!(sim.quarantined_bytes(), 0);
+    assert!(sim.quarantine_intact());
+    assert_eq!(sim.allocation_flags(std::ptr::null()), None);
+}
+
+#[test]
+fn sessions_serialize_tests() {
+    // While one thread holds a session, another cannot reset the runtime.
+    let sim = session(4);
+    let other = thread::spawn(|| {
+        let sim = session(1);
+        sim.gpu_count()
+    });
+    thread::sleep(Duration::from_millis(50));
+    assert_eq!(sim.gpu_count(), 4);
+    drop(sim);
+    assert_eq!(other.join().unwrap(), 1);
+}
+
+#[test]
+fn a_panicking_test_does_not_poison_the_next_session() {
+    let result = thread::spawn(|| {
+        let _sim = session(1);
+        panic!("test failure while holding the session");
+    })
+    .join();
+    assert!(result.is_err());
+    let sim = session(2);
+    assert_eq!(sim.gpu_count(), 2);
+}
