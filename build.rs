@@ -1,0 +1,67 @@
+//! Generates Rust bindings for the HSA types and API tables from the headers
+//! installed on the build machine.
+//!
+//! The table layout (`CoreApiTable`, `AmdExtTable`) changes between ROCm
+//! releases, so it is always taken from the headers the library is built
+//! against, never written by hand; the run-time guard in `hsa::tables` then
+//! checks the tables a runtime hands over against this layout.
+
+use std::env;
+use std::path::{Path, PathBuf};
+
+/// Where the `hsa/` header directory is looked for, in order.
+fn hsa_include_dir() -> Option<PathBuf> {
+    let mut candidates = env::var_os("HSA_INCLUDE_DIR")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain(env::var_os("ROCM_PATH").map(|p| Path::new(&p).join("include")))
+        .chain(["/opt/rocm/include", "/usr/include"].map(PathBuf::from));
+    candidates.find(|dir| dir.join("hsa/hsa_api_trace.h").is_file())
+}
+
+fn main() {
+    println!("cargo:rerun-if-env-changed=HSA_INCLUDE_DIR");
+    println!("cargo:rerun-if-env-changed=ROCM_PATH");
+    println!("cargo:rerun-if-changed=build.rs");
+
+    let Some(include) = hsa_include_dir() else {
+        panic!(
+            "HSA headers not found: install libhsa-runtime-dev (Debian) or set HSA_INCLUDE_DIR \
+             to the directory that holds hsa/hsa_api_trace.h"
+        );
+    };
+    let hsa_dir = include.join("hsa");
+    println!("cargo:rerun-if-changed={}", hsa_dir.display());
+
+    // hsa_api_trace.h declares its tables with decltype, so it is parsed as
+    // C++; AMD_INTERNAL_BUILD makes it include its siblings from the same
+    // directory instead of an "inc/" subdirectory that installs do not have.
+    let bindings = bindgen::Builder::default()
+        .header_contents(
+            "kernel_replay_hsa.hpp",
+            "#include <hsa.h>\n#include <hsa_ext_amd.h>\n#include <hsa_api_trace.h>\n",
+        )
+        .clang_args(["-x", "c++", "-std=c++14", "-DAMD_INTERNAL_BUILD"])
+        .clang_arg(format!("-I{}", hsa_dir.display()))
+        .clang_arg(format!("-I{}", include.display()))
+        // Types and constants only: the library never links the runtime, every
+        // call goes through a function pointer taken from a table.
+        .allowlist_type("hsa_.*")
+        .allowlist_type("CoreApiTable")
+        .allowlist_type("AmdExtTable")
+        .allowlist_type("ApiTableVersion")
+        .allowlist_var("HSA_.*")
+        .prepend_enum_name(false)
+        .default_enum_style(bindgen::EnumVariation::Consts)
+        .derive_default(true)
+        .derive_debug(true)
+        .layout_tests(true)
+        .generate_comments(false)
+        .generate()
+        .unwrap_or_else(|e| panic!("bindgen failed on {}: {e}", hsa_dir.display()));
+
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
+    bindings
+        .write_to_file(out.join("hsa_bindings.rs"))
+        .expect("write hsa_bindings.rs");
+}

@@ -1,0 +1,130 @@
+//! The allocation classifier (the SDK's `query_alloc`): decides whether a
+//! fresh allocation is replay state the tracker should record.
+//!
+//! Only coarse-grained device memory that is not kernarg is tracked. Kernarg
+//! holds the pointer arguments of in-flight kernels (a stale restore there
+//! faults the GPU); host and fine-grained memory are out of scope; and
+//! executable allocations are HIP's per-stream kernarg pools and the
+//! profiler's own trace buffers, which sit in coarse-grained memory and would
+//! otherwise pass the kernarg check.
+
+use std::mem::{offset_of, size_of};
+
+use crate::hsa::entries::AmdEntries;
+use crate::hsa::sys::{
+    hsa_amd_pointer_info_t, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
+    HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT, HSA_EXT_POINTER_TYPE_HSA,
+};
+use crate::hsa::POOL_ALLOCATE_EXECUTABLE_FLAG;
+
+/// Why an allocation is not tracked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Untracked {
+    /// Pool-allocate flags carry the executable flag.
+    Executable,
+    /// `hsa_amd_pointer_info` failed.
+    QueryFailed,
+    /// The runtime does not know it as an HSA allocation.
+    NotHsaAllocation,
+    /// The runtime's pointer-info struct predates `global_flags`.
+    NoGlobalFlags,
+    /// Fine-grained (or otherwise not coarse-grained) memory.
+    NotCoarseGrained,
+    Kernarg,
+}
+
+/// Classifies a fresh allocation. `pool_flags` are the flags passed to
+/// `hsa_amd_memory_pool_allocate` (`None` for `hsa_memory_allocate`, which has
+/// none). Returns the owning agent's handle when the allocation is tracked.
+pub fn classify(amd: &AmdEntries, base: usize, pool_flags: Option<u32>) -> Result<u64, Untracked> {
+    // Checked from the flags before any query: this is the cheap filter and
+    // the one that catches HIP's kernarg pools, which report coarse-grained.
+    if pool_flags.is_some_and(|flags| flags & POOL_ALLOCATE_EXECUTABLE_FLAG != 0) {
+        return Err(Untracked::Executable);
+    }
+    let info = amd.pointer_info(base).map_err(|_| Untracked::QueryFailed)?;
+    verdict(&info)
+}
+
+/// The decision on a pointer-info answer.
+fn verdict(info: &hsa_amd_pointer_info_t) -> Result<u64, Untracked> {
+    if info.type_ != HSA_EXT_POINTER_TYPE_HSA {
+        return Err(Untracked::NotHsaAllocation);
+    }
+    let flags_end = offset_of!(hsa_amd_pointer_info_t, global_flags) + size_of::<u32>();
+    if (info.size as usize) < flags_end {
+        return Err(Untracked::NoGlobalFlags);
+    }
+    if info.global_flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT != 0 {
+        return Err(Untracked::Kernarg);
+    }
+    if info.global_flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED == 0 {
+        return Err(Untracked::NotCoarseGrained);
+    }
+    Ok(info.agentOwner.handle)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hsa::sys::{
+        hsa_agent_t, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED, HSA_EXT_POINTER_TYPE_LOCKED,
+        HSA_EXT_POINTER_TYPE_UNKNOWN,
+    };
+
+    fn info(type_: u32, flags: u32) -> hsa_amd_pointer_info_t {
+        hsa_amd_pointer_info_t {
+            size: size_of::<hsa_amd_pointer_info_t>() as u32,
+            type_,
+            agentOwner: hsa_agent_t { handle: 42 },
+            global_flags: flags,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn coarse_grained_hsa_memory_is_tracked_with_its_owner() {
+        let i = info(
+            HSA_EXT_POINTER_TYPE_HSA,
+            HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
+        );
+        assert_eq!(verdict(&i), Ok(42));
+    }
+
+    #[test]
+    fn exclusions() {
+        let coarse = HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED;
+        let kernarg = HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT;
+        let fine = HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED;
+        assert_eq!(
+            verdict(&info(HSA_EXT_POINTER_TYPE_HSA, kernarg | coarse)),
+            Err(Untracked::Kernarg)
+        );
+        assert_eq!(
+            verdict(&info(HSA_EXT_POINTER_TYPE_HSA, kernarg | fine)),
+            Err(Untracked::Kernarg)
+        );
+        assert_eq!(
+            verdict(&info(HSA_EXT_POINTER_TYPE_HSA, fine)),
+            Err(Untracked::NotCoarseGrained)
+        );
+        assert_eq!(
+            verdict(&info(HSA_EXT_POINTER_TYPE_UNKNOWN, coarse)),
+            Err(Untracked::NotHsaAllocation)
+        );
+        assert_eq!(
+            verdict(&info(HSA_EXT_POINTER_TYPE_LOCKED, coarse)),
+            Err(Untracked::NotHsaAllocation)
+        );
+    }
+
+    #[test]
+    fn a_runtime_without_global_flags_is_not_trusted() {
+        let mut i = info(
+            HSA_EXT_POINTER_TYPE_HSA,
+            HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
+        );
+        i.size = offset_of!(hsa_amd_pointer_info_t, global_flags) as u32;
+        assert_eq!(verdict(&i), Err(Untracked::NoGlobalFlags));
+    }
+}

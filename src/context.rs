@@ -1,0 +1,96 @@
+//! The library's process-wide state, gathered in one place.
+//!
+//! The exported C functions and the allocation wrappers work on [`GLOBAL`];
+//! the logic beneath them takes a `&Context`, so tests can drive it on fresh
+//! state. A Rust static is never destroyed, so none of this can be torn down
+//! under a late free from the host's static destructors (the crash the C++
+//! original needed its teardown guard for).
+
+use std::sync::atomic::AtomicBool;
+use std::sync::{OnceLock, PoisonError, RwLock};
+
+use crate::hsa::entries::{AmdEntries, CoreEntries, IterateExecutablesFn};
+use crate::memory_snapshot::host_buffer::HostBudget;
+use crate::memory_tracker::gate::Gate;
+use crate::memory_tracker::inventory::Inventory;
+
+pub struct Context {
+    core: OnceLock<CoreEntries>,
+    amd: OnceLock<AmdEntries>,
+    /// Tracking on/off and the teardown guard.
+    pub gate: Gate,
+    pub inventory: Inventory,
+    /// How `snap` enumerates loaded executables (the loader extension's
+    /// `hsa_ven_amd_loader_iterate_executables` in rocprofiler-sdk).
+    executable_iterator: RwLock<Option<IterateExecutablesFn>>,
+    pub host_budget: HostBudget,
+    /// Warn-once latches of the replay gate.
+    pub warned_graph_launch: AtomicBool,
+    pub warned_multi_packet: AtomicBool,
+}
+
+/// The state behind the C ABI.
+pub static GLOBAL: Context = Context::new();
+
+impl Context {
+    pub const fn new() -> Self {
+        Context {
+            core: OnceLock::new(),
+            amd: OnceLock::new(),
+            gate: Gate::new(),
+            inventory: Inventory::new(),
+            executable_iterator: RwLock::new(None),
+            host_budget: HostBudget::new(),
+            warned_graph_launch: AtomicBool::new(false),
+            warned_multi_packet: AtomicBool::new(false),
+        }
+    }
+
+    /// A fresh context that lives for the rest of the process (snapshot
+    /// buffers borrow its budget), for tests and tools that want isolation.
+    pub fn leak() -> &'static Context {
+        Box::leak(Box::new(Context::new()))
+    }
+
+    /// The captured core entries, once a core table was installed.
+    #[inline]
+    pub fn core(&self) -> Option<&CoreEntries> {
+        self.core.get()
+    }
+
+    /// The captured AMD-extension entries, once that table was installed.
+    #[inline]
+    pub fn amd(&self) -> Option<&AmdEntries> {
+        self.amd.get()
+    }
+
+    /// Stores the core entries if none were stored yet; true if these were.
+    pub fn set_core(&self, entries: CoreEntries) -> bool {
+        self.core.set(entries).is_ok()
+    }
+
+    /// Stores the AMD entries if none were stored yet; true if these were.
+    pub fn set_amd(&self, entries: AmdEntries) -> bool {
+        self.amd.set(entries).is_ok()
+    }
+
+    pub fn set_executable_iterator(&self, iterate: Option<IterateExecutablesFn>) {
+        *self
+            .executable_iterator
+            .write()
+            .unwrap_or_else(PoisonError::into_inner) = iterate;
+    }
+
+    pub fn executable_iterator(&self) -> Option<IterateExecutablesFn> {
+        *self
+            .executable_iterator
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+impl Default for Context {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,326 @@
+//! The C ABI: every `extern "C"` export of the library, and nothing else.
+//!
+//! Each export is a thin shell: it checks pointers, converts between C and
+//! Rust types, and runs the logic inside the panic boundary, which returns
+//! the function's own error value (0, NULL, false, an error status) instead
+//! of unwinding into C. The logic lives in the modules beneath.
+//!
+//! Conventions: the receiver comes first, then inputs, then outputs; NULL is
+//! accepted wherever a pointer can be passed; every function is thread-safe.
+
+pub(crate) mod boundary;
+pub mod types;
+
+use std::alloc::{alloc, Layout};
+use std::ffi::{c_char, c_void};
+
+use crate::context::GLOBAL;
+use crate::hsa::{hsa_agent_t, AmdExtTable, CoreApiTable};
+use crate::logging::{self, Sink};
+use crate::memory_snapshot;
+use crate::memory_tracker::{self, install::InstallOutcome};
+use crate::replay;
+use boundary::{borrow, export};
+use types::*;
+
+/// Installs the allocation wrappers into the runtime's API tables and
+/// captures the un-wrapped entries the library calls.
+///
+/// Call from the tool's `OnLoad` with the tables ROCr passes. Either table
+/// may be NULL (not both). Each table is first checked against the headers
+/// the library was built with (major version, and `version.minor_id` — the
+/// table's size — covering every entry used); if either fails, nothing is
+/// installed. Each table kind is installed at most once per process; a
+/// repeated call leaves its table untouched. `lib_instance > 0` installs
+/// nothing (a later instance would chain our wrapper to itself).
+///
+/// # Safety
+/// Non-NULL tables must be the runtime's live API tables, readable and
+/// writable for `version.minor_id` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn kr_memory_tracker_init(
+    core: *mut CoreApiTable,
+    amd_ext: *mut AmdExtTable,
+    lib_instance: u64,
+) -> kr_status_t {
+    export(kr_status_t::KR_STATUS_ERROR_INTERNAL, || {
+        // SAFETY: the caller's promise about the tables (see above).
+        match unsafe { memory_tracker::install::install(core, amd_ext, lib_instance) } {
+            InstallOutcome::Installed => kr_status_t::KR_STATUS_SUCCESS,
+            InstallOutcome::Skipped => kr_status_t::KR_STATUS_SKIPPED,
+            InstallOutcome::AlreadyInstalled => kr_status_t::KR_STATUS_ALREADY_INSTALLED,
+            InstallOutcome::InvalidArgument => kr_status_t::KR_STATUS_ERROR_INVALID_ARGUMENT,
+            InstallOutcome::Incompatible(_) => kr_status_t::KR_STATUS_ERROR_INCOMPATIBLE_TABLE,
+        }
+    })
+}
+
+/// Turns allocation recording on or off; returns the state now in force
+/// (always false after `kr_finalize`). Off by default.
+#[no_mangle]
+pub extern "C" fn kr_set_tracking_enabled(enabled: bool) -> bool {
+    export(false, || GLOBAL.gate.set_tracking(enabled))
+}
+
+/// Whether allocations are being recorded.
+#[no_mangle]
+pub extern "C" fn kr_tracking_enabled() -> bool {
+    export(false, || GLOBAL.gate.tracking())
+}
+
+/// The teardown guard, irreversible: afterwards the wrappers only chain,
+/// nothing is recorded, every snapshot declines with `KR_DECLINE_FINALIZED`
+/// and restores write nothing. Call it from the tool's finalizer.
+#[no_mangle]
+pub extern "C" fn kr_finalize() {
+    export((), || memory_tracker::finalize(&GLOBAL))
+}
+
+/// Whether `kr_finalize` was called.
+#[no_mangle]
+pub extern "C" fn kr_is_finalized() -> bool {
+    export(false, || GLOBAL.gate.finalized())
+}
+
+/// Sets how snapshots enumerate loaded executables to find module-scope
+/// variables, typically the loader extension's
+/// `hsa_ven_amd_loader_iterate_executables`. NULL unsets it; snapshots then
+/// decline with `KR_DECLINE_NO_EXECUTABLE_ITERATOR`.
+#[no_mangle]
+pub extern "C" fn kr_set_executable_iterator(iterate: kr_iterate_executables_fn_t) {
+    export((), || GLOBAL.set_executable_iterator(iterate))
+}
+
+/// Captures the replay state of `agent`: its tracked allocations and the
+/// module-scope variables visible to it. Always returns a snapshot, complete
+/// or declined (see `kr_snapshot_ok`); NULL only if the snapshot handle itself
+/// cannot be allocated. Free it with `kr_snapshot_free`.
+#[no_mangle]
+pub extern "C" fn kr_snap(agent: hsa_agent_t) -> *mut kr_snapshot_t {
+    export(std::ptr::null_mut(), || {
+        let snapshot = memory_snapshot::snap(&GLOBAL, agent);
+        box_fallibly(kr_snapshot { inner: snapshot })
+    })
+}
+
+/// True for a complete snapshot; false for a declined one or NULL.
+///
+/// # Safety
+/// `snapshot` is NULL or a live snapshot from `kr_snap`.
+#[no_mangle]
+pub unsafe extern "C" fn kr_snapshot_ok(snapshot: *const kr_snapshot_t) -> bool {
+    // SAFETY: the caller's promise.
+    export(false, || {
+        unsafe { borrow(snapshot) }.is_some_and(|s| s.inner.ok())
+    })
+}
+
+/// Why the snapshot declined, `KR_DECLINE_NONE` if it is complete. NULL gives
+/// `KR_DECLINE_METADATA_MEMORY`, the reason `kr_snap` returns NULL.
+///
+/// # Safety
+/// `snapshot` is NULL or a live snapshot from `kr_snap`.
+#[no_mangle]
+pub unsafe extern "C" fn kr_snapshot_decline_reason(
+    snapshot: *const kr_snapshot_t,
+) -> kr_decline_reason_t {
+    export(kr_decline_reason_t::KR_DECLINE_METADATA_MEMORY, || {
+        // SAFETY: the caller's promise.
+        match unsafe { borrow(snapshot) } {
+            Some(s) => s.inner.decline_reason().into(),
+            None => kr_decline_reason_t::KR_DECLINE_METADATA_MEMORY,
+        }
+    })
+}
+
+/// Regions captured (0 for a declined snapshot or NULL).
+///
+/// # Safety
+/// `snapshot` is NULL or a live snapshot from `kr_snap`.
+#[no_mangle]
+pub unsafe extern "C" fn kr_snapshot_region_count(snapshot: *const kr_snapshot_t) -> usize {
+    // SAFETY: the caller's promise.
+    export(0, || {
+        unsafe { borrow(snapshot) }.map_or(0, |s| s.inner.regions().len())
+    })
+}
+
+/// Bytes captured (0 for a declined snapshot or NULL).
+///
+/// # Safety
+/// `snapshot` is NULL or a live snapshot from `kr_snap`.
+#[no_mangle]
+pub unsafe extern "C" fn kr_snapshot_byte_count(snapshot: *const kr_snapshot_t) -> u64 {
+    // SAFETY: the caller's promise.
+    export(0, || {
+        unsafe { borrow(snapshot) }.map_or(0, |s| s.inner.byte_count())
+    })
+}
+
+/// Writes the snapshot back; returns the number of regions restored. A
+/// declined snapshot or NULL writes nothing and returns 0.
+///
+/// # Safety
+/// `snapshot` is NULL or a live snapshot from `kr_snap`.
+#[no_mangle]
+pub unsafe extern "C" fn kr_restore(snapshot: *const kr_snapshot_t) -> usize {
+    // SAFETY: forwarded from the caller.
+    unsafe { kr_restore_with_report(snapshot, std::ptr::null_mut()) }
+}
+
+/// As `kr_restore`, and fills `report` (if not NULL) with how many regions
+/// were restored, skipped because they are no longer the captured
+/// allocation, and failed.
+///
+/// # Safety
+/// `snapshot` is NULL or a live snapshot from `kr_snap`; `report` is NULL or
+/// writable.
+#[no_mangle]
+pub unsafe extern "C" fn kr_restore_with_report(
+    snapshot: *const kr_snapshot_t,
+    report: *mut kr_restore_report_t,
+) -> usize {
+    export(0, || {
+        // SAFETY: the caller's promise.
+        let outcome = match unsafe { borrow(snapshot) } {
+            Some(s) => memory_snapshot::restore(&GLOBAL, &s.inner),
+            None => Default::default(),
+        };
+        // SAFETY: the caller's promise; NULL means no report wanted.
+        if let Some(out) = unsafe { report.as_mut() } {
+            *out = outcome.into();
+        }
+        outcome.restored
+    })
+}
+
+/// Frees a snapshot and the host memory it holds. NULL is a no-op.
+///
+/// # Safety
+/// `snapshot` is NULL or a snapshot from `kr_snap` not freed before.
+#[no_mangle]
+pub unsafe extern "C" fn kr_snapshot_free(snapshot: *mut kr_snapshot_t) {
+    export((), || {
+        if !snapshot.is_null() {
+            // SAFETY: allocated by box_fallibly with the global allocator and
+            // the layout of kr_snapshot, which is what Box uses.
+            drop(unsafe { Box::from_raw(snapshot) });
+        }
+    })
+}
+
+/// Caps the host memory all live snapshots may hold together; 0 (the
+/// default) means unlimited. A snapshot that would pass it declines with
+/// `KR_DECLINE_HOST_MEMORY`.
+#[no_mangle]
+pub extern "C" fn kr_set_host_budget(bytes: u64) {
+    export((), || GLOBAL.host_budget.set_limit(bytes))
+}
+
+/// Host bytes held by live snapshots.
+#[no_mangle]
+pub extern "C" fn kr_host_bytes_in_use() -> u64 {
+    export(0, || GLOBAL.host_budget.in_use())
+}
+
+/// Number of tracked allocations owned by `agent`.
+#[no_mangle]
+pub extern "C" fn kr_tracked_count(agent: hsa_agent_t) -> usize {
+    export(0, || GLOBAL.inventory.agent_totals(agent.handle).0)
+}
+
+/// Bytes of the tracked allocations owned by `agent`.
+#[no_mangle]
+pub extern "C" fn kr_tracked_bytes(agent: hsa_agent_t) -> u64 {
+    export(0, || GLOBAL.inventory.agent_totals(agent.handle).1)
+}
+
+/// Runs one replay window the way rocprofiler-sdk's `queue.cpp` does: with
+/// `passes <= 1`, pass 0 once and no snapshot; otherwise snapshot, and if it
+/// declines run pass 0 exactly once (`replayed == false`, reason set), else
+/// run passes 0..passes-1 with a restore before every pass but the first.
+///
+/// # Safety
+/// `run_pass` is NULL (nothing runs, `passes_run == 0`) or callable with
+/// `user_data`.
+#[no_mangle]
+pub unsafe extern "C" fn kr_replay(
+    agent: hsa_agent_t,
+    passes: u32,
+    run_pass: kr_pass_fn_t,
+    user_data: *mut c_void,
+) -> kr_replay_result_t {
+    let nothing = kr_replay_result_t {
+        replayed: false,
+        passes_run: 0,
+        decline_reason: kr_decline_reason_t::KR_DECLINE_NONE,
+        restore_failures: 0,
+    };
+    export(nothing, || {
+        let Some(run_pass) = run_pass else {
+            log::error!("kr_replay called without a pass function; nothing run");
+            return nothing;
+        };
+        // SAFETY: the caller's promise about run_pass and user_data.
+        replay::replay(&GLOBAL, agent, passes, |pass| unsafe {
+            run_pass(pass, user_data)
+        })
+        .into()
+    })
+}
+
+/// True only for a submission that can be replayed: exactly one packet
+/// holding exactly one dispatch, with no graph launch active. A graph launch
+/// and a multi-packet batch each warn once per process.
+#[no_mangle]
+pub extern "C" fn kr_replay_gate(
+    packet_count: u64,
+    dispatch_count: u64,
+    graph_launch_active: bool,
+) -> bool {
+    export(false, || {
+        replay::replay_gate(&GLOBAL, packet_count, dispatch_count, graph_launch_active)
+    })
+}
+
+/// Sends every log message that passes the level to `callback` instead of
+/// stderr; NULL goes back to stderr. The callback may run on any thread.
+#[no_mangle]
+pub extern "C" fn kr_set_log_callback(callback: kr_log_callback_t, user_data: *mut c_void) {
+    export((), || {
+        logging::set_sink(callback.map(|callback| Sink {
+            callback,
+            user_data,
+        }))
+    })
+}
+
+/// Sets the most verbose level logged (default `KR_LOG_WARN`, or
+/// `KERNEL_REPLAY_LOG`). Values below `KR_LOG_ERROR` turn logging off.
+#[no_mangle]
+pub extern "C" fn kr_set_log_level(max_level: kr_log_level_arg) {
+    export((), || {
+        logging::set_level(kr_log_level_t::filter_from_arg(max_level))
+    })
+}
+
+/// The library version, e.g. "0.1.0". Static storage.
+#[no_mangle]
+pub extern "C" fn kr_version() -> *const c_char {
+    const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
+    VERSION.as_ptr().cast()
+}
+
+/// Moves `value` to the heap, or returns NULL if the allocation fails
+/// (`Box::new` would abort the host process instead).
+fn box_fallibly<T>(value: T) -> *mut T {
+    let layout = Layout::new::<T>();
+    // SAFETY: T is a non-zero-sized type here (kr_snapshot holds a Snapshot).
+    let ptr = unsafe { alloc(layout) }.cast::<T>();
+    if ptr.is_null() {
+        return ptr;
+    }
+    // SAFETY: fresh, properly aligned allocation for one T.
+    unsafe { ptr.write(value) };
+    ptr
+}

@@ -1,0 +1,151 @@
+//! The table-size guard.
+//!
+//! `CoreApiTable` and `AmdExtTable` grow between ROCm releases. ROCr fills
+//! `version.major_id` with the table's major version and `version.minor_id`
+//! with `sizeof` the table it was built with, so a table handed over by an
+//! older runtime can be shorter than the struct this library was compiled
+//! against. Before reading or replacing any entry, the library checks that the
+//! major version matches the headers and that `minor_id` covers every entry
+//! it touches; otherwise it installs nothing.
+//!
+//! Tables are handled through raw pointers: forming a `&CoreApiTable` over a
+//! shorter table would itself be undefined behaviour.
+
+use std::fmt;
+use std::mem::{offset_of, size_of};
+
+use super::sys::{
+    ApiTableVersion, HSA_AMD_EXT_API_TABLE_MAJOR_VERSION, HSA_CORE_API_TABLE_MAJOR_VERSION,
+};
+use super::{AmdExtTable, CoreApiTable};
+
+/// One table entry the library reads or replaces.
+pub struct UsedEntry {
+    pub name: &'static str,
+    pub offset: usize,
+}
+
+macro_rules! used_entries {
+    ($table:ty: $($field:ident),+ $(,)?) => {
+        &[$(UsedEntry { name: stringify!($field), offset: offset_of!($table, $field) }),+]
+    };
+}
+
+/// Core-table entries the library reads (the un-wrapped copy and symbol
+/// queries) or replaces (the two allocation entry points).
+pub const CORE_ENTRIES_USED: &[UsedEntry] = used_entries!(CoreApiTable:
+    hsa_memory_allocate_fn,
+    hsa_memory_free_fn,
+    hsa_memory_copy_fn,
+    hsa_executable_iterate_agent_symbols_fn,
+    hsa_executable_symbol_get_info_fn,
+);
+
+/// AMD-extension entries the library reads (the classifier's pointer query)
+/// or replaces (the two pool entry points).
+pub const AMD_EXT_ENTRIES_USED: &[UsedEntry] = used_entries!(AmdExtTable:
+    hsa_amd_memory_pool_allocate_fn,
+    hsa_amd_memory_pool_free_fn,
+    hsa_amd_pointer_info_fn,
+);
+
+/// Why a table was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TableError {
+    /// `version.major_id` differs from the headers the library was built with.
+    MajorVersion {
+        table: &'static str,
+        found: u32,
+        expected: u32,
+    },
+    /// `version.minor_id` (the table's size) ends before an entry we use.
+    TooSmall {
+        table: &'static str,
+        size: u32,
+        entry: &'static str,
+        needed: usize,
+    },
+    /// An entry we use is NULL in the table.
+    MissingEntry {
+        table: &'static str,
+        entry: &'static str,
+    },
+}
+
+impl fmt::Display for TableError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TableError::MajorVersion { table, found, expected } => write!(
+                f,
+                "{table}: major version {found}, this library was built for {expected}"
+            ),
+            TableError::TooSmall { table, size, entry, needed } => write!(
+                f,
+                "{table}: {size} bytes (version.minor_id) do not reach {entry}, which needs {needed}"
+            ),
+            TableError::MissingEntry { table, entry } => write!(f, "{table}: {entry} is NULL"),
+        }
+    }
+}
+
+/// A table kind the guard knows: its name, expected major version and the
+/// entries the library uses.
+pub trait GuardedTable {
+    const NAME: &'static str;
+    const MAJOR_VERSION: u32;
+    const ENTRIES_USED: &'static [UsedEntry];
+}
+
+impl GuardedTable for CoreApiTable {
+    const NAME: &'static str = "CoreApiTable";
+    const MAJOR_VERSION: u32 = HSA_CORE_API_TABLE_MAJOR_VERSION;
+    const ENTRIES_USED: &'static [UsedEntry] = CORE_ENTRIES_USED;
+}
+
+impl GuardedTable for AmdExtTable {
+    const NAME: &'static str = "AmdExtTable";
+    const MAJOR_VERSION: u32 = HSA_AMD_EXT_API_TABLE_MAJOR_VERSION;
+    const ENTRIES_USED: &'static [UsedEntry] = AMD_EXT_ENTRIES_USED;
+}
+
+/// Checks the version and size of a table and that every used entry is set.
+///
+/// # Safety
+/// `table` must be non-NULL and point to at least `size_of::<ApiTableVersion>()`
+/// readable bytes, followed by `version.minor_id - size_of::<ApiTableVersion>()`
+/// more (the runtime's promise about its own table).
+pub unsafe fn validate<T: GuardedTable>(table: *const T) -> Result<(), TableError> {
+    // SAFETY: every table starts with its ApiTableVersion (hsa_api_trace.h
+    // makes that the root of the table-passing ABI) and the caller promises
+    // at least that much is readable.
+    let version = unsafe { table.cast::<ApiTableVersion>().read_unaligned() };
+    if version.major_id != T::MAJOR_VERSION {
+        return Err(TableError::MajorVersion {
+            table: T::NAME,
+            found: version.major_id,
+            expected: T::MAJOR_VERSION,
+        });
+    }
+    for entry in T::ENTRIES_USED {
+        let needed = entry.offset + size_of::<usize>();
+        if (version.minor_id as usize) < needed {
+            return Err(TableError::TooSmall {
+                table: T::NAME,
+                size: version.minor_id,
+                entry: entry.name,
+                needed,
+            });
+        }
+        // SAFETY: the entry lies inside the first minor_id bytes, which the
+        // runtime promises are its table; entries are pointer-sized and
+        // pointer-aligned by the struct layout.
+        let value = unsafe { table.cast::<u8>().add(entry.offset).cast::<usize>().read() };
+        if value == 0 {
+            return Err(TableError::MissingEntry {
+                table: T::NAME,
+                entry: entry.name,
+            });
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,28 @@
+//! kernel-replay: snapshot and restore of GPU device memory, so a profiler
+//! can replay one kernel dispatch several times with identical inputs.
+//!
+//! It replaces rocprofiler-sdk's C++ `memory_tracker` and `memory_snapshot`
+//! modules behind a C ABI (`include/kernel_replay.h`). The parts, one module
+//! each, as in the design document:
+//!
+//! - [`memory_tracker`]: wrappers over the four HSA allocation entry points,
+//!   the inventory of live allocations, the tracking gate, the teardown guard.
+//! - [`classifier`]: which allocations are replay state (coarse-grained, not
+//!   kernarg, not executable).
+//! - [`memory_snapshot`]: capture of one agent's tracked allocations and
+//!   module-scope variables into host memory, and restore.
+//! - [`replay`]: the replay window around one dispatch and its gate.
+//! - [`hsa`]: bindings generated from the installed HSA headers, the
+//!   table-size guard and the captured entry points.
+//! - [`ffi`]: every `extern "C"` export.
+//! - [`context`]: the process-wide state those share; [`logging`]: where
+//!   messages go.
+
+pub mod classifier;
+pub mod context;
+pub mod ffi;
+pub mod hsa;
+pub mod logging;
+pub mod memory_snapshot;
+pub mod memory_tracker;
+pub mod replay;

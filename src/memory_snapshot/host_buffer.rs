@@ -1,0 +1,162 @@
+//! Host-side backing store of a snapshot region, allocated fallibly and
+//! counted against the process-wide host budget.
+//!
+//! The whole tracked footprint is duplicated in host RAM for the lifetime of a
+//! replay, so a large footprint must end in a declined snapshot, never in an
+//! aborted host process: buffers come from `try_reserve`, and a budget lets
+//! the tool cap what replay may take.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The host budget and what snapshots currently hold against it.
+pub struct HostBudget {
+    /// Maximum bytes of snapshot buffers; 0 means unlimited.
+    limit: AtomicU64,
+    in_use: AtomicU64,
+}
+
+impl HostBudget {
+    pub const fn new() -> Self {
+        HostBudget {
+            limit: AtomicU64::new(0),
+            in_use: AtomicU64::new(0),
+        }
+    }
+
+    pub fn set_limit(&self, bytes: u64) {
+        self.limit.store(bytes, Ordering::Relaxed);
+    }
+
+    pub fn limit(&self) -> u64 {
+        self.limit.load(Ordering::Relaxed)
+    }
+
+    pub fn in_use(&self) -> u64 {
+        self.in_use.load(Ordering::Acquire)
+    }
+
+    /// Claims `bytes` if they fit under the limit. Concurrent snapshots claim
+    /// atomically, so together they never pass the limit.
+    fn claim(&self, bytes: u64) -> bool {
+        let limit = self.limit();
+        self.in_use
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
+                let after = used.checked_add(bytes)?;
+                (limit == 0 || after <= limit).then_some(after)
+            })
+            .is_ok()
+    }
+
+    fn release(&self, bytes: u64) {
+        self.in_use.fetch_sub(bytes, Ordering::AcqRel);
+    }
+}
+
+impl Default for HostBudget {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Why a host buffer could not be had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostBufferError {
+    OverBudget,
+    OutOfMemory,
+}
+
+/// A pageable host buffer of exactly `len` bytes. Its contents are written
+/// only by the runtime's device-to-host copy; until that copy succeeded the
+/// buffer is never read.
+pub struct HostBuffer {
+    bytes: Vec<u8>,
+    len: usize,
+    budget: &'static HostBudget,
+}
+
+impl HostBuffer {
+    pub fn try_new(len: usize, budget: &'static HostBudget) -> Result<Self, HostBufferError> {
+        if !budget.claim(len as u64) {
+            return Err(HostBufferError::OverBudget);
+        }
+        let mut bytes = Vec::new();
+        if bytes.try_reserve_exact(len).is_err() {
+            budget.release(len as u64);
+            return Err(HostBufferError::OutOfMemory);
+        }
+        // Left uninitialised on purpose: zeroing would touch every page of a
+        // multi-gigabyte footprint only for the copy to overwrite it.
+        Ok(HostBuffer { bytes, len, budget })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Destination of the device-to-host copy.
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.bytes.as_mut_ptr()
+    }
+
+    /// Marks the buffer filled. Called once the copy into it succeeded.
+    pub fn mark_filled(&mut self) {
+        // SAFETY: capacity is at least `len` (reserved in try_new) and the
+        // runtime's successful copy wrote all `len` bytes.
+        unsafe { self.bytes.set_len(self.len) }
+    }
+
+    /// Source of the host-to-device copy; only valid once filled.
+    pub fn as_ptr(&self) -> *const u8 {
+        self.bytes.as_ptr()
+    }
+
+    /// The captured bytes (empty until filled).
+    pub fn contents(&self) -> &[u8] {
+        &self.bytes
+    }
+}
+
+impl Drop for HostBuffer {
+    fn drop(&mut self) {
+        self.budget.release(self.len as u64);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn leaked() -> &'static HostBudget {
+        Box::leak(Box::new(HostBudget::new()))
+    }
+
+    #[test]
+    fn buffers_count_against_the_budget_until_dropped() {
+        let budget = leaked();
+        budget.set_limit(100);
+        let a = HostBuffer::try_new(60, budget).unwrap();
+        assert_eq!(budget.in_use(), 60);
+        assert_eq!(
+            HostBuffer::try_new(41, budget).err(),
+            Some(HostBufferError::OverBudget)
+        );
+        assert_eq!(budget.in_use(), 60, "a refused claim leaves nothing behind");
+        let b = HostBuffer::try_new(40, budget).unwrap();
+        assert_eq!(budget.in_use(), 100);
+        drop(a);
+        drop(b);
+        assert_eq!(budget.in_use(), 0);
+    }
+
+    #[test]
+    fn zero_limit_is_unlimited_and_impossible_sizes_fail_cleanly() {
+        let budget = leaked();
+        let huge = HostBuffer::try_new(usize::MAX / 2, budget);
+        assert_eq!(huge.err(), Some(HostBufferError::OutOfMemory));
+        assert_eq!(budget.in_use(), 0);
+    }
+}

@@ -1,0 +1,276 @@
+//! The allocation inventory: every live, trackable device allocation, keyed by
+//! base address, behind one reader/writer lock.
+//!
+//! Each entry carries a generation from a process-wide counter. A base address
+//! can come back from the allocator after a free; the generation is what tells
+//! "the same allocation" from "a new allocation at the same address", so a
+//! restore never writes a snapshot into memory that now belongs to someone
+//! else.
+
+use std::collections::BTreeMap;
+use std::collections::TryReserveError;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+/// One tracked allocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Allocation {
+    /// Bytes the application asked for.
+    pub size: usize,
+    /// `hsa_amd_pointer_info::agentOwner`, which makes snapshots agent-scoped.
+    pub agent: u64,
+    /// Distinguishes this allocation from any later one at the same base.
+    pub generation: u64,
+}
+
+/// A tracked allocation as a snapshot sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TrackedRegion {
+    pub base: usize,
+    pub size: usize,
+    pub generation: u64,
+}
+
+pub struct Inventory {
+    entries: RwLock<BTreeMap<usize, Allocation>>,
+    /// Entry count, readable without the lock: a free wrapper skips the lock
+    /// entirely while nothing is tracked.
+    len: AtomicUsize,
+    next_generation: AtomicU64,
+}
+
+impl Inventory {
+    pub const fn new() -> Self {
+        Inventory {
+            entries: RwLock::new(BTreeMap::new()),
+            len: AtomicUsize::new(0),
+            next_generation: AtomicU64::new(1),
+        }
+    }
+
+    // A panic while holding the lock (only possible through a bug) leaves the
+    // map itself consistent: every mutation below is a single map operation.
+    // Recovering from the poison keeps the host's allocations flowing.
+    fn read(&self) -> RwLockReadGuard<'_, BTreeMap<usize, Allocation>> {
+        self.entries.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, BTreeMap<usize, Allocation>> {
+        self.entries.write().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Records a new allocation and returns its generation. An entry already
+    /// at `base` (its free was never seen) is replaced: the new allocation is
+    /// the one that is live.
+    pub fn record(&self, base: usize, size: usize, agent: u64) -> u64 {
+        let generation = self.next_generation.fetch_add(1, Ordering::Relaxed);
+        let mut entries = self.write();
+        entries.insert(
+            base,
+            Allocation {
+                size,
+                agent,
+                generation,
+            },
+        );
+        self.len.store(entries.len(), Ordering::Release);
+        generation
+    }
+
+    /// Removes the entry at `base`, if any. Called by a free wrapper *before*
+    /// the real free, so no snapshot or restore can touch the memory once the
+    /// runtime may have released it.
+    #[inline]
+    pub fn retire(&self, base: usize) -> Option<Allocation> {
+        if self.len.load(Ordering::Acquire) == 0 {
+            return None;
+        }
+        let mut entries = self.write();
+        let removed = entries.remove(&base);
+        self.len.store(entries.len(), Ordering::Release);
+        removed
+    }
+
+    /// Puts back an entry whose free failed: the memory is still allocated, so
+    /// it is still the same allocation, with the same generation.
+    pub fn reinstate(&self, base: usize, allocation: Allocation) {
+        let mut entries = self.write();
+        entries.entry(base).or_insert(allocation);
+        self.len.store(entries.len(), Ordering::Release);
+    }
+
+    /// Appends every allocation owned by `agent`, in address order. Fails
+    /// without changing `out` if the metadata cannot be reserved.
+    pub fn collect_agent(
+        &self,
+        agent: u64,
+        out: &mut Vec<TrackedRegion>,
+    ) -> Result<(), TryReserveError> {
+        let entries = self.read();
+        let owned = entries.values().filter(|a| a.agent == agent).count();
+        out.try_reserve(owned)?;
+        out.extend(
+            entries
+                .iter()
+                .filter(|(_, a)| a.agent == agent)
+                .map(|(&base, a)| TrackedRegion {
+                    base,
+                    size: a.size,
+                    generation: a.generation,
+                }),
+        );
+        Ok(())
+    }
+
+    /// Runs `access` under the read lock if `region` is still the same live
+    /// allocation: same base, same generation, at least the captured size.
+    /// Returns `None`, without running it, otherwise.
+    ///
+    /// Holding the read lock across the access is the other half of
+    /// retire-before-free: a free of this allocation waits for the write lock,
+    /// so the memory cannot be released while it is being read or written.
+    pub fn with_live<R>(&self, region: &TrackedRegion, access: impl FnOnce() -> R) -> Option<R> {
+        let entries = self.read();
+        let live = entries.get(&region.base)?;
+        if live.generation != region.generation || live.size < region.size {
+            return None;
+        }
+        Some(access())
+    }
+
+    /// Count and total bytes of the allocations owned by `agent`.
+    pub fn agent_totals(&self, agent: u64) -> (usize, u64) {
+        let entries = self.read();
+        entries
+            .values()
+            .filter(|a| a.agent == agent)
+            .fold((0, 0), |(count, bytes), a| {
+                (count + 1, bytes + a.size as u64)
+            })
+    }
+
+    /// Number of tracked allocations, all agents.
+    pub fn len(&self) -> usize {
+        self.len.load(Ordering::Acquire)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Drops every entry (the teardown guard): afterwards a free wrapper
+    /// finds nothing to retire and only chains.
+    pub fn clear(&self) {
+        let mut entries = self.write();
+        entries.clear();
+        self.len.store(0, Ordering::Release);
+    }
+}
+
+impl Default for Inventory {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generations_distinguish_a_reused_base() {
+        let inv = Inventory::new();
+        let first = inv.record(0x1000, 64, 7);
+        let captured = TrackedRegion {
+            base: 0x1000,
+            size: 64,
+            generation: first,
+        };
+        assert_eq!(inv.with_live(&captured, || ()), Some(()));
+        assert!(inv.retire(0x1000).is_some());
+        let second = inv.record(0x1000, 64, 7);
+        assert_ne!(first, second);
+        assert_eq!(
+            inv.with_live(&captured, || ()),
+            None,
+            "reused address is another allocation"
+        );
+    }
+
+    #[test]
+    fn with_live_requires_the_captured_size() {
+        let inv = Inventory::new();
+        let g = inv.record(0x2000, 32, 1);
+        assert_eq!(
+            inv.with_live(
+                &TrackedRegion {
+                    base: 0x2000,
+                    size: 64,
+                    generation: g
+                },
+                || ()
+            ),
+            None
+        );
+        assert_eq!(
+            inv.with_live(
+                &TrackedRegion {
+                    base: 0x2000,
+                    size: 32,
+                    generation: g
+                },
+                || 5
+            ),
+            Some(5)
+        );
+    }
+
+    #[test]
+    fn retire_and_reinstate_keep_the_generation() {
+        let inv = Inventory::new();
+        let g = inv.record(0x3000, 16, 1);
+        let retired = inv.retire(0x3000).expect("recorded");
+        assert!(inv.is_empty());
+        inv.reinstate(0x3000, retired);
+        assert_eq!(inv.len(), 1);
+        assert_eq!(
+            inv.with_live(
+                &TrackedRegion {
+                    base: 0x3000,
+                    size: 16,
+                    generation: g
+                },
+                || ()
+            ),
+            Some(())
+        );
+    }
+
+    #[test]
+    fn collect_is_agent_scoped_and_ordered() {
+        let inv = Inventory::new();
+        inv.record(0x9000, 1, 2);
+        inv.record(0x5000, 2, 1);
+        inv.record(0x1000, 3, 1);
+        let mut out = Vec::new();
+        inv.collect_agent(1, &mut out).unwrap();
+        assert_eq!(
+            out.iter().map(|r| r.base).collect::<Vec<_>>(),
+            vec![0x1000, 0x5000]
+        );
+        assert_eq!(inv.agent_totals(1), (2, 5));
+        assert_eq!(inv.agent_totals(2), (1, 1));
+        assert_eq!(inv.agent_totals(3), (0, 0));
+    }
+
+    #[test]
+    fn retire_of_unknown_base_is_none_and_clear_empties() {
+        let inv = Inventory::new();
+        assert!(inv.retire(0x10).is_none());
+        inv.record(0x20, 1, 1);
+        assert!(inv.retire(0x10).is_none());
+        inv.clear();
+        assert!(inv.is_empty());
+        assert!(inv.retire(0x20).is_none());
+    }
+}

@@ -1,0 +1,109 @@
+//! The four allocation wrappers installed into the runtime's tables.
+//!
+//! They run on every device allocation of the host program, so the common
+//! path is the chained call plus one relaxed load (allocate) or one acquire
+//! load of the inventory size (free). Anything more happens only when
+//! tracking is on, or when something is tracked.
+//!
+//! No panic may leave these functions: they are called from C through the
+//! HSA tables. The bookkeeping runs inside the panic boundary; the runtime's
+//! answer is always returned unchanged.
+
+use std::ffi::c_void;
+
+use crate::context::GLOBAL;
+use crate::ffi::boundary::catch_panic;
+use crate::hsa::entries::MemoryFreeFn;
+use crate::hsa::sys::{hsa_amd_memory_pool_t, hsa_region_t};
+use crate::hsa::{hsa_status_t, HSA_STATUS_ERROR_NOT_INITIALIZED, HSA_STATUS_SUCCESS};
+use crate::memory_tracker::record_allocation;
+
+/// Replaces `hsa_amd_memory_pool_allocate`.
+pub(crate) unsafe extern "C" fn pool_allocate(
+    pool: hsa_amd_memory_pool_t,
+    size: usize,
+    flags: u32,
+    ptr: *mut *mut c_void,
+) -> hsa_status_t {
+    let Some(amd) = GLOBAL.amd() else {
+        return HSA_STATUS_ERROR_NOT_INITIALIZED;
+    };
+    // SAFETY: the caller's arguments go unchanged to the entry this wrapper
+    // replaced, under that entry's own contract.
+    let status = unsafe { (amd.pool_allocate)(pool, size, flags, ptr) };
+    if status == HSA_STATUS_SUCCESS && GLOBAL.gate.recording() && !ptr.is_null() {
+        // SAFETY: the runtime succeeded, so it stored the new pointer in *ptr.
+        note_allocation(unsafe { *ptr }, size, Some(flags));
+    }
+    status
+}
+
+/// Replaces `hsa_amd_memory_pool_free`.
+pub(crate) unsafe extern "C" fn pool_free(ptr: *mut c_void) -> hsa_status_t {
+    let Some(amd) = GLOBAL.amd() else {
+        return HSA_STATUS_ERROR_NOT_INITIALIZED;
+    };
+    // SAFETY: forwarded to the replaced entry with the caller's pointer.
+    unsafe { retire_then_free(ptr, amd.pool_free) }
+}
+
+/// Replaces `hsa_memory_allocate`.
+pub(crate) unsafe extern "C" fn memory_allocate(
+    region: hsa_region_t,
+    size: usize,
+    ptr: *mut *mut c_void,
+) -> hsa_status_t {
+    let Some(core) = GLOBAL.core() else {
+        return HSA_STATUS_ERROR_NOT_INITIALIZED;
+    };
+    // SAFETY: the caller's arguments go unchanged to the replaced entry.
+    let status = unsafe { (core.memory_allocate)(region, size, ptr) };
+    if status == HSA_STATUS_SUCCESS && GLOBAL.gate.recording() && !ptr.is_null() {
+        // SAFETY: the runtime succeeded, so it stored the new pointer in *ptr.
+        note_allocation(unsafe { *ptr }, size, None);
+    }
+    status
+}
+
+/// Replaces `hsa_memory_free`.
+pub(crate) unsafe extern "C" fn memory_free(ptr: *mut c_void) -> hsa_status_t {
+    let Some(core) = GLOBAL.core() else {
+        return HSA_STATUS_ERROR_NOT_INITIALIZED;
+    };
+    // SAFETY: forwarded to the replaced entry with the caller's pointer.
+    unsafe { retire_then_free(ptr, core.memory_free) }
+}
+
+/// Classification and recording, off the fast path.
+#[cold]
+#[inline(never)]
+fn note_allocation(base: *mut c_void, size: usize, pool_flags: Option<u32>) {
+    catch_panic((), || {
+        record_allocation(&GLOBAL, base, size, pool_flags);
+    });
+}
+
+/// Retire before free: the entry leaves the inventory under its write lock
+/// *before* the runtime frees the memory, so no snapshot can read it and no
+/// restore can write it once it may be gone. If the free fails the memory is
+/// still the same allocation and the entry goes back.
+///
+/// This runs whether or not tracking is on: a recorded pointer stays recorded
+/// until its free, even if tracking was switched off in between.
+///
+/// Both free entry points have the same signature, so one path serves both.
+///
+/// # Safety
+/// `free` is the runtime entry this wrapper replaced; `ptr` is the caller's.
+#[inline(always)]
+unsafe fn retire_then_free(ptr: *mut c_void, free: MemoryFreeFn) -> hsa_status_t {
+    let retired = catch_panic(None, || GLOBAL.inventory.retire(ptr as usize));
+    // SAFETY: see the function's contract.
+    let status = unsafe { free(ptr) };
+    if status != HSA_STATUS_SUCCESS {
+        if let Some(allocation) = retired {
+            catch_panic((), || GLOBAL.inventory.reinstate(ptr as usize, allocation));
+        }
+    }
+    status
+}

@@ -1,0 +1,357 @@
+//! Shared support of the integration tests: the application side of the
+//! software HSA runtime (calls through its tables, where the library's
+//! wrappers sit once installed), process isolation for tests of
+//! process-global behaviour, log capture and an allocator that can be told
+//! to fail.
+
+#![allow(dead_code)]
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::{Mutex, Once, PoisonError};
+
+use hsa_sim::{Agent, Pool, Region};
+use kernel_replay::ffi::types::*;
+use kernel_replay::ffi::*;
+use kernel_replay::hsa::sys::{hsa_amd_memory_pool_t, hsa_region_t};
+use kernel_replay::hsa::{hsa_agent_t, hsa_status_t, AmdExtTable, CoreApiTable};
+
+pub const SUCCESS: hsa_status_t = kernel_replay::hsa::HSA_STATUS_SUCCESS;
+
+/// `hsa_agent_t` of a simulated agent.
+pub fn agent(a: Agent) -> hsa_agent_t {
+    hsa_agent_t { handle: a.handle }
+}
+
+pub fn core_table() -> *mut CoreApiTable {
+    hsa_sim::core_table_ptr().cast()
+}
+
+pub fn amd_table() -> *mut AmdExtTable {
+    hsa_sim::amd_ext_table_ptr().cast()
+}
+
+// ---- the application side ------------------------------------------------
+
+/// `hsa_amd_memory_pool_allocate` as the application calls it: through the
+/// runtime's AMD table.
+pub fn pool_allocate(pool: Pool, size: usize, flags: u32) -> Result<*mut u8, hsa_status_t> {
+    pool_allocate_via(amd_table(), pool, size, flags)
+}
+
+pub fn pool_allocate_via(
+    table: *mut AmdExtTable,
+    pool: Pool,
+    size: usize,
+    flags: u32,
+) -> Result<*mut u8, hsa_status_t> {
+    let mut ptr = std::ptr::null_mut();
+    // SAFETY: a complete table from the runtime (or a copy of one).
+    let status = unsafe {
+        let allocate = (*table)
+            .hsa_amd_memory_pool_allocate_fn
+            .expect("pool allocate entry");
+        allocate(
+            hsa_amd_memory_pool_t {
+                handle: pool.handle,
+            },
+            size,
+            flags,
+            &mut ptr,
+        )
+    };
+    if status == SUCCESS {
+        Ok(ptr.cast())
+    } else {
+        Err(status)
+    }
+}
+
+/// `hsa_amd_memory_pool_free` through the runtime's AMD table.
+pub fn pool_free(ptr: *mut u8) -> hsa_status_t {
+    // SAFETY: a complete table from the runtime.
+    unsafe {
+        (*amd_table())
+            .hsa_amd_memory_pool_free_fn
+            .expect("pool free entry")(ptr.cast())
+    }
+}
+
+/// `hsa_memory_allocate` through the runtime's core table.
+pub fn memory_allocate(region: Region, size: usize) -> Result<*mut u8, hsa_status_t> {
+    let mut ptr = std::ptr::null_mut();
+    // SAFETY: a complete table from the runtime.
+    let status = unsafe {
+        (*core_table())
+            .hsa_memory_allocate_fn
+            .expect("memory allocate entry")(
+            hsa_region_t {
+                handle: region.handle,
+            },
+            size,
+            &mut ptr,
+        )
+    };
+    if status == SUCCESS {
+        Ok(ptr.cast())
+    } else {
+        Err(status)
+    }
+}
+
+/// `hsa_memory_free` through the runtime's core table.
+pub fn memory_free(ptr: *mut u8) -> hsa_status_t {
+    // SAFETY: a complete table from the runtime.
+    unsafe {
+        (*core_table())
+            .hsa_memory_free_fn
+            .expect("memory free entry")(ptr.cast())
+    }
+}
+
+/// A coarse-grained device buffer on `agent`, filled with `byte`.
+pub fn device_buffer(sim: &hsa_sim::SimSession, gpu: Agent, size: usize, byte: u8) -> *mut u8 {
+    let pool = sim.pool(gpu, hsa_sim::PoolKind::DeviceCoarse);
+    let ptr = pool_allocate(pool, size, 0).expect("device allocation");
+    fill(ptr, size, byte);
+    ptr
+}
+
+/// Writes device memory directly (the simulated device memory is host memory,
+/// standing in for a kernel's stores).
+pub fn fill(ptr: *mut u8, size: usize, byte: u8) {
+    // SAFETY: tests only pass live simulated allocations of at least `size`.
+    unsafe { std::ptr::write_bytes(ptr, byte, size) }
+}
+
+/// Reads device memory directly (as a kernel's loads would).
+pub fn bytes(ptr: *const u8, size: usize) -> Vec<u8> {
+    // SAFETY: tests only pass live simulated allocations of at least `size`.
+    unsafe { std::slice::from_raw_parts(ptr, size) }.to_vec()
+}
+
+pub fn all(ptr: *const u8, size: usize, byte: u8) -> bool {
+    bytes(ptr, size).iter().all(|&b| b == byte)
+}
+
+// ---- the library installed over the runtime --------------------------------
+
+extern "C" {
+    // The runtime's loader-style iterator, declared with the library's types
+    // (the sim crate declares it with its own, layout-identical ones).
+    fn hsa_sim_iterate_executables(
+        callback: kr_executable_callback_t,
+        data: *mut c_void,
+    ) -> hsa_status_t;
+}
+
+/// The loader-style executable iterator, as a tool passes it.
+pub fn sim_iterator() -> kr_iterate_executables_fn_t {
+    Some(hsa_sim_iterate_executables)
+}
+
+/// Installs the library over the runtime's tables, once per process, with
+/// the runtime's executable iterator. Tracking is left as it is.
+pub fn install() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        // SAFETY: the runtime's own tables.
+        let status = unsafe { kr_memory_tracker_init(core_table(), amd_table(), 0) };
+        assert_eq!(status, kr_status_t::KR_STATUS_SUCCESS);
+        kr_set_executable_iterator(sim_iterator());
+    });
+}
+
+/// A test session: the runtime reset to `gpus` GPUs, the library installed,
+/// tracking on, the iterator set, no host budget, warnings captured.
+pub fn session(gpus: u32) -> hsa_sim::SimSession {
+    let sim = hsa_sim::session(gpus);
+    install();
+    kr_set_executable_iterator(sim_iterator());
+    kr_set_host_budget(0);
+    assert!(kr_set_tracking_enabled(true));
+    capture_logs(kr_log_level_t::KR_LOG_WARN);
+    logs_clear();
+    sim
+}
+
+// ---- snapshots ------------------------------------------------------------
+
+/// An owned `kr_snapshot_t`.
+pub struct Snap(pub *mut kr_snapshot_t);
+
+impl Snap {
+    pub fn of(gpu: Agent) -> Snap {
+        let ptr = kr_snap(agent(gpu));
+        assert!(!ptr.is_null(), "kr_snap returns a handle");
+        Snap(ptr)
+    }
+    pub fn ok(&self) -> bool {
+        // SAFETY: a live snapshot.
+        unsafe { kr_snapshot_ok(self.0) }
+    }
+    pub fn reason(&self) -> kr_decline_reason_t {
+        // SAFETY: a live snapshot.
+        unsafe { kr_snapshot_decline_reason(self.0) }
+    }
+    pub fn regions(&self) -> usize {
+        // SAFETY: a live snapshot.
+        unsafe { kr_snapshot_region_count(self.0) }
+    }
+    pub fn bytes(&self) -> u64 {
+        // SAFETY: a live snapshot.
+        unsafe { kr_snapshot_byte_count(self.0) }
+    }
+    pub fn restore(&self) -> kr_restore_report_t {
+        let mut report = kr_restore_report_t {
+            restored: 99,
+            skipped_not_live: 99,
+            failed: 99,
+        };
+        // SAFETY: a live snapshot and a writable report.
+        let restored = unsafe { kr_restore_with_report(self.0, &mut report) };
+        assert_eq!(
+            restored, report.restored,
+            "return value is the restored count"
+        );
+        report
+    }
+}
+
+impl Drop for Snap {
+    fn drop(&mut self) {
+        // SAFETY: owned, freed once.
+        unsafe { kr_snapshot_free(self.0) }
+    }
+}
+
+// ---- process isolation ------------------------------------------------------
+
+const CHILD_ENV: &str = "KR_TEST_CHILD";
+
+/// For tests of process-global, irreversible behaviour (installation,
+/// finalize): returns true in a child process that runs only `test`; in the
+/// parent, runs that child (with `envs`) and asserts it passed, then returns
+/// false.
+pub fn in_child(test: &str) -> bool {
+    in_child_with(test, &[])
+}
+
+pub fn in_child_with(test: &str, envs: &[(&str, &str)]) -> bool {
+    if std::env::var(CHILD_ENV).as_deref() == Ok(test) {
+        return true;
+    }
+    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args([test, "--exact", "--nocapture", "--test-threads=1"])
+        .env(CHILD_ENV, test)
+        .envs(envs.iter().copied())
+        .output()
+        .expect("spawn the test binary");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success() && stdout.contains("1 passed"),
+        "isolated test {test} failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    false
+}
+
+// ---- log capture ------------------------------------------------------------
+
+static LOGS: Mutex<Vec<(kr_log_level_t, String)>> = Mutex::new(Vec::new());
+
+pub unsafe extern "C" fn capture_log(
+    level: kr_log_level_t,
+    message: *const c_char,
+    _: *mut c_void,
+) {
+    // SAFETY: the library passes a NUL-terminated message valid for the call.
+    let text = unsafe { CStr::from_ptr(message) }
+        .to_string_lossy()
+        .into_owned();
+    LOGS.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((level, text));
+}
+
+/// Routes the library's log into the capture buffer, at `level`.
+pub fn capture_logs(level: kr_log_level_t) {
+    kr_set_log_callback(Some(capture_log), std::ptr::null_mut());
+    kr_set_log_level(level as u32);
+}
+
+pub fn logs_clear() {
+    LOGS.lock().unwrap_or_else(PoisonError::into_inner).clear();
+}
+
+pub fn logs() -> Vec<(kr_log_level_t, String)> {
+    LOGS.lock().unwrap_or_else(PoisonError::into_inner).clone()
+}
+
+/// Captured messages containing `needle`.
+pub fn logs_containing(needle: &str) -> Vec<String> {
+    logs()
+        .into_iter()
+        .map(|(_, m)| m)
+        .filter(|m| m.contains(needle))
+        .collect()
+}
+
+// ---- an allocator that fails on request -------------------------------------
+
+thread_local! {
+    /// Allocations of at least this many bytes fail on this thread (0: none).
+    static FAIL_AT_OR_ABOVE: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Runs `body` with every allocation of `threshold` bytes or more failing on
+/// this thread, the way `malloc` fails under real memory pressure.
+pub fn with_allocations_failing_at<R>(threshold: usize, body: impl FnOnce() -> R) -> R {
+    FAIL_AT_OR_ABOVE.with(|t| t.set(threshold));
+    let result = body();
+    FAIL_AT_OR_ABOVE.with(|t| t.set(0));
+    result
+}
+
+fn must_fail(size: usize) -> bool {
+    FAIL_AT_OR_ABOVE
+        .try_with(|t| t.get())
+        .is_ok_and(|t| t != 0 && size >= t)
+}
+
+pub struct FailingAllocator;
+
+// SAFETY: forwards to the system allocator, or returns NULL (a permitted
+// answer of `alloc`) when told to fail.
+unsafe impl GlobalAlloc for FailingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if must_fail(layout.size()) {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: forwarded.
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if must_fail(layout.size()) {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: forwarded.
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if must_fail(new_size) {
+            return std::ptr::null_mut();
+        }
+        // SAFETY: forwarded.
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: forwarded.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: FailingAllocator = FailingAllocator;

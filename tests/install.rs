@@ -1,0 +1,288 @@
+//! Installing the wrappers: argument checks, the table-size guard, install
+//! once per table kind, and never chaining a wrapper to itself. Every test
+//! runs in its own process, since installation is once per process.
+
+mod common;
+
+use std::mem::offset_of;
+
+use common::*;
+use hsa_sim::{fresh_amd_ext_table, fresh_core_table, PoolKind, TableCopy};
+use kernel_replay::ffi::types::kr_status_t::*;
+use kernel_replay::ffi::*;
+use kernel_replay::hsa::sys::ApiTableVersion;
+use kernel_replay::hsa::tables::{AMD_EXT_ENTRIES_USED, CORE_ENTRIES_USED};
+use kernel_replay::hsa::{AmdExtTable, CoreApiTable};
+
+fn core(t: &mut TableCopy) -> *mut CoreApiTable {
+    t.as_mut_ptr().cast()
+}
+
+fn amd(t: &mut TableCopy) -> *mut AmdExtTable {
+    t.as_mut_ptr().cast()
+}
+
+fn version(t: &mut TableCopy) -> &mut ApiTableVersion {
+    // SAFETY: every table starts with its ApiTableVersion.
+    unsafe { &mut *t.as_mut_ptr().cast::<ApiTableVersion>() }
+}
+
+/// The size a table must declare to cover every entry the library uses.
+fn size_needed(offsets: impl Iterator<Item = usize>) -> u32 {
+    (offsets.max().unwrap() + std::mem::size_of::<usize>()) as u32
+}
+
+#[test]
+fn both_tables_null_is_invalid_argument_and_latches_nothing() {
+    if !in_child("both_tables_null_is_invalid_argument_and_latches_nothing") {
+        return;
+    }
+    // SAFETY: NULL tables are accepted.
+    let status = unsafe { kr_memory_tracker_init(std::ptr::null_mut(), std::ptr::null_mut(), 0) };
+    assert_eq!(status, KR_STATUS_ERROR_INVALID_ARGUMENT);
+    let (mut c, mut a) = (fresh_core_table(), fresh_amd_ext_table());
+    // SAFETY: complete table copies.
+    assert_eq!(
+        unsafe { kr_memory_tracker_init(core(&mut c), amd(&mut a), 0) },
+        KR_STATUS_SUCCESS
+    );
+}
+
+#[test]
+fn a_later_library_instance_is_skipped_and_tables_are_untouched() {
+    if !in_child("a_later_library_instance_is_skipped_and_tables_are_untouched") {
+        return;
+    }
+    let (mut c, mut a) = (fresh_core_table(), fresh_amd_ext_table());
+    let (before_c, before_a) = (c.as_bytes().to_vec(), a.as_bytes().to_vec());
+    for instance in [1, 2, u64::MAX] {
+        // SAFETY: complete table copies.
+        let status = unsafe { kr_memory_tracker_init(core(&mut c), amd(&mut a), instance) };
+        assert_eq!(status, KR_STATUS_SKIPPED);
+    }
+    assert_eq!(c.as_bytes(), &before_c[..]);
+    assert_eq!(a.as_bytes(), &before_a[..]);
+    // SAFETY: complete table copies.
+    assert_eq!(
+        unsafe { kr_memory_tracker_init(core(&mut c), amd(&mut a), 0) },
+        KR_STATUS_SUCCESS
+    );
+    assert_ne!(c.as_bytes(), &before_c[..], "instance 0 installs");
+}
+
+#[test]
+fn a_wrong_major_version_installs_nothing() {
+    if !in_child("a_wrong_major_version_installs_nothing") {
+        return;
+    }
+    for bad_core in [true, false] {
+        let (mut c, mut a) = (fresh_core_table(), fresh_amd_ext_table());
+        if bad_core {
+            version(&mut c).major_id += 1;
+        } else {
+            version(&mut a).major_id = 0;
+        }
+        let (before_c, before_a) = (c.as_bytes().to_vec(), a.as_bytes().to_vec());
+        // SAFETY: table copies of full size.
+        let status = unsafe { kr_memory_tracker_init(core(&mut c), amd(&mut a), 0) };
+        assert_eq!(status, KR_STATUS_ERROR_INCOMPATIBLE_TABLE);
+        assert_eq!(
+            c.as_bytes(),
+            &before_c[..],
+            "the valid table is untouched too"
+        );
+        assert_eq!(a.as_bytes(), &before_a[..]);
+    }
+    let (mut c, mut a) = (fresh_core_table(), fresh_amd_ext_table());
+    // SAFETY: complete table copies.
+    assert_eq!(
+        unsafe { kr_memory_tracker_init(core(&mut c), amd(&mut a), 0) },
+        KR_STATUS_SUCCESS
+    );
+}
+
+#[test]
+fn a_table_too_small_for_any_used_entry_installs_nothing() {
+    if !in_child("a_table_too_small_for_any_used_entry_installs_nothing") {
+        return;
+    }
+    let core_needed = size_needed(CORE_ENTRIES_USED.iter().map(|e| e.offset));
+    let amd_needed = size_needed(AMD_EXT_ENTRIES_USED.iter().map(|e| e.offset));
+    // The guard must cover the last entry actually used, not the whole struct.
+    assert!(core_needed as usize <= std::mem::size_of::<CoreApiTable>());
+    assert_eq!(
+        core_needed as usize,
+        offset_of!(CoreApiTable, hsa_executable_iterate_agent_symbols_fn) + 8
+    );
+    assert_eq!(
+        amd_needed as usize,
+        offset_of!(AmdExtTable, hsa_amd_pointer_info_fn) + 8
+    );
+
+    // One byte short, on either table, is refused with nothing installed.
+    for short_core in [true, false] {
+        let (mut c, mut a) = (fresh_core_table(), fresh_amd_ext_table());
+        if short_core {
+            version(&mut c).minor_id = core_needed - 1;
+        } else {
+            version(&mut a).minor_id = amd_needed - 1;
+        }
+        let (before_c, before_a) = (c.as_bytes().to_vec(), a.as_bytes().to_vec());
+        // SAFETY: the copies are full size; only minor_id claims less.
+        let status = unsafe { kr_memory_tracker_init(core(&mut c), amd(&mut a), 0) };
+        assert_eq!(status, KR_STATUS_ERROR_INCOMPATIBLE_TABLE);
+        assert_eq!(c.as_bytes(), &before_c[..]);
+        assert_eq!(a.as_bytes(), &before_a[..]);
+    }
+    // Exactly enough is accepted (a runtime older than these headers).
+    let (mut c, mut a) = (fresh_core_table(), fresh_amd_ext_table());
+    version(&mut c).minor_id = core_needed;
+    version(&mut a).minor_id = amd_needed;
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { kr_memory_tracker_init(core(&mut c), amd(&mut a), 0) },
+        KR_STATUS_SUCCESS
+    );
+}
+
+#[test]
+fn a_null_entry_the_library_needs_is_incompatible() {
+    if !in_child("a_null_entry_the_library_needs_is_incompatible") {
+        return;
+    }
+    let mut c = fresh_core_table();
+    // SAFETY: a full-size table copy.
+    unsafe { (*core(&mut c)).hsa_memory_copy_fn = None };
+    // SAFETY: as above.
+    let status = unsafe { kr_memory_tracker_init(core(&mut c), std::ptr::null_mut(), 0) };
+    assert_eq!(status, KR_STATUS_ERROR_INCOMPATIBLE_TABLE);
+    let mut a = fresh_amd_ext_table();
+    // SAFETY: a full-size table copy.
+    unsafe { (*amd(&mut a)).hsa_amd_pointer_info_fn = None };
+    // SAFETY: as above.
+    let status = unsafe { kr_memory_tracker_init(std::ptr::null_mut(), amd(&mut a), 0) };
+    assert_eq!(status, KR_STATUS_ERROR_INCOMPATIBLE_TABLE);
+}
+
+#[test]
+fn each_table_kind_is_installed_once_per_process() {
+    if !in_child("each_table_kind_is_installed_once_per_process") {
+        return;
+    }
+    let (mut c1, mut c2, mut c3) = (fresh_core_table(), fresh_core_table(), fresh_core_table());
+    let (mut a1, mut a2) = (fresh_amd_ext_table(), fresh_amd_ext_table());
+    let pristine_core = c1.as_bytes().to_vec();
+    let pristine_amd = a1.as_bytes().to_vec();
+
+    // SAFETY (all calls): full-size table copies.
+    assert_eq!(
+        unsafe { kr_memory_tracker_init(core(&mut c1), std::ptr::null_mut(), 0) },
+        KR_STATUS_SUCCESS
+    );
+    assert_ne!(c1.as_bytes(), &pristine_core[..], "core wrappers went in");
+    // SAFETY: the copy is full size.
+    let (allocate, free, copy) = unsafe {
+        let t = core(&mut c1);
+        (
+            (*t).hsa_memory_allocate_fn,
+            (*t).hsa_memory_free_fn,
+            (*t).hsa_memory_copy_fn,
+        )
+    };
+    assert!(allocate.is_some() && free.is_some());
+    // SAFETY: as above.
+    let pristine_copy = unsafe { (*core(&mut c2)).hsa_memory_copy_fn };
+    assert_eq!(
+        copy.map(|f| f as usize),
+        pristine_copy.map(|f| f as usize),
+        "only allocate/free are replaced"
+    );
+
+    // A second core table is left alone; the AMD table is new, so SUCCESS.
+    assert_eq!(
+        unsafe { kr_memory_tracker_init(core(&mut c2), amd(&mut a1), 0) },
+        KR_STATUS_SUCCESS
+    );
+    assert_eq!(c2.as_bytes(), &pristine_core[..]);
+    assert_ne!(a1.as_bytes(), &pristine_amd[..]);
+
+    // Nothing new: ALREADY_INSTALLED, both untouched.
+    assert_eq!(
+        unsafe { kr_memory_tracker_init(core(&mut c3), amd(&mut a2), 0) },
+        KR_STATUS_ALREADY_INSTALLED
+    );
+    assert_eq!(c3.as_bytes(), &pristine_core[..]);
+    assert_eq!(a2.as_bytes(), &pristine_amd[..]);
+    assert_eq!(
+        unsafe { kr_memory_tracker_init(core(&mut c1), std::ptr::null_mut(), 0) },
+        KR_STATUS_ALREADY_INSTALLED
+    );
+}
+
+#[test]
+fn a_wrapper_never_becomes_its_own_next_pointer() {
+    if !in_child("a_wrapper_never_becomes_its_own_next_pointer") {
+        return;
+    }
+    let sim = hsa_sim::session(1);
+    // SAFETY: the runtime's own tables.
+    assert_eq!(
+        unsafe { kr_memory_tracker_init(core_table(), amd_table(), 0) },
+        KR_STATUS_SUCCESS
+    );
+    kr_set_tracking_enabled(true);
+
+    // A tool that copies the wrapped table and hands the copy over again.
+    let mut copy = fresh_amd_ext_table();
+    // SAFETY: both are full AmdExtTables.
+    unsafe { std::ptr::copy_nonoverlapping(amd_table(), amd(&mut copy), 1) };
+    let before = copy.as_bytes().to_vec();
+    // SAFETY: a full-size table.
+    assert_eq!(
+        unsafe { kr_memory_tracker_init(std::ptr::null_mut(), amd(&mut copy), 0) },
+        KR_STATUS_ALREADY_INSTALLED
+    );
+    assert_eq!(copy.as_bytes(), &before[..]);
+
+    // Allocating through the copy chains to the runtime (a self-chained
+    // wrapper would recurse until the stack overflows) and is recorded once.
+    let pool = sim.pool(sim.gpu(0), PoolKind::DeviceCoarse);
+    let ptr =
+        pool_allocate_via(amd(&mut copy), pool, 4096, 0).expect("allocation through the copy");
+    assert_eq!(kr_tracked_count(agent(sim.gpu(0))), 1);
+    assert_eq!(pool_free(ptr), SUCCESS);
+    assert_eq!(kr_tracked_count(agent(sim.gpu(0))), 0);
+}
+
+#[test]
+fn wrappers_chain_to_the_runtime_with_its_answers() {
+    if !in_child("wrappers_chain_to_the_runtime_with_its_answers") {
+        return;
+    }
+    let sim = hsa_sim::session(1);
+    // SAFETY: the runtime's own tables.
+    assert_eq!(
+        unsafe { kr_memory_tracker_init(core_table(), amd_table(), 0) },
+        KR_STATUS_SUCCESS
+    );
+    let pool = sim.pool(sim.gpu(0), PoolKind::DeviceCoarse);
+    // Errors pass through unchanged, tracking on or off.
+    for tracking in [false, true] {
+        kr_set_tracking_enabled(tracking);
+        sim.fail_next_allocations(1);
+        assert_eq!(
+            pool_allocate(pool, 4096, 0),
+            Err(kernel_replay::hsa::sys::HSA_STATUS_ERROR_OUT_OF_RESOURCES)
+        );
+        assert!(
+            pool_allocate(pool, 0, 0).is_err(),
+            "size 0 is the runtime's error"
+        );
+        assert_eq!(kr_tracked_count(agent(sim.gpu(0))), 0);
+        let p = pool_allocate(pool, 100, 0).unwrap();
+        assert_eq!(sim.live_allocation_count(), 1);
+        assert_eq!(pool_free(p), SUCCESS);
+        assert_eq!(sim.live_allocation_count(), 0);
+        assert_ne!(pool_free(p), SUCCESS, "double free is the runtime's error");
+    }
+}

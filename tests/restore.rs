@@ -1,0 +1,175 @@
+//! Restore: what is written back, what is skipped, and how failures are
+//! reported.
+
+mod common;
+
+use common::*;
+use hsa_sim::{CopyDirection, PoolKind};
+use kernel_replay::ffi::types::*;
+use kernel_replay::ffi::*;
+
+#[test]
+fn null_and_declined_snapshots_restore_nothing() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let p = device_buffer(&sim, gpu, 4096, 1);
+    let mut report = kr_restore_report_t {
+        restored: 7,
+        skipped_not_live: 7,
+        failed: 7,
+    };
+    // SAFETY: NULL is accepted.
+    assert_eq!(unsafe { kr_restore(std::ptr::null()) }, 0);
+    // SAFETY: NULL snapshot, writable report.
+    assert_eq!(
+        unsafe { kr_restore_with_report(std::ptr::null(), &mut report) },
+        0
+    );
+    assert_eq!(report, kr_restore_report_t::default());
+    kr_set_executable_iterator(None);
+    let declined = Snap::of(gpu);
+    kr_set_executable_iterator(sim_iterator());
+    fill(p, 4096, 2);
+    // SAFETY: a live (declined) snapshot; NULL report.
+    assert_eq!(
+        unsafe { kr_restore_with_report(declined.0, std::ptr::null_mut()) },
+        0
+    );
+    assert_eq!(sim.copy_count(CopyDirection::HostToDevice), 0);
+    assert!(all(p, 4096, 2));
+}
+
+#[test]
+fn a_reused_address_is_another_allocation_and_is_not_written() {
+    let sim = session(1);
+    sim.set_address_reuse(true);
+    let gpu = sim.gpu(0);
+    let pool = sim.pool(gpu, PoolKind::DeviceCoarse);
+    let stays = device_buffer(&sim, gpu, 4096, 0x11);
+    let goes = device_buffer(&sim, gpu, 4096, 0x22);
+    let snap = Snap::of(gpu);
+    assert_eq!(snap.regions(), 2);
+
+    assert_eq!(pool_free(goes), SUCCESS);
+    let reused = pool_allocate(pool, 4096, 0).unwrap();
+    assert_eq!(reused, goes, "the runtime handed the freed address back");
+    assert_eq!(
+        kr_tracked_count(agent(gpu)),
+        2,
+        "the new allocation is tracked"
+    );
+    fill(reused, 4096, 0x99);
+    fill(stays, 4096, 0x98);
+
+    let report = snap.restore();
+    assert_eq!(
+        (report.restored, report.skipped_not_live, report.failed),
+        (1, 1, 0)
+    );
+    assert!(all(reused, 4096, 0x99), "the new owner's data is intact");
+    assert!(all(stays, 4096, 0x11));
+    assert_eq!(
+        logs_containing("no longer the captured allocation").len(),
+        1
+    );
+    pool_free(stays);
+    pool_free(reused);
+}
+
+#[test]
+fn a_freed_region_is_skipped_and_freed_memory_is_never_touched() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let a = device_buffer(&sim, gpu, 4096, 1);
+    let b = device_buffer(&sim, gpu, 4096, 2);
+    let snap = Snap::of(gpu);
+    pool_free(b);
+    fill(a, 4096, 9);
+    let report = snap.restore();
+    assert_eq!(
+        (report.restored, report.skipped_not_live, report.failed),
+        (1, 1, 0)
+    );
+    assert!(all(a, 4096, 1));
+    assert_eq!(sim.copy_violations(), 0);
+    assert!(sim.quarantine_intact());
+    pool_free(a);
+    let report = snap.restore();
+    assert_eq!(
+        (report.restored, report.skipped_not_live, report.failed),
+        (0, 2, 0)
+    );
+    assert!(sim.quarantine_intact());
+}
+
+#[test]
+fn a_failed_copy_is_reported_and_the_other_regions_are_still_restored() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let a = device_buffer(&sim, gpu, 4096, 1);
+    let b = device_buffer(&sim, gpu, 4096, 2);
+    let exe = sim.executable_create();
+    let v = sim.add_variable(exe, gpu, "v", 16, false);
+    let w = sim.add_variable(exe, gpu, "w", 16, false);
+    fill(v, 16, 3);
+    fill(w, 16, 4);
+    let snap = Snap::of(gpu);
+    assert_eq!(snap.regions(), 4);
+    for (p, n) in [(a, 4096), (b, 4096), (v, 16), (w, 16)] {
+        fill(p, n, 0xEE);
+    }
+    sim.fail_h2d_copy_into(a);
+    sim.fail_h2d_copy_into(v);
+    let report = snap.restore();
+    assert_eq!(
+        (report.restored, report.skipped_not_live, report.failed),
+        (2, 0, 2)
+    );
+    assert!(
+        all(a, 4096, 0xEE) && all(v, 16, 0xEE),
+        "the failed copies wrote nothing"
+    );
+    assert!(all(b, 4096, 2) && all(w, 16, 4));
+    assert_eq!(logs_containing("failed with HSA status").len(), 2);
+    sim.clear_h2d_copy_faults();
+    assert_eq!(snap.restore().restored, 4, "a later restore succeeds");
+    assert!(all(a, 4096, 1) && all(v, 16, 3));
+}
+
+#[test]
+fn a_region_shrunk_below_the_captured_size_is_not_written() {
+    // The same base handed back for a smaller allocation must not receive
+    // the larger captured copy.
+    let sim = session(1);
+    sim.set_address_reuse(true);
+    let gpu = sim.gpu(0);
+    let pool = sim.pool(gpu, PoolKind::DeviceCoarse);
+    let p = device_buffer(&sim, gpu, 8192, 1);
+    let snap = Snap::of(gpu);
+    pool_free(p);
+    let q = pool_allocate(pool, 100, 0).unwrap();
+    assert_eq!(q, p);
+    assert_eq!(snap.restore().skipped_not_live, 1);
+    assert_eq!(sim.copy_violations(), 0);
+    pool_free(q);
+}
+
+#[test]
+fn restores_repeat_and_each_returns_the_original_state() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let p = device_buffer(&sim, gpu, 4096, 5);
+    let snap = Snap::of(gpu);
+    for round in 0..10u8 {
+        fill(p, 4096, 100 + round);
+        assert_eq!(snap.restore().restored, 1);
+        assert!(all(p, 4096, 5));
+    }
+    assert_eq!(sim.copy_count(CopyDirection::HostToDevice), 10);
+    assert_eq!(
+        sim.copy_count(CopyDirection::DeviceToHost),
+        1,
+        "captured once"
+    );
+    pool_free(p);
+}

@@ -1,0 +1,365 @@
+//! What a snapshot captures, and every way it declines.
+
+mod common;
+
+use common::*;
+use hsa_sim::{CopyDirection, PoolKind};
+use kernel_replay::ffi::types::kr_decline_reason_t::*;
+use kernel_replay::ffi::types::*;
+use kernel_replay::ffi::*;
+use kernel_replay::hsa::sys::{
+    HSA_EXECUTABLE_SYMBOL_INFO_TYPE, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS,
+    HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE,
+};
+
+#[test]
+fn captures_the_agents_tracked_allocations_and_module_variables() {
+    let sim = session(2);
+    let (gpu0, gpu1) = (sim.gpu(0), sim.gpu(1));
+    let a = device_buffer(&sim, gpu0, 1000, 0xA1);
+    let b = device_buffer(&sim, gpu0, 70_000, 0xB2);
+    let other = device_buffer(&sim, gpu1, 4096, 0xC3);
+    let exe = sim.executable_create();
+    let counter = sim.add_variable(exe, gpu0, "counter", 8, false);
+    let table = sim.add_variable(exe, gpu0, "lookup", 256, true);
+    let other_var = sim.add_variable(exe, gpu1, "peer_counter", 8, false);
+    sim.add_kernel(exe, gpu0, "kernel");
+    fill(counter, 8, 0x01);
+    fill(table, 256, 0x02);
+    fill(other_var, 8, 0x03);
+
+    let snap = Snap::of(gpu0);
+    assert!(snap.ok());
+    assert_eq!(snap.reason(), KR_DECLINE_NONE);
+    assert_eq!(
+        snap.regions(),
+        4,
+        "two buffers and two variables of gpu0; no kernel, nothing of gpu1"
+    );
+    assert_eq!(snap.bytes(), 1000 + 70_000 + 8 + 256);
+    assert_eq!(kr_host_bytes_in_use(), snap.bytes());
+    assert_eq!(
+        sim.copy_count(CopyDirection::DeviceToHost),
+        4,
+        "one copy per region"
+    );
+
+    // A pass mutates everything; restore brings gpu0's state back only.
+    for (p, n) in [
+        (a, 1000),
+        (b, 70_000),
+        (other, 4096),
+        (counter, 8),
+        (table, 256),
+        (other_var, 8),
+    ] {
+        fill(p, n, 0xEE);
+    }
+    let report = snap.restore();
+    assert_eq!(
+        (report.restored, report.skipped_not_live, report.failed),
+        (4, 0, 0)
+    );
+    assert!(all(a, 1000, 0xA1) && all(b, 70_000, 0xB2));
+    assert!(all(counter, 8, 0x01) && all(table, 256, 0x02));
+    assert!(
+        all(other, 4096, 0xEE) && all(other_var, 8, 0xEE),
+        "another agent's state is left alone"
+    );
+    assert_eq!(sim.copy_violations(), 0);
+
+    drop(snap);
+    assert_eq!(kr_host_bytes_in_use(), 0);
+    for p in [a, b, other] {
+        assert_eq!(pool_free(p), SUCCESS);
+    }
+}
+
+#[test]
+fn restore_writes_the_captured_bytes_not_a_pattern() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let n = 10_000;
+    let p = device_buffer(&sim, gpu, n, 0);
+    let original: Vec<u8> = (0..n).map(|i| (i * 7 + i / 251) as u8).collect();
+    // SAFETY: p is a live allocation of n bytes.
+    unsafe { std::ptr::copy_nonoverlapping(original.as_ptr(), p, n) };
+    let snap = Snap::of(gpu);
+    for i in (0..n).step_by(3) {
+        // SAFETY: in bounds.
+        unsafe { *p.add(i) ^= 0x5A };
+    }
+    snap.restore();
+    assert_eq!(bytes(p, n), original);
+    assert_eq!(pool_free(p), SUCCESS);
+}
+
+#[test]
+fn module_variables_are_discovered_at_every_snapshot() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let first = Snap::of(gpu);
+    assert!(first.ok());
+    assert_eq!(first.regions(), 0, "an empty capture is ok");
+    // Loaded (or populated) after the first snapshot: found by the next one.
+    let exe = sim.executable_create();
+    let v = sim.add_variable(exe, gpu, "late", 64, true);
+    fill(v, 64, 9);
+    let second = Snap::of(gpu);
+    assert_eq!(second.regions(), 1);
+    fill(v, 64, 10);
+    assert_eq!(second.restore().restored, 1);
+    assert!(all(v, 64, 9));
+}
+
+#[test]
+fn zero_and_oversized_symbols_are_skipped_with_a_warning_for_the_oversized() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let exe = sim.executable_create();
+    sim.add_variable_raw(exe, gpu, "zero_address", 0, 64);
+    sim.add_variable_raw(exe, gpu, "zero_size", 0x7000_0000, 0);
+    let huge_address = 0x7100_0000u64;
+    sim.add_variable_raw(exe, gpu, "huge", huge_address, (1u32 << 30) + 1);
+    let exactly_cap = sim.add_variable(exe, gpu, "small", 16, false);
+    fill(exactly_cap, 16, 4);
+    let snap = Snap::of(gpu);
+    assert!(snap.ok());
+    assert_eq!(snap.regions(), 1);
+    let warned = logs_containing("over the 1 GiB cap");
+    assert_eq!(warned.len(), 1, "{:?}", logs());
+    assert!(
+        warned[0].contains(&format!("{huge_address:#x}"))
+            && warned[0].contains(&((1u64 << 30) + 1).to_string())
+    );
+}
+
+#[test]
+fn the_same_variable_reported_twice_is_captured_once() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let exe = sim.executable_create();
+    let v = sim.add_variable(exe, gpu, "v", 32, false);
+    sim.add_variable_raw(exe, gpu, "alias", v as u64, 32);
+    let snap = Snap::of(gpu);
+    assert_eq!(snap.regions(), 1);
+    assert_eq!(snap.bytes(), 32);
+}
+
+/// Asserts a declined snapshot: reason, nothing held, nothing written back,
+/// one log line naming the reason; then that the next snapshot works.
+fn assert_declines(
+    sim: &hsa_sim::SimSession,
+    gpu: hsa_sim::Agent,
+    reason: kr_decline_reason_t,
+    undo: impl FnOnce(),
+) {
+    logs_clear();
+    let snap = Snap::of(gpu);
+    assert!(!snap.ok());
+    assert_eq!(snap.reason(), reason);
+    assert_eq!((snap.regions(), snap.bytes()), (0, 0));
+    assert_eq!(
+        kr_host_bytes_in_use(),
+        0,
+        "partial buffers are released at once"
+    );
+    let declines = logs_containing("declined");
+    assert_eq!(declines.len(), 1, "one log line: {:?}", logs());
+    let h2d = sim.copy_count(CopyDirection::HostToDevice);
+    let report = snap.restore();
+    assert_eq!(
+        (report.restored, report.skipped_not_live, report.failed),
+        (0, 0, 0)
+    );
+    assert_eq!(
+        sim.copy_count(CopyDirection::HostToDevice),
+        h2d,
+        "a declined snapshot writes nothing"
+    );
+    drop(snap);
+    undo();
+    let next = Snap::of(gpu);
+    assert!(next.ok(), "the process keeps working after {reason:?}");
+}
+
+fn populated(sim: &hsa_sim::SimSession) -> (hsa_sim::Agent, Vec<*mut u8>, hsa_sim::Executable) {
+    let gpu = sim.gpu(0);
+    let buffers = vec![
+        device_buffer(sim, gpu, 4096, 1),
+        device_buffer(sim, gpu, 8192, 2),
+        device_buffer(sim, gpu, 100, 3),
+    ];
+    let exe = sim.executable_create();
+    sim.add_variable(exe, gpu, "v", 64, false);
+    (gpu, buffers, exe)
+}
+
+#[test]
+fn no_executable_iterator_declines() {
+    let sim = session(1);
+    let (gpu, _, _) = populated(&sim);
+    kr_set_executable_iterator(None);
+    assert_declines(&sim, gpu, KR_DECLINE_NO_EXECUTABLE_ITERATOR, || {
+        kr_set_executable_iterator(sim_iterator())
+    });
+}
+
+#[test]
+fn a_failing_executable_iterator_declines() {
+    let sim = session(1);
+    let (gpu, _, _) = populated(&sim);
+    sim.fail_executable_iteration(true);
+    assert_declines(&sim, gpu, KR_DECLINE_SYMBOL_ENUMERATION, || {
+        sim.fail_executable_iteration(false)
+    });
+}
+
+#[test]
+fn a_refused_symbol_walk_declines() {
+    let sim = session(1);
+    let (gpu, _, _) = populated(&sim);
+    let second = sim.executable_create();
+    sim.add_variable(second, gpu, "w", 8, false);
+    sim.refuse_symbol_walk(second, true);
+    assert_declines(&sim, gpu, KR_DECLINE_SYMBOL_ENUMERATION, || {
+        sim.refuse_symbol_walk(second, false)
+    });
+}
+
+#[test]
+fn a_failing_symbol_query_declines_for_each_attribute_read() {
+    for attribute in [
+        HSA_EXECUTABLE_SYMBOL_INFO_TYPE,
+        HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS,
+        HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE,
+    ] {
+        let sim = session(1);
+        let (gpu, _, _) = populated(&sim);
+        sim.fail_symbol_query(attribute, true);
+        assert_declines(&sim, gpu, KR_DECLINE_SYMBOL_ENUMERATION, || {
+            sim.fail_symbol_query(attribute, false)
+        });
+    }
+}
+
+#[test]
+fn every_failing_device_to_host_copy_declines() {
+    // Four regions: fail the first, each middle one, and the last copy.
+    for nth in 1..=4 {
+        let sim = session(1);
+        let (gpu, _, _) = populated(&sim);
+        sim.fail_nth_d2h_copy(nth);
+        assert_declines(&sim, gpu, KR_DECLINE_COPY_FAILED, || ());
+    }
+}
+
+#[test]
+fn the_host_budget_declines_a_snapshot_that_would_pass_it() {
+    let sim = session(1);
+    let (gpu, _, _) = populated(&sim);
+    let footprint = 4096 + 8192 + 100 + 64;
+    kr_set_host_budget(footprint - 1);
+    assert_declines(&sim, gpu, KR_DECLINE_HOST_MEMORY, || {
+        kr_set_host_budget(footprint)
+    });
+    // The budget holds across snapshots: a second one does not fit beside it.
+    let first = Snap::of(gpu);
+    assert!(first.ok());
+    assert_eq!(kr_host_bytes_in_use(), footprint);
+    let second = Snap::of(gpu);
+    assert_eq!(second.reason(), KR_DECLINE_HOST_MEMORY);
+    assert_eq!(kr_host_bytes_in_use(), footprint);
+    drop(first);
+    assert_eq!(kr_host_bytes_in_use(), 0);
+    kr_set_host_budget(0);
+}
+
+#[test]
+fn a_host_buffer_that_cannot_be_allocated_declines() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let small = device_buffer(&sim, gpu, 4096, 1);
+    let large = device_buffer(&sim, gpu, 1 << 20, 2);
+    // Allocations of 512 KiB and more fail, as malloc does under pressure:
+    // the 1 MiB region's host copy, after the 4 KiB one was taken.
+    let snap = with_allocations_failing_at(512 << 10, || Snap::of(gpu));
+    assert_eq!(snap.reason(), KR_DECLINE_HOST_MEMORY);
+    assert_eq!(kr_host_bytes_in_use(), 0);
+    drop(snap);
+    assert!(Snap::of(gpu).ok());
+    pool_free(small);
+    pool_free(large);
+}
+
+#[test]
+fn snapshot_metadata_that_cannot_be_allocated_declines() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    // 2,000 tracked regions of 64 bytes: the region lists are tens of KiB,
+    // each host copy 64 bytes.
+    let pool = sim.pool(gpu, PoolKind::DeviceCoarse);
+    let buffers: Vec<_> = (0..2000)
+        .map(|_| pool_allocate(pool, 64, 0).unwrap())
+        .collect();
+    let snap = with_allocations_failing_at(16 << 10, || Snap::of(gpu));
+    assert_eq!(snap.reason(), KR_DECLINE_METADATA_MEMORY);
+    assert_eq!(kr_host_bytes_in_use(), 0);
+    drop(snap);
+    let snap = Snap::of(gpu);
+    assert_eq!(snap.regions(), 2000);
+    drop(snap);
+    for p in buffers {
+        pool_free(p);
+    }
+}
+
+#[test]
+fn a_region_freed_while_the_snapshot_runs_is_dropped_not_a_failure() {
+    // The executable iterator runs inside kr_snap, after the inventory was
+    // read: a free there is a free between inventory and copy.
+    static FREE_ME: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    unsafe extern "C" fn iterate_and_free(
+        callback: kr_executable_callback_t,
+        data: *mut std::ffi::c_void,
+    ) -> kernel_replay::hsa::hsa_status_t {
+        let p = FREE_ME.swap(0, std::sync::atomic::Ordering::SeqCst) as *mut u8;
+        if !p.is_null() {
+            assert_eq!(pool_free(p), SUCCESS);
+        }
+        // SAFETY: forwards to the runtime's iterator.
+        unsafe { sim_iterator().unwrap()(callback, data) }
+    }
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let keep = device_buffer(&sim, gpu, 4096, 1);
+    let doomed = device_buffer(&sim, gpu, 4096, 2);
+    FREE_ME.store(doomed as usize, std::sync::atomic::Ordering::SeqCst);
+    kr_set_executable_iterator(Some(iterate_and_free));
+    let snap = Snap::of(gpu);
+    kr_set_executable_iterator(sim_iterator());
+    assert!(snap.ok());
+    assert_eq!(snap.regions(), 1);
+    assert_eq!(snap.bytes(), 4096);
+    assert_eq!(sim.copy_violations(), 0, "the freed region was never read");
+    assert_eq!(sim.copy_count(CopyDirection::DeviceToHost), 1);
+    drop(snap);
+    pool_free(keep);
+}
+
+#[test]
+fn snapshots_of_an_unknown_agent_are_empty_and_ok() {
+    let sim = session(1);
+    device_buffer(&sim, sim.gpu(0), 4096, 1);
+    let snap = Snap::of(hsa_sim::Agent {
+        handle: 0xDEAD_BEEF,
+    });
+    assert!(snap.ok());
+    assert_eq!(snap.regions(), 0);
+    assert_eq!(
+        kr_tracked_count(agent(hsa_sim::Agent {
+            handle: 0xDEAD_BEEF
+        })),
+        0
+    );
+}

@@ -1,0 +1,212 @@
+//! Allocation tracking through the installed wrappers: the gate, the
+//! classifier's exclusions, retire-before-free and the teardown guard.
+
+mod common;
+
+use common::*;
+use hsa_sim::PoolKind;
+use kernel_replay::ffi::types::kr_decline_reason_t::*;
+use kernel_replay::ffi::*;
+use kernel_replay::hsa::POOL_ALLOCATE_EXECUTABLE_FLAG;
+
+#[test]
+fn tracking_is_off_by_default_and_then_records_nothing() {
+    if !in_child("tracking_is_off_by_default_and_then_records_nothing") {
+        return;
+    }
+    let sim = hsa_sim::session(1);
+    install();
+    assert!(!kr_tracking_enabled(), "off by default");
+    let gpu = sim.gpu(0);
+    let p = pool_allocate(sim.pool(gpu, PoolKind::DeviceCoarse), 4096, 0).unwrap();
+    assert_eq!(kr_tracked_count(agent(gpu)), 0);
+    assert!(kr_set_tracking_enabled(true));
+    assert!(kr_tracking_enabled());
+    let q = pool_allocate(sim.pool(gpu, PoolKind::DeviceCoarse), 4096, 0).unwrap();
+    assert_eq!(
+        kr_tracked_count(agent(gpu)),
+        1,
+        "only the allocation made while on"
+    );
+    assert!(!kr_set_tracking_enabled(false));
+    assert_eq!(pool_free(p), SUCCESS);
+    assert_eq!(pool_free(q), SUCCESS);
+    assert_eq!(kr_tracked_count(agent(gpu)), 0);
+}
+
+#[test]
+fn only_coarse_grained_non_kernarg_non_executable_memory_is_tracked() {
+    let sim = session(2);
+    let (gpu0, gpu1, cpu) = (sim.gpu(0), sim.gpu(1), sim.cpu());
+    let mut live = Vec::new();
+    let mut alloc = |pool, size, flags| {
+        let p = pool_allocate(pool, size, flags).unwrap();
+        live.push(p);
+        p
+    };
+    alloc(sim.pool(gpu0, PoolKind::DeviceCoarse), 1000, 0);
+    alloc(sim.pool(gpu0, PoolKind::DeviceCoarse), 3000, 0);
+    alloc(sim.pool(gpu1, PoolKind::DeviceCoarse), 500, 0);
+    // Excluded: fine-grained, kernarg, executable-flag coarse allocations.
+    alloc(sim.pool(gpu0, PoolKind::DeviceFine), 4096, 0);
+    alloc(sim.pool(cpu, PoolKind::SystemFine), 4096, 0);
+    alloc(sim.pool(cpu, PoolKind::SystemKernarg), 4096, 0);
+    alloc(
+        sim.pool(gpu0, PoolKind::DeviceCoarse),
+        4096,
+        POOL_ALLOCATE_EXECUTABLE_FLAG,
+    );
+    alloc(
+        sim.pool(gpu0, PoolKind::DeviceCoarse),
+        4096,
+        POOL_ALLOCATE_EXECUTABLE_FLAG | 1,
+    );
+    // Coarse-grained system memory is coarse-grained and not kernarg: tracked,
+    // owned by the CPU agent.
+    alloc(sim.pool(cpu, PoolKind::SystemCoarse), 256, 0);
+
+    assert_eq!(kr_tracked_count(agent(gpu0)), 2);
+    assert_eq!(
+        kr_tracked_bytes(agent(gpu0)),
+        4000,
+        "the size the application asked for"
+    );
+    assert_eq!(kr_tracked_count(agent(gpu1)), 1);
+    assert_eq!(kr_tracked_bytes(agent(gpu1)), 500);
+    assert_eq!(kr_tracked_count(agent(cpu)), 1);
+    for p in live {
+        assert_eq!(pool_free(p), SUCCESS);
+    }
+    assert_eq!(
+        kr_tracked_count(agent(gpu0))
+            + kr_tracked_count(agent(gpu1))
+            + kr_tracked_count(agent(cpu)),
+        0
+    );
+}
+
+#[test]
+fn hsa_memory_allocate_is_tracked_by_region_kind() {
+    let sim = session(1);
+    let (gpu, cpu) = (sim.gpu(0), sim.cpu());
+    let coarse = memory_allocate(sim.region(gpu, PoolKind::DeviceCoarse), 8192).unwrap();
+    let kernarg = memory_allocate(sim.region(cpu, PoolKind::SystemKernarg), 64).unwrap();
+    let fine = memory_allocate(sim.region(cpu, PoolKind::SystemFine), 64).unwrap();
+    assert_eq!(kr_tracked_count(agent(gpu)), 1);
+    assert_eq!(kr_tracked_bytes(agent(gpu)), 8192);
+    assert_eq!(kr_tracked_count(agent(cpu)), 0);
+    // Either free entry retires: ROCr frees any allocation through both.
+    assert_eq!(pool_free(coarse), SUCCESS);
+    assert_eq!(kr_tracked_count(agent(gpu)), 0);
+    assert_eq!(memory_free(kernarg), SUCCESS);
+    assert_eq!(memory_free(fine), SUCCESS);
+}
+
+#[test]
+fn a_failed_pointer_query_leaves_the_allocation_untracked() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    sim.fail_pointer_info(true);
+    let p = pool_allocate(sim.pool(gpu, PoolKind::DeviceCoarse), 4096, 0).unwrap();
+    let q = memory_allocate(sim.region(gpu, PoolKind::DeviceCoarse), 4096).unwrap();
+    sim.fail_pointer_info(false);
+    assert_eq!(kr_tracked_count(agent(gpu)), 0);
+    assert_eq!(pool_free(p), SUCCESS);
+    assert_eq!(memory_free(q), SUCCESS);
+}
+
+#[test]
+fn a_failed_allocation_records_nothing() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    sim.fail_next_allocations(2);
+    assert!(pool_allocate(sim.pool(gpu, PoolKind::DeviceCoarse), 4096, 0).is_err());
+    assert!(memory_allocate(sim.region(gpu, PoolKind::DeviceCoarse), 4096).is_err());
+    assert_eq!(kr_tracked_count(agent(gpu)), 0);
+}
+
+#[test]
+fn free_retires_and_a_failed_free_reinstates_the_same_allocation() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let p = device_buffer(&sim, gpu, 4096, 0x11);
+    let snap = Snap::of(gpu);
+    assert!(snap.ok());
+    assert_eq!(snap.regions(), 1);
+
+    // The free fails: the memory is still that allocation, so the entry comes
+    // back with its generation and the snapshot still restores it.
+    sim.fail_next_frees(1);
+    assert_ne!(pool_free(p), SUCCESS);
+    assert_eq!(kr_tracked_count(agent(gpu)), 1);
+    fill(p, 4096, 0x22);
+    assert_eq!(snap.restore().restored, 1);
+    assert!(all(p, 4096, 0x11));
+
+    // A successful free retires it: nothing is written to the freed memory.
+    assert_eq!(pool_free(p), SUCCESS);
+    assert_eq!(kr_tracked_count(agent(gpu)), 0);
+    let report = snap.restore();
+    assert_eq!(
+        (report.restored, report.skipped_not_live, report.failed),
+        (0, 1, 0)
+    );
+    assert_eq!(sim.copy_violations(), 0);
+    assert!(sim.quarantine_intact());
+}
+
+#[test]
+fn a_recorded_allocation_is_retired_even_after_tracking_was_turned_off() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let p = device_buffer(&sim, gpu, 4096, 1);
+    let snap = Snap::of(gpu);
+    assert!(!kr_set_tracking_enabled(false));
+    assert_eq!(pool_free(p), SUCCESS);
+    assert_eq!(kr_tracked_count(agent(gpu)), 0);
+    assert_eq!(snap.restore().skipped_not_live, 1);
+    assert_eq!(sim.copy_violations(), 0);
+    assert!(sim.quarantine_intact());
+}
+
+#[test]
+fn after_finalize_wrappers_only_chain_and_nothing_is_captured() {
+    if !in_child("after_finalize_wrappers_only_chain_and_nothing_is_captured") {
+        return;
+    }
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let coarse = sim.pool(gpu, PoolKind::DeviceCoarse);
+    let before = device_buffer(&sim, gpu, 4096, 0x33);
+    let snap = Snap::of(gpu);
+    assert!(snap.ok());
+    assert!(!kr_is_finalized());
+
+    kr_finalize();
+    assert!(kr_is_finalized());
+    assert!(!kr_tracking_enabled());
+    assert!(!kr_set_tracking_enabled(true), "tracking cannot come back");
+    assert_eq!(kr_tracked_count(agent(gpu)), 0, "the inventory is dropped");
+
+    // Allocation and free still work, through to the runtime, unrecorded.
+    let after = pool_allocate(coarse, 4096, 0).unwrap();
+    assert_eq!(kr_tracked_count(agent(gpu)), 0);
+    assert_eq!(sim.live_allocation_count(), 2);
+    assert_eq!(pool_free(after), SUCCESS);
+    assert_eq!(pool_free(before), SUCCESS);
+    assert_eq!(sim.live_allocation_count(), 0);
+
+    // Snapshots decline; an earlier snapshot writes nothing.
+    let late = Snap::of(gpu);
+    assert!(!late.ok());
+    assert_eq!(late.reason(), KR_DECLINE_FINALIZED);
+    let h2d = sim.copy_count(hsa_sim::CopyDirection::HostToDevice);
+    let report = snap.restore();
+    assert_eq!(
+        (report.restored, report.skipped_not_live, report.failed),
+        (0, 1, 0)
+    );
+    assert_eq!(sim.copy_count(hsa_sim::CopyDirection::HostToDevice), h2d);
+    kr_finalize();
+    assert!(kr_is_finalized(), "finalize twice is harmless");
+}
