@@ -60,6 +60,10 @@ fn main() {
         .generate()
         .unwrap_or_else(|e| panic!("bindgen failed on {}: {e}", hsa_dir.display()));
 
+    // Give the shared library a SONAME, so programs linked against it record
+    // `libkernel_replay.so` rather than the path it was linked from.
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libkernel_replay.so");
+
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     bindings
         .write_to_file(out.join("hsa_bindings.rs"))

@@ -76,3 +76,15 @@ fn snapshots_of_two_agents_run_concurrently_from_many_threads() {
         assert_eq!(pool_free(p as *mut u8), SUCCESS);
     }
 }
+
+#[test]
+fn kr_snap_returns_null_only_when_the_handle_cannot_be_allocated() {
+    let sim = session(1);
+    // Nothing to capture, so the only allocation kr_snap needs is its handle.
+    let snap = with_allocations_failing_at(1, || kr_snap(agent(sim.gpu(0))));
+    assert!(snap.is_null());
+    // SAFETY: NULL is accepted.
+    assert_eq!(unsafe { kr_snapshot_decline_reason(snap) }, KR_DECLINE_METADATA_MEMORY);
+    let snap = Snap::of(sim.gpu(0));
+    assert!(snap.ok());
+}

@@ -302,6 +302,12 @@ extern "C" uint64_t hsa_sim_copy_violations(void) {
   return s.counters.violations;
 }
 
+extern "C" uint64_t hsa_sim_pointer_info_count(void) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.counters.pointer_info_queries;
+}
+
 extern "C" uint64_t hsa_sim_async_copy_count(void) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);

@@ -180,6 +180,9 @@ uint64_t hsa_sim_async_copy_count(void);
 /* The flags given to hsa_amd_memory_pool_allocate for the live allocation at
  * base ptr (0 for hsa_memory_allocate); false when ptr is no such base. */
 bool hsa_sim_allocation_flags(const void* ptr, uint32_t* flags);
+/* hsa_amd_pointer_info calls since reset, failed ones included (to check
+ * what a tool queries, e.g. that a flag filter runs before any query). */
+uint64_t hsa_sim_pointer_info_count(void);
 /* Bytes held in the quarantine (freed blocks not yet released). */
 uint64_t hsa_sim_quarantined_bytes(void);
 /* Signals created and not destroyed. Signals are not part of the topology:

@@ -151,6 +151,7 @@ struct Counters {
   uint64_t copies[4] = {0, 0, 0, 0};  // by hsa_sim_copy_direction_t
   uint64_t violations = 0;
   uint64_t async_copies = 0;
+  uint64_t pointer_info_queries = 0;
 };
 
 // ---- the state -------------------------------------------------------------

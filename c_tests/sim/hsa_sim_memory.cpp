@@ -561,6 +561,7 @@ hsa_status_t amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
   hsa_amd_pointer_info_t result{};
   {
     std::lock_guard<std::mutex> lock(s.mutex);
+    ++s.counters.pointer_info_queries;
     if (s.faults.fail_pointer_info) return HSA_STATUS_ERROR;
     if (ptr == nullptr || info == nullptr || info->size == 0) {
       return HSA_STATUS_ERROR_INVALID_ARGUMENT;

@@ -8,12 +8,12 @@
 //! mutations, so any failure during capture releases what was captured and
 //! declines replay with a reason.
 
+pub mod decline;
 pub mod discovery;
 pub mod host_buffer;
 pub mod restore;
 
 use std::ffi::c_void;
-use std::fmt;
 
 use log::warn;
 
@@ -21,43 +21,13 @@ use crate::context::Context;
 use crate::hsa::entries::CoreEntries;
 use crate::hsa::hsa_agent_t;
 use crate::memory_tracker::inventory::TrackedRegion;
-use discovery::{DiscoveryError, ModuleVariable};
-use host_buffer::{HostBuffer, HostBufferError};
+use decline::Decline;
+use discovery::ModuleVariable;
+use host_buffer::HostBuffer;
+
+pub use decline::DeclineReason;
 
 pub use restore::{restore, RestoreReport};
-
-/// Why a snapshot declined replay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeclineReason {
-    /// No core table was installed: there is no copy entry to capture with.
-    NotInitialized,
-    /// The teardown guard is set.
-    Finalized,
-    /// No executable iterator was set, so module variables cannot be found.
-    NoExecutableIterator,
-    /// The executable iterator, a symbol walk or a symbol query failed.
-    SymbolEnumeration,
-    /// The snapshot's own bookkeeping could not be allocated.
-    MetadataMemory,
-    /// A host buffer could not be allocated, or would pass the host budget.
-    HostMemory,
-    /// A device-to-host copy failed.
-    CopyFailed,
-}
-
-impl fmt::Display for DeclineReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            DeclineReason::NotInitialized => "not initialized",
-            DeclineReason::Finalized => "finalized",
-            DeclineReason::NoExecutableIterator => "no executable iterator",
-            DeclineReason::SymbolEnumeration => "symbol enumeration failed",
-            DeclineReason::MetadataMemory => "out of host memory for metadata",
-            DeclineReason::HostMemory => "out of host memory for region copies",
-            DeclineReason::CopyFailed => "device-to-host copy failed",
-        })
-    }
-}
 
 /// Where a captured region came from, which decides how restore validates it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,31 +100,6 @@ impl Snapshot {
     }
 }
 
-/// A decline with the detail for its one log line.
-struct Decline {
-    reason: DeclineReason,
-    detail: String,
-}
-
-impl Decline {
-    fn new(reason: DeclineReason, detail: impl Into<String>) -> Self {
-        Decline {
-            reason,
-            detail: detail.into(),
-        }
-    }
-}
-
-impl From<DiscoveryError> for Decline {
-    fn from(error: DiscoveryError) -> Self {
-        let reason = match error {
-            DiscoveryError::Metadata => DeclineReason::MetadataMemory,
-            _ => DeclineReason::SymbolEnumeration,
-        };
-        Decline::new(reason, error.to_string())
-    }
-}
-
 /// Captures the replay state of `agent`.
 ///
 /// Never fails outright: a snapshot that could not be completed comes back
@@ -167,42 +112,27 @@ pub fn snap(ctx: &'static Context, agent: hsa_agent_t) -> Snapshot {
         },
         Err(decline) => {
             warn!(
-                "snapshot of agent {:#x} declined ({}): {}; the dispatch will not be replayed",
-                agent.handle, decline.reason, decline.detail
+                "snapshot of agent {:#x} declined ({}): {decline}; the dispatch will not be replayed",
+                agent.handle,
+                decline.reason()
             );
-            Snapshot::declined(agent, decline.reason)
+            Snapshot::declined(agent, decline.reason())
         }
     }
 }
 
 fn capture(ctx: &'static Context, agent: hsa_agent_t) -> Result<Captured, Decline> {
-    let core = *ctx.core().ok_or_else(|| {
-        Decline::new(
-            DeclineReason::NotInitialized,
-            "kr_memory_tracker_init installed no core table",
-        )
-    })?;
+    let core = *ctx.core().ok_or(Decline::NotInitialized)?;
     if ctx.gate.finalized() {
-        return Err(Decline::new(
-            DeclineReason::Finalized,
-            "kr_finalize was called",
-        ));
+        return Err(Decline::Finalized);
     }
-    let iterate = ctx.executable_iterator().ok_or_else(|| {
-        Decline::new(
-            DeclineReason::NoExecutableIterator,
-            "no executable iterator set (kr_set_executable_iterator)",
-        )
-    })?;
+    let iterate = ctx
+        .executable_iterator()
+        .ok_or(Decline::NoExecutableIterator)?;
     let mut tracked = Vec::new();
     ctx.inventory
         .collect_agent(agent.handle, &mut tracked)
-        .map_err(|_| {
-            Decline::new(
-                DeclineReason::MetadataMemory,
-                "cannot reserve the tracked-region list",
-            )
-        })?;
+        .map_err(|_| Decline::RegionList)?;
     // Discovery calls back into the tool's iterator, which may run anything,
     // frees included: a tracked region freed from here on is simply dropped
     // below, when its generation no longer matches.
@@ -210,12 +140,7 @@ fn capture(ctx: &'static Context, agent: hsa_agent_t) -> Result<Captured, Declin
     let mut regions = Vec::new();
     regions
         .try_reserve_exact(tracked.len() + variables.len())
-        .map_err(|_| {
-            Decline::new(
-                DeclineReason::MetadataMemory,
-                "cannot reserve the region list",
-            )
-        })?;
+        .map_err(|_| Decline::RegionList)?;
 
     for region in &tracked {
         let mut host = host_buffer_for(ctx, region.base, region.size)?;
@@ -258,15 +183,10 @@ fn host_buffer_for(
     address: usize,
     size: usize,
 ) -> Result<HostBuffer, Decline> {
-    HostBuffer::try_new(size, &ctx.host_budget).map_err(|error| {
-        let why = match error {
-            HostBufferError::OverBudget => "would pass the host budget",
-            HostBufferError::OutOfMemory => "cannot be allocated",
-        };
-        Decline::new(
-            DeclineReason::HostMemory,
-            format!("host copy of {size} bytes for region {address:#x} {why}"),
-        )
+    HostBuffer::try_new(size, &ctx.host_budget).map_err(|error| Decline::HostBuffer {
+        address,
+        size,
+        error,
     })
 }
 
@@ -283,11 +203,10 @@ unsafe fn device_to_host(
     // SAFETY: the destination is our buffer of `size` bytes, the source the
     // caller's promise.
     unsafe { core.copy(host.as_mut_ptr().cast(), device as *const c_void, size) }.map_err(
-        |status| {
-            Decline::new(
-                DeclineReason::CopyFailed,
-                format!("copy of {size} bytes from {device:#x} failed with HSA status {status:#x}"),
-            )
+        |status| Decline::Copy {
+            address: device,
+            size,
+            status,
         },
     )?;
     host.mark_filled();

@@ -170,6 +170,7 @@ extern "C" {
     pub fn hsa_sim_async_copy_count() -> u64;
     pub fn hsa_sim_allocation_flags(ptr: *const c_void, flags: *mut u32) -> bool;
     pub fn hsa_sim_quarantined_bytes() -> u64;
+    pub fn hsa_sim_pointer_info_count() -> u64;
     pub fn hsa_sim_live_signal_count() -> u64;
     pub fn hsa_sim_invalid_signal_uses() -> u64;
 }
@@ -501,6 +502,11 @@ impl SimSession {
 
     pub fn quarantine_intact(&self) -> bool {
         unsafe { hsa_sim_quarantine_intact() }
+    }
+
+    /// `hsa_amd_pointer_info` calls since reset.
+    pub fn pointer_info_count(&self) -> u64 {
+        unsafe { hsa_sim_pointer_info_count() }
     }
 
     pub fn quarantined_bytes(&self) -> u64 {

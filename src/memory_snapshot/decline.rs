@@ -1,0 +1,120 @@
+//! Why a snapshot declines, and the detail its one log line gives.
+//!
+//! The details are plain data rendered only when logged: a decline caused by
+//! memory pressure must not need fresh heap memory to say so.
+
+use std::fmt;
+
+use super::discovery::DiscoveryError;
+use super::host_buffer::HostBufferError;
+use crate::hsa::hsa_status_t;
+
+/// Why a snapshot declined replay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeclineReason {
+    /// No core table was installed: there is no copy entry to capture with.
+    NotInitialized,
+    /// The teardown guard is set.
+    Finalized,
+    /// No executable iterator was set, so module variables cannot be found.
+    NoExecutableIterator,
+    /// The executable iterator, a symbol walk or a symbol query failed.
+    SymbolEnumeration,
+    /// The snapshot's own bookkeeping could not be allocated.
+    MetadataMemory,
+    /// A host buffer could not be allocated, or would pass the host budget.
+    HostMemory,
+    /// A device-to-host copy failed.
+    CopyFailed,
+}
+
+impl fmt::Display for DeclineReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            DeclineReason::NotInitialized => "not initialized",
+            DeclineReason::Finalized => "finalized",
+            DeclineReason::NoExecutableIterator => "no executable iterator",
+            DeclineReason::SymbolEnumeration => "symbol enumeration failed",
+            DeclineReason::MetadataMemory => "out of host memory for metadata",
+            DeclineReason::HostMemory => "out of host memory for region copies",
+            DeclineReason::CopyFailed => "device-to-host copy failed",
+        })
+    }
+}
+
+/// A decline with what the log line says about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decline {
+    NotInitialized,
+    Finalized,
+    NoExecutableIterator,
+    Discovery(DiscoveryError),
+    RegionList,
+    HostBuffer {
+        address: usize,
+        size: usize,
+        error: HostBufferError,
+    },
+    Copy {
+        address: usize,
+        size: usize,
+        status: hsa_status_t,
+    },
+}
+
+impl Decline {
+    pub fn reason(&self) -> DeclineReason {
+        match self {
+            Decline::NotInitialized => DeclineReason::NotInitialized,
+            Decline::Finalized => DeclineReason::Finalized,
+            Decline::NoExecutableIterator => DeclineReason::NoExecutableIterator,
+            Decline::Discovery(DiscoveryError::Metadata) | Decline::RegionList => {
+                DeclineReason::MetadataMemory
+            }
+            Decline::Discovery(_) => DeclineReason::SymbolEnumeration,
+            Decline::HostBuffer { .. } => DeclineReason::HostMemory,
+            Decline::Copy { .. } => DeclineReason::CopyFailed,
+        }
+    }
+}
+
+impl From<DiscoveryError> for Decline {
+    fn from(error: DiscoveryError) -> Self {
+        Decline::Discovery(error)
+    }
+}
+
+impl fmt::Display for Decline {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Decline::NotInitialized => {
+                f.write_str("kr_memory_tracker_init installed no core table")
+            }
+            Decline::Finalized => f.write_str("kr_finalize was called"),
+            Decline::NoExecutableIterator => {
+                f.write_str("no executable iterator set (kr_set_executable_iterator)")
+            }
+            Decline::Discovery(error) => error.fmt(f),
+            Decline::RegionList => f.write_str("cannot reserve the region list"),
+            Decline::HostBuffer {
+                address,
+                size,
+                error,
+            } => {
+                let why = match error {
+                    HostBufferError::OverBudget => "would pass the host budget",
+                    HostBufferError::OutOfMemory => "cannot be allocated",
+                };
+                write!(f, "host copy of {size} bytes for region {address:#x} {why}")
+            }
+            Decline::Copy {
+                address,
+                size,
+                status,
+            } => write!(
+                f,
+                "copy of {size} bytes from {address:#x} failed with HSA status {status:#x}"
+            ),
+        }
+    }
+}
