@@ -18,11 +18,28 @@
 //! - [`context`]: the process-wide state those share; [`logging`]: where
 //!   messages go.
 
+#[cfg(not(loom))]
 pub mod classifier;
+#[cfg(not(loom))]
 pub mod context;
+#[cfg(not(loom))]
 pub mod ffi;
+#[cfg(not(loom))]
 pub mod hsa;
+#[cfg(not(loom))]
 pub mod logging;
+#[cfg(not(loom))]
 pub mod memory_snapshot;
+#[cfg(not(loom))]
 pub mod memory_tracker;
+#[cfg(not(loom))]
 pub mod replay;
+mod sync;
+
+/// Under `--cfg loom` only the inventory is built, on loom's primitives, for
+/// the model checks in `tests/loom_inventory.rs`.
+#[cfg(loom)]
+pub mod memory_tracker {
+    #[path = "inventory.rs"]
+    pub mod inventory;
+}

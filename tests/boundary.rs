@@ -84,7 +84,10 @@ fn kr_snap_returns_null_only_when_the_handle_cannot_be_allocated() {
     let snap = with_allocations_failing_at(1, || kr_snap(agent(sim.gpu(0))));
     assert!(snap.is_null());
     // SAFETY: NULL is accepted.
-    assert_eq!(unsafe { kr_snapshot_decline_reason(snap) }, KR_DECLINE_METADATA_MEMORY);
+    assert_eq!(
+        unsafe { kr_snapshot_decline_reason(snap) },
+        KR_DECLINE_METADATA_MEMORY
+    );
     let snap = Snap::of(sim.gpu(0));
     assert!(snap.ok());
 }

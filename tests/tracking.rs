@@ -217,12 +217,24 @@ fn the_executable_flag_is_checked_before_any_pointer_query() {
     let pool = sim.pool(sim.gpu(0), PoolKind::DeviceCoarse);
     let queries = sim.pointer_info_count();
     let exec = pool_allocate(pool, 4096, POOL_ALLOCATE_EXECUTABLE_FLAG).unwrap();
-    assert_eq!(sim.pointer_info_count(), queries, "no query for an executable allocation");
+    assert_eq!(
+        sim.pointer_info_count(),
+        queries,
+        "no query for an executable allocation"
+    );
     let plain = pool_allocate(pool, 4096, 0).unwrap();
-    assert_eq!(sim.pointer_info_count(), queries + 1, "one query for a plain one");
+    assert_eq!(
+        sim.pointer_info_count(),
+        queries + 1,
+        "one query for a plain one"
+    );
     assert!(!kr_set_tracking_enabled(false));
     let untracked = pool_allocate(pool, 4096, 0).unwrap();
-    assert_eq!(sim.pointer_info_count(), queries + 1, "no query while tracking is off");
+    assert_eq!(
+        sim.pointer_info_count(),
+        queries + 1,
+        "no query while tracking is off"
+    );
     for p in [exec, plain, untracked] {
         assert_eq!(pool_free(p), SUCCESS);
     }

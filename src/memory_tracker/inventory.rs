@@ -9,8 +9,10 @@
 
 use std::collections::BTreeMap;
 use std::collections::TryReserveError;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{PoisonError, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use std::sync::atomic::Ordering;
+use std::sync::PoisonError;
+
+use crate::sync::{AtomicU64, AtomicUsize, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// One tracked allocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +42,18 @@ pub struct Inventory {
 }
 
 impl Inventory {
+    #[cfg(not(loom))]
     pub const fn new() -> Self {
+        Inventory {
+            entries: RwLock::new(BTreeMap::new()),
+            len: AtomicUsize::new(0),
+            next_generation: AtomicU64::new(1),
+        }
+    }
+
+    /// loom's primitives are not const-constructible.
+    #[cfg(loom)]
+    pub fn new() -> Self {
         Inventory {
             entries: RwLock::new(BTreeMap::new()),
             len: AtomicUsize::new(0),
@@ -89,6 +102,31 @@ impl Inventory {
         let removed = entries.remove(&base);
         self.len.store(entries.len(), Ordering::Release);
         removed
+    }
+
+    /// Retire before free: the entry leaves the inventory under the write lock
+    /// *before* `free` runs, so no snapshot can read and no restore can write
+    /// the memory once the runtime may have released it; if `free` fails
+    /// (`succeeded` says no) the memory is still the same allocation and the
+    /// entry goes back with its generation. Returns what `free` returned.
+    ///
+    /// Together with [`Inventory::with_live`] this is the protocol that
+    /// `tests/loom_inventory.rs` model-checks.
+    #[inline]
+    pub fn retire_then_free<R>(
+        &self,
+        base: usize,
+        free: impl FnOnce() -> R,
+        succeeded: impl FnOnce(&R) -> bool,
+    ) -> R {
+        let retired = self.retire(base);
+        let result = free();
+        if let Some(allocation) = retired {
+            if !succeeded(&result) {
+                self.reinstate(base, allocation);
+            }
+        }
+        result
     }
 
     /// Puts back an entry whose free failed: the memory is still allocated, so
@@ -173,7 +211,7 @@ impl Default for Inventory {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
 

@@ -15,7 +15,9 @@ use crate::context::GLOBAL;
 use crate::ffi::boundary::catch_panic;
 use crate::hsa::entries::MemoryFreeFn;
 use crate::hsa::sys::{hsa_amd_memory_pool_t, hsa_region_t};
-use crate::hsa::{hsa_status_t, HSA_STATUS_ERROR_NOT_INITIALIZED, HSA_STATUS_SUCCESS};
+use crate::hsa::{
+    hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_ERROR_NOT_INITIALIZED, HSA_STATUS_SUCCESS,
+};
 use crate::memory_tracker::record_allocation;
 
 /// Replaces `hsa_amd_memory_pool_allocate`.
@@ -83,27 +85,23 @@ fn note_allocation(base: *mut c_void, size: usize, pool_flags: Option<u32>) {
     });
 }
 
-/// Retire before free: the entry leaves the inventory under its write lock
-/// *before* the runtime frees the memory, so no snapshot can read it and no
-/// restore can write it once it may be gone. If the free fails the memory is
-/// still the same allocation and the entry goes back.
-///
+/// Frees through the runtime with the entry retired first (see
+/// [`Inventory::retire_then_free`](crate::memory_tracker::inventory::Inventory::retire_then_free)).
 /// This runs whether or not tracking is on: a recorded pointer stays recorded
-/// until its free, even if tracking was switched off in between.
-///
-/// Both free entry points have the same signature, so one path serves both.
+/// until its free, even if tracking was switched off in between. Both free
+/// entry points have the same signature, so one path serves both.
 ///
 /// # Safety
 /// `free` is the runtime entry this wrapper replaced; `ptr` is the caller's.
 #[inline(always)]
 unsafe fn retire_then_free(ptr: *mut c_void, free: MemoryFreeFn) -> hsa_status_t {
-    let retired = catch_panic(None, || GLOBAL.inventory.retire(ptr as usize));
     // SAFETY: see the function's contract.
-    let status = unsafe { free(ptr) };
-    if status != HSA_STATUS_SUCCESS {
-        if let Some(allocation) = retired {
-            catch_panic((), || GLOBAL.inventory.reinstate(ptr as usize, allocation));
-        }
-    }
-    status
+    let call_runtime = || unsafe { free(ptr) };
+    // Nothing in the inventory's bookkeeping is expected to panic; if it ever
+    // did, the caller gets an error instead of an unwind into C.
+    catch_panic(HSA_STATUS_ERROR, || {
+        GLOBAL
+            .inventory
+            .retire_then_free(ptr as usize, call_runtime, |s| *s == HSA_STATUS_SUCCESS)
+    })
 }
