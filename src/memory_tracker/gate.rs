@@ -57,6 +57,13 @@ impl Gate {
     pub fn finalized(&self) -> bool {
         self.0.load(Ordering::Acquire) & FINALIZED != 0
     }
+
+    /// Undoes finalize, for the fuzzer only: it runs many inputs in one
+    /// process, and an input that finalizes must not finalize the next one.
+    #[cfg(fuzzing)]
+    pub fn reset_for_fuzzing(&self) {
+        self.0.store(0, Ordering::Release);
+    }
 }
 
 impl Default for Gate {
