@@ -36,7 +36,11 @@ struct World {
 fn allocate(world: &World) -> TrackedRegion {
     let generation = world.inventory.record(BASE, SIZE, AGENT);
     world.device.owner.store(generation, Relaxed);
-    TrackedRegion { base: BASE, size: SIZE, generation }
+    TrackedRegion {
+        base: BASE,
+        size: SIZE,
+        generation,
+    }
 }
 
 /// A free through the wrapper; `fails` models the runtime refusing it.
@@ -84,7 +88,10 @@ fn capture(world: &World, region: &TrackedRegion) -> bool {
 fn world() -> Arc<World> {
     Arc::new(World {
         inventory: Inventory::new(),
-        device: Device { owner: AtomicU64::new(0), data: UnsafeCell::new(0) },
+        device: Device {
+            owner: AtomicU64::new(0),
+            data: UnsafeCell::new(0),
+        },
     })
 }
 
@@ -100,7 +107,10 @@ fn restore_never_writes_memory_being_freed() {
         restore(&w, &region);
         freer.join().unwrap();
         assert_eq!(w.device.owner.load(Relaxed), 0);
-        assert!(!restore(&w, &region), "a freed allocation is never written again");
+        assert!(
+            !restore(&w, &region),
+            "a freed allocation is never written again"
+        );
     });
 }
 

@@ -1,16 +1,12 @@
-//! What a snapshot captures, and every way it declines.
+//! What a snapshot captures. (Every way it declines: tests/fault_matrix.rs.)
 
 mod common;
 
 use common::*;
-use hsa_sim::{CopyDirection, PoolKind};
+use hsa_sim::CopyDirection;
 use kernel_replay::ffi::types::kr_decline_reason_t::*;
 use kernel_replay::ffi::types::*;
 use kernel_replay::ffi::*;
-use kernel_replay::hsa::sys::{
-    HSA_EXECUTABLE_SYMBOL_INFO_TYPE, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS,
-    HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE,
-};
 
 #[test]
 fn captures_the_agents_tracked_allocations_and_module_variables() {
@@ -146,172 +142,26 @@ fn the_same_variable_reported_twice_is_captured_once() {
     assert_eq!(snap.bytes(), 32);
 }
 
-/// Asserts a declined snapshot: reason, nothing held, nothing written back,
-/// one log line naming the reason; then that the next snapshot works.
-fn assert_declines(
-    sim: &hsa_sim::SimSession,
-    gpu: hsa_sim::Agent,
-    reason: kr_decline_reason_t,
-    undo: impl FnOnce(),
-) {
-    logs_clear();
-    let snap = Snap::of(gpu);
-    assert!(!snap.ok());
-    assert_eq!(snap.reason(), reason);
-    assert_eq!((snap.regions(), snap.bytes()), (0, 0));
-    assert_eq!(
-        kr_host_bytes_in_use(),
-        0,
-        "partial buffers are released at once"
-    );
-    let declines = logs_containing("declined");
-    assert_eq!(declines.len(), 1, "one log line: {:?}", logs());
-    let h2d = sim.copy_count(CopyDirection::HostToDevice);
-    let report = snap.restore();
-    assert_eq!(
-        (report.restored, report.skipped_not_live, report.failed),
-        (0, 0, 0)
-    );
-    assert_eq!(
-        sim.copy_count(CopyDirection::HostToDevice),
-        h2d,
-        "a declined snapshot writes nothing"
-    );
-    drop(snap);
-    undo();
-    let next = Snap::of(gpu);
-    assert!(next.ok(), "the process keeps working after {reason:?}");
-}
-
-fn populated(sim: &hsa_sim::SimSession) -> (hsa_sim::Agent, Vec<*mut u8>, hsa_sim::Executable) {
+#[test]
+fn the_host_budget_holds_across_live_snapshots() {
+    let sim = session(1);
     let gpu = sim.gpu(0);
-    let buffers = vec![
-        device_buffer(sim, gpu, 4096, 1),
-        device_buffer(sim, gpu, 8192, 2),
-        device_buffer(sim, gpu, 100, 3),
-    ];
-    let exe = sim.executable_create();
-    sim.add_variable(exe, gpu, "v", 64, false);
-    (gpu, buffers, exe)
-}
-
-#[test]
-fn no_executable_iterator_declines() {
-    let sim = session(1);
-    let (gpu, _, _) = populated(&sim);
-    kr_set_executable_iterator(None);
-    assert_declines(&sim, gpu, KR_DECLINE_NO_EXECUTABLE_ITERATOR, || {
-        kr_set_executable_iterator(sim_iterator())
-    });
-}
-
-#[test]
-fn a_failing_executable_iterator_declines() {
-    let sim = session(1);
-    let (gpu, _, _) = populated(&sim);
-    sim.fail_executable_iteration(true);
-    assert_declines(&sim, gpu, KR_DECLINE_SYMBOL_ENUMERATION, || {
-        sim.fail_executable_iteration(false)
-    });
-}
-
-#[test]
-fn a_refused_symbol_walk_declines() {
-    let sim = session(1);
-    let (gpu, _, _) = populated(&sim);
-    let second = sim.executable_create();
-    sim.add_variable(second, gpu, "w", 8, false);
-    sim.refuse_symbol_walk(second, true);
-    assert_declines(&sim, gpu, KR_DECLINE_SYMBOL_ENUMERATION, || {
-        sim.refuse_symbol_walk(second, false)
-    });
-}
-
-#[test]
-fn a_failing_symbol_query_declines_for_each_attribute_read() {
-    for attribute in [
-        HSA_EXECUTABLE_SYMBOL_INFO_TYPE,
-        HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS,
-        HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE,
-    ] {
-        let sim = session(1);
-        let (gpu, _, _) = populated(&sim);
-        sim.fail_symbol_query(attribute, true);
-        assert_declines(&sim, gpu, KR_DECLINE_SYMBOL_ENUMERATION, || {
-            sim.fail_symbol_query(attribute, false)
-        });
-    }
-}
-
-#[test]
-fn every_failing_device_to_host_copy_declines() {
-    // Four regions: fail the first, each middle one, and the last copy.
-    for nth in 1..=4 {
-        let sim = session(1);
-        let (gpu, _, _) = populated(&sim);
-        sim.fail_nth_d2h_copy(nth);
-        assert_declines(&sim, gpu, KR_DECLINE_COPY_FAILED, || ());
-    }
-}
-
-#[test]
-fn the_host_budget_declines_a_snapshot_that_would_pass_it() {
-    let sim = session(1);
-    let (gpu, _, _) = populated(&sim);
-    let footprint = 4096 + 8192 + 100 + 64;
-    kr_set_host_budget(footprint - 1);
-    assert_declines(&sim, gpu, KR_DECLINE_HOST_MEMORY, || {
-        kr_set_host_budget(footprint)
-    });
-    // The budget holds across snapshots: a second one does not fit beside it.
+    let a = device_buffer(&sim, gpu, 4096, 1);
+    let b = device_buffer(&sim, gpu, 8192, 2);
+    kr_set_host_budget(4096 + 8192);
     let first = Snap::of(gpu);
     assert!(first.ok());
-    assert_eq!(kr_host_bytes_in_use(), footprint);
+    assert_eq!(kr_host_bytes_in_use(), 4096 + 8192);
+    // A second one does not fit beside it, and leaves nothing behind.
     let second = Snap::of(gpu);
     assert_eq!(second.reason(), KR_DECLINE_HOST_MEMORY);
-    assert_eq!(kr_host_bytes_in_use(), footprint);
+    assert_eq!(kr_host_bytes_in_use(), 4096 + 8192);
     drop(first);
     assert_eq!(kr_host_bytes_in_use(), 0);
+    assert!(Snap::of(gpu).ok(), "it fits once the first is released");
     kr_set_host_budget(0);
-}
-
-#[test]
-fn a_host_buffer_that_cannot_be_allocated_declines() {
-    let sim = session(1);
-    let gpu = sim.gpu(0);
-    let small = device_buffer(&sim, gpu, 4096, 1);
-    let large = device_buffer(&sim, gpu, 1 << 20, 2);
-    // Allocations of 512 KiB and more fail, as malloc does under pressure:
-    // the 1 MiB region's host copy, after the 4 KiB one was taken.
-    let snap = with_allocations_failing_at(512 << 10, || Snap::of(gpu));
-    assert_eq!(snap.reason(), KR_DECLINE_HOST_MEMORY);
-    assert_eq!(kr_host_bytes_in_use(), 0);
-    drop(snap);
-    assert!(Snap::of(gpu).ok());
-    pool_free(small);
-    pool_free(large);
-}
-
-#[test]
-fn snapshot_metadata_that_cannot_be_allocated_declines() {
-    let sim = session(1);
-    let gpu = sim.gpu(0);
-    // 2,000 tracked regions of 64 bytes: the region lists are tens of KiB,
-    // each host copy 64 bytes.
-    let pool = sim.pool(gpu, PoolKind::DeviceCoarse);
-    let buffers: Vec<_> = (0..2000)
-        .map(|_| pool_allocate(pool, 64, 0).unwrap())
-        .collect();
-    let snap = with_allocations_failing_at(16 << 10, || Snap::of(gpu));
-    assert_eq!(snap.reason(), KR_DECLINE_METADATA_MEMORY);
-    assert_eq!(kr_host_bytes_in_use(), 0);
-    drop(snap);
-    let snap = Snap::of(gpu);
-    assert_eq!(snap.regions(), 2000);
-    drop(snap);
-    for p in buffers {
-        pool_free(p);
-    }
+    pool_free(a);
+    pool_free(b);
 }
 
 #[test]
