@@ -1,9 +1,11 @@
 //! The four allocation wrappers installed into the runtime's tables.
 //!
 //! They run on every device allocation of the host program, so the common
-//! path is the chained call plus one relaxed load (allocate) or one acquire
-//! load of the inventory size (free). Anything more happens only when
-//! tracking is on, or when something is tracked.
+//! path is a tail call to the chained entry after one relaxed load of the
+//! gate (allocate) or of the inventory size (free). Anything more happens
+//! only when tracking is on, or when something is tracked. The gate is read
+//! before the chained call: whether an allocation racing with
+//! `kr_set_tracking_enabled` is recorded is the caller's race either way.
 //!
 //! No panic may leave these functions: they are called from C through the
 //! HSA tables. The bookkeeping runs inside the panic boundary; the runtime's
@@ -30,10 +32,15 @@ pub(crate) unsafe extern "C" fn pool_allocate(
     let Some(amd) = GLOBAL.amd() else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
-    // SAFETY: the caller's arguments go unchanged to the entry this wrapper
-    // replaced, under that entry's own contract.
+    if !GLOBAL.gate.recording() {
+        // Not recording: a tail call, the gate's one relaxed load on top.
+        // SAFETY: the caller's arguments go unchanged to the entry this
+        // wrapper replaced, under that entry's own contract.
+        return unsafe { (amd.pool_allocate)(pool, size, flags, ptr) };
+    }
+    // SAFETY: as above.
     let status = unsafe { (amd.pool_allocate)(pool, size, flags, ptr) };
-    if status == HSA_STATUS_SUCCESS && GLOBAL.gate.recording() && !ptr.is_null() {
+    if status == HSA_STATUS_SUCCESS && !ptr.is_null() {
         // SAFETY: the runtime succeeded, so it stored the new pointer in *ptr.
         note_allocation(unsafe { *ptr }, size, Some(flags));
     }
@@ -58,9 +65,13 @@ pub(crate) unsafe extern "C" fn memory_allocate(
     let Some(core) = GLOBAL.core() else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
-    // SAFETY: the caller's arguments go unchanged to the replaced entry.
+    if !GLOBAL.gate.recording() {
+        // SAFETY: the caller's arguments go unchanged to the replaced entry.
+        return unsafe { (core.memory_allocate)(region, size, ptr) };
+    }
+    // SAFETY: as above.
     let status = unsafe { (core.memory_allocate)(region, size, ptr) };
-    if status == HSA_STATUS_SUCCESS && GLOBAL.gate.recording() && !ptr.is_null() {
+    if status == HSA_STATUS_SUCCESS && !ptr.is_null() {
         // SAFETY: the runtime succeeded, so it stored the new pointer in *ptr.
         note_allocation(unsafe { *ptr }, size, None);
     }
@@ -95,6 +106,21 @@ fn note_allocation(base: *mut c_void, size: usize, pool_flags: Option<u32>) {
 /// `free` is the runtime entry this wrapper replaced; `ptr` is the caller's.
 #[inline(always)]
 unsafe fn retire_then_free(ptr: *mut c_void, free: MemoryFreeFn) -> hsa_status_t {
+    // Fast path: nothing tracked (tracking never on, or finalized), so
+    // nothing to retire: one load on top of the chained call.
+    if GLOBAL.inventory.is_empty() {
+        // SAFETY: see the function's contract.
+        return unsafe { free(ptr) };
+    }
+    // SAFETY: forwarded.
+    unsafe { retire_then_free_tracked(ptr, free) }
+}
+
+/// # Safety
+/// As for [`retire_then_free`].
+#[cold]
+#[inline(never)]
+unsafe fn retire_then_free_tracked(ptr: *mut c_void, free: MemoryFreeFn) -> hsa_status_t {
     // SAFETY: see the function's contract.
     let call_runtime = || unsafe { free(ptr) };
     // Nothing in the inventory's bookkeeping is expected to panic; if it ever

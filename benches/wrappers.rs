@@ -1,0 +1,158 @@
+//! Cost of the allocation wrappers on the host program's allocation path.
+//!
+//! `cargo bench --bench wrappers` (a plain harness: it prints a table).
+//!
+//! The runtime underneath is a trivial fake (a bump allocator and a fixed
+//! pointer-info answer) so the numbers are the wrappers' own cost, not the
+//! software runtime's. Each figure is the median of 15 batches, all measured
+//! in one run, and compared as differences and ratios within that run.
+
+use std::ffi::c_void;
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use kernel_replay::ffi::types::kr_status_t;
+use kernel_replay::ffi::*;
+use kernel_replay::hsa::sys::{
+    hsa_amd_memory_pool_t, hsa_amd_pointer_info_t, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
+    HSA_EXT_POINTER_TYPE_HSA,
+};
+use kernel_replay::hsa::{
+    hsa_agent_t, hsa_status_t, AmdExtTable, CoreApiTable, HSA_STATUS_SUCCESS,
+};
+
+type PoolAllocate =
+    unsafe extern "C" fn(hsa_amd_memory_pool_t, usize, u32, *mut *mut c_void) -> hsa_status_t;
+type PoolFree = unsafe extern "C" fn(*mut c_void) -> hsa_status_t;
+
+static NEXT_ADDRESS: AtomicUsize = AtomicUsize::new(1 << 40);
+
+unsafe extern "C" fn fake_allocate(
+    _: hsa_amd_memory_pool_t,
+    size: usize,
+    _: u32,
+    ptr: *mut *mut c_void,
+) -> hsa_status_t {
+    let address = NEXT_ADDRESS.fetch_add(size.max(4096), Ordering::Relaxed);
+    // SAFETY: the caller passes a writable out-pointer.
+    unsafe { *ptr = address as *mut c_void };
+    HSA_STATUS_SUCCESS
+}
+
+unsafe extern "C" fn fake_free(_: *mut c_void) -> hsa_status_t {
+    HSA_STATUS_SUCCESS
+}
+
+unsafe extern "C" fn fake_pointer_info(
+    _: *const c_void,
+    info: *mut hsa_amd_pointer_info_t,
+    _: Option<unsafe extern "C" fn(usize) -> *mut c_void>,
+    _: *mut u32,
+    _: *mut *mut hsa_agent_t,
+) -> hsa_status_t {
+    // SAFETY: the library passes a sized, writable struct.
+    unsafe {
+        (*info).type_ = HSA_EXT_POINTER_TYPE_HSA;
+        (*info).agentOwner = hsa_agent_t { handle: 1 };
+        (*info).global_flags = HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED;
+    }
+    HSA_STATUS_SUCCESS
+}
+
+/// Median nanoseconds per allocate/free pair through `allocate`/`free`.
+fn pair_ns(allocate: PoolAllocate, free: PoolFree, pairs: usize) -> f64 {
+    let pool = hsa_amd_memory_pool_t { handle: 1 };
+    let mut samples: Vec<f64> = (0..15)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..pairs {
+                let mut p = std::ptr::null_mut();
+                // SAFETY: the fake runtime, or the wrappers over it.
+                unsafe {
+                    black_box(allocate(pool, black_box(4096), 0, &mut p));
+                    black_box(free(black_box(p)));
+                }
+            }
+            start.elapsed().as_nanos() as f64 / pairs as f64
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}
+
+fn main() {
+    // A complete AMD table from the software runtime, with the pool entries
+    // and the pointer query replaced by the trivial fakes.
+    let mut core = hsa_sim::fresh_core_table();
+    let mut amd = hsa_sim::fresh_amd_ext_table();
+    let amd_table: *mut AmdExtTable = amd.as_mut_ptr().cast();
+    // SAFETY: a full-size table copy owned here.
+    unsafe {
+        (*amd_table).hsa_amd_memory_pool_allocate_fn = Some(fake_allocate);
+        (*amd_table).hsa_amd_memory_pool_free_fn = Some(fake_free);
+        (*amd_table).hsa_amd_pointer_info_fn = Some(fake_pointer_info);
+    }
+    // SAFETY: full-size tables that live until the end of main.
+    let status =
+        unsafe { kr_memory_tracker_init(core.as_mut_ptr().cast::<CoreApiTable>(), amd_table, 0) };
+    assert_eq!(status, kr_status_t::KR_STATUS_SUCCESS);
+    // SAFETY: as above; the wrappers are installed now.
+    let (wrapped_allocate, wrapped_free) = unsafe {
+        (
+            (*amd_table).hsa_amd_memory_pool_allocate_fn.unwrap(),
+            (*amd_table).hsa_amd_memory_pool_free_fn.unwrap(),
+        )
+    };
+    let (raw_allocate, raw_free): (PoolAllocate, PoolFree) =
+        (black_box(fake_allocate), black_box(fake_free));
+
+    let pairs = 2_000_000;
+    let unwrapped = pair_ns(raw_allocate, raw_free, pairs);
+    kr_set_tracking_enabled(false);
+    let disabled = pair_ns(wrapped_allocate, wrapped_free, pairs);
+
+    println!("allocate + free pair, fake runtime underneath (median of 15 batches)\n");
+    println!("| path | ns per pair | over the unwrapped call |");
+    println!("|---|---:|---:|");
+    println!("| unwrapped (the runtime's own entries) | {unwrapped:.2} | |");
+    println!(
+        "| wrapped, tracking off | {disabled:.2} | {:+.2} ns |",
+        disabled - unwrapped
+    );
+
+    kr_set_tracking_enabled(true);
+    let pool = hsa_amd_memory_pool_t { handle: 1 };
+    let mut live: Vec<*mut c_void> = Vec::new();
+    let mut per_size = Vec::new();
+    for target in [1_000usize, 10_000, 100_000] {
+        while live.len() < target {
+            let mut p = std::ptr::null_mut();
+            // SAFETY: the wrappers over the fake runtime.
+            unsafe { wrapped_allocate(pool, 4096, 0, &mut p) };
+            live.push(p);
+        }
+        let enabled = pair_ns(wrapped_allocate, wrapped_free, 200_000);
+        per_size.push((target, enabled));
+        println!(
+            "| wrapped, tracking on, {target} live | {enabled:.2} | {:+.2} ns (record + retire) |",
+            enabled - unwrapped
+        );
+    }
+    let growth = per_size[2].1 / per_size[0].1;
+    println!(
+        "\ntracking on: {:.0} ns per pair at 100,000 live (target <= 300 ns); \
+         x{growth:.2} from 1,000 to 100,000 live (log2 ratio of sizes is x{:.2})",
+        per_size[2].1,
+        (100_000f64).log2() / (1_000f64).log2()
+    );
+    println!(
+        "tracking off: {:+.2} ns per pair over the unwrapped call (target <= 2 ns)",
+        disabled - unwrapped
+    );
+    for p in live {
+        // SAFETY: as above.
+        unsafe { wrapped_free(p) };
+    }
+    assert_eq!(kr_tracked_count(hsa_agent_t { handle: 1 }), 0);
+}
