@@ -10,7 +10,7 @@
 //   kernel_replay::memory_snapshot::restore(snapshot);
 //
 // Hand-written (the C header is generated); every function is a thin inline
-// call into the C ABI.
+// call into the C ABI. Needs C++11.
 
 #ifndef KERNEL_REPLAY_HPP
 #define KERNEL_REPLAY_HPP
@@ -19,7 +19,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <utility>
 
 namespace kernel_replay {
 
@@ -33,6 +32,21 @@ inline kr_status_t memory_tracker_init(CoreApiTable* core, uint64_t lib_instance
 /// and captures hsa_amd_pointer_info.
 inline kr_status_t memory_tracker_init(AmdExtTable* amd_ext, uint64_t lib_instance) noexcept {
   return kr_memory_tracker_init(nullptr, amd_ext, lib_instance);
+}
+
+/// How snapshots find loaded executables (module variables): in
+/// rocprofiler-sdk, the loader extension's
+/// hsa_ven_amd_loader_iterate_executables. nullptr unsets it.
+inline void set_executable_iterator(kr_iterate_executables_fn_t iterate) noexcept {
+  kr_set_executable_iterator(iterate);
+}
+
+/// Caps the host memory all live snapshots hold together (0: unlimited).
+inline void set_host_budget(std::uint64_t bytes) noexcept { kr_set_host_budget(bytes); }
+
+/// Routes log messages to `callback` (nullptr: back to stderr).
+inline void set_log_callback(kr_log_callback_t callback, void* user_data) noexcept {
+  kr_set_log_callback(callback, user_data);
 }
 
 namespace memory_tracker {
@@ -72,14 +86,18 @@ class device_snapshot_t {
   device_snapshot_t(const device_snapshot_t&) = delete;
   device_snapshot_t& operator=(const device_snapshot_t&) = delete;
 
-  device_snapshot_t(device_snapshot_t&& other) noexcept
-      : ok(std::exchange(other.ok, false)), handle_(std::exchange(other.handle_, nullptr)) {}
+  device_snapshot_t(device_snapshot_t&& other) noexcept : ok(other.ok), handle_(other.handle_) {
+    other.ok = false;
+    other.handle_ = nullptr;
+  }
 
   device_snapshot_t& operator=(device_snapshot_t&& other) noexcept {
     if (this != &other) {
       kr_snapshot_free(handle_);
-      ok = std::exchange(other.ok, false);
-      handle_ = std::exchange(other.handle_, nullptr);
+      ok = other.ok;
+      handle_ = other.handle_;
+      other.ok = false;
+      other.handle_ = nullptr;
     }
     return *this;
   }

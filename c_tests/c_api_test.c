@@ -1,0 +1,471 @@
+/* c_api_test.c: kernel-replay used from plain C (C11), as an HSA tool in
+ * the same process as the application it profiles.
+ *
+ * The "tool" installs the library over the software runtime's API tables and
+ * drives snapshots and replays; the "application" allocates, frees and
+ * copies through the ordinary HSA entry points (hsa_sim_app.cpp), which call
+ * through those tables and so through the library's wrappers. Device memory
+ * is host memory in the sim, so the test writes and reads it directly, in
+ * place of a kernel's stores and loads.
+ *
+ * The sections run in order on one runtime and each frees what it
+ * allocated, so the library's inventory never holds an allocation the
+ * runtime has forgotten.
+ */
+#include <hsa/hsa.h>
+#include <hsa/hsa_ext_amd.h>
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hsa_sim.h"
+#include "kernel_replay.h"
+
+static int failures = 0;
+
+#define CHECK(condition)                                                                 \
+  do {                                                                                   \
+    if (!(condition)) {                                                                  \
+      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #condition);      \
+      ++failures;                                                                        \
+    }                                                                                    \
+  } while (0)
+
+/* For what the rest of a section cannot do without. */
+#define REQUIRE(condition)                                                               \
+  do {                                                                                   \
+    if (!(condition)) {                                                                  \
+      fprintf(stderr, "%s:%d: required check failed: %s\n", __FILE__, __LINE__,          \
+              #condition);                                                               \
+      exit_with_report();                                                                \
+    }                                                                                    \
+  } while (0)
+
+static _Noreturn void exit_with_report(void);
+
+/* ---- the tool's log -------------------------------------------------------- */
+
+enum { kMaxLogLines = 64, kMaxLogLine = 512 };
+
+typedef struct captured_log {
+  int count;
+  kr_log_level_t levels[kMaxLogLines];
+  char lines[kMaxLogLines][kMaxLogLine];
+} captured_log;
+
+static captured_log logs;
+
+static void capture_log(kr_log_level_t level, const char* message, void* user_data) {
+  captured_log* log = user_data;
+  if (log->count < kMaxLogLines) {
+    log->levels[log->count] = level;
+    snprintf(log->lines[log->count], kMaxLogLine, "%s", message);
+  }
+  ++log->count;
+}
+
+static int log_lines_containing(const char* needle) {
+  int found = 0;
+  for (int i = 0; i < logs.count && i < kMaxLogLines; ++i) {
+    if (strstr(logs.lines[i], needle) != NULL) ++found;
+  }
+  return found;
+}
+
+static void print_logs(void) {
+  for (int i = 0; i < logs.count && i < kMaxLogLines; ++i) {
+    fprintf(stderr, "  log[%d] level %d: %s\n", i, (int)logs.levels[i], logs.lines[i]);
+  }
+}
+
+static _Noreturn void exit_with_report(void) {
+  fprintf(stderr, "c_api_test: %d check(s) failed; library log:\n", failures + 1);
+  print_logs();
+  exit(1);
+}
+
+/* ---- the application's memory ------------------------------------------------- */
+
+static hsa_agent_t cpu, gpu0, gpu1;
+
+/* ROCr's HSA_AMD_MEMORY_POOL_EXECUTABLE_FLAG, newer than some installed
+ * headers: HIP allocates its kernarg pools with it, in coarse-grained memory. */
+#define POOL_ALLOCATE_EXECUTABLE_FLAG (1u << 2)
+
+static uint8_t* pool_allocate_with_flags(hsa_agent_t agent, hsa_sim_pool_kind_t kind,
+                                         size_t size, uint32_t flags) {
+  void* ptr = NULL;
+  const hsa_status_t status =
+      hsa_amd_memory_pool_allocate(hsa_sim_pool(agent, kind), size, flags, &ptr);
+  REQUIRE(status == HSA_STATUS_SUCCESS && ptr != NULL);
+  return ptr;
+}
+
+static uint8_t* pool_allocate(hsa_agent_t agent, hsa_sim_pool_kind_t kind, size_t size) {
+  return pool_allocate_with_flags(agent, kind, size, 0);
+}
+
+static uint8_t* region_allocate(hsa_agent_t agent, hsa_sim_pool_kind_t kind, size_t size) {
+  void* ptr = NULL;
+  const hsa_status_t status = hsa_memory_allocate(hsa_sim_region(agent, kind), size, &ptr);
+  REQUIRE(status == HSA_STATUS_SUCCESS && ptr != NULL);
+  return ptr;
+}
+
+static void pool_free(uint8_t* ptr) { CHECK(hsa_amd_memory_pool_free(ptr) == HSA_STATUS_SUCCESS); }
+
+/* A kernel's stores and loads. */
+static void fill(uint8_t* ptr, size_t size, uint8_t byte) { memset(ptr, byte, size); }
+
+static bool all_bytes(const uint8_t* ptr, size_t size, uint8_t byte) {
+  for (size_t i = 0; i < size; ++i) {
+    if (ptr[i] != byte) return false;
+  }
+  return true;
+}
+
+static uint64_t d2h_copies(void) { return hsa_sim_copy_count(HSA_SIM_COPY_DEVICE_TO_HOST); }
+static uint64_t h2d_copies(void) { return hsa_sim_copy_count(HSA_SIM_COPY_HOST_TO_DEVICE); }
+
+static bool report_is(kr_restore_report_t report, size_t restored, size_t skipped, size_t failed) {
+  return report.restored == restored && report.skipped_not_live == skipped &&
+         report.failed == failed;
+}
+
+/* kr_restore_with_report, checking that the return value is report.restored. */
+static kr_restore_report_t restore(const kr_snapshot_t* snapshot) {
+  kr_restore_report_t report = {99, 99, 99};
+  const size_t restored = kr_restore_with_report(snapshot, &report);
+  CHECK(restored == report.restored);
+  return report;
+}
+
+/* ---- the tool's setup (its OnLoad) ------------------------------------------ */
+
+static void install_the_tool(void) {
+  kr_set_log_callback(capture_log, &logs);
+  kr_set_log_level(KR_LOG_WARN);
+  REQUIRE(kr_memory_tracker_init(hsa_sim_core_table(), hsa_sim_amd_ext_table(), 0) ==
+          KR_STATUS_SUCCESS);
+  CHECK(kr_memory_tracker_init(hsa_sim_core_table(), hsa_sim_amd_ext_table(), 0) ==
+        KR_STATUS_ALREADY_INSTALLED);
+  CHECK(kr_memory_tracker_init(hsa_sim_core_table(), hsa_sim_amd_ext_table(), 1) ==
+        KR_STATUS_SKIPPED);
+  kr_set_executable_iterator(hsa_sim_iterate_executables);
+  CHECK(!kr_tracking_enabled());
+  CHECK(kr_set_tracking_enabled(true));
+  CHECK(kr_tracking_enabled());
+}
+
+/* ---- sections ------------------------------------------------------------------ */
+
+/* gpu0's coarse buffers and module variable are captured and restored; the
+ * peer GPU's buffer, kernarg, fine-grained memory and executable-flagged
+ * allocations are not replay state. */
+static void snapshot_restore_and_skip_after_free(void) {
+  uint8_t* a = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
+  uint8_t* b = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 70000);
+  uint8_t* r = region_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 1000);
+  uint8_t* peer = pool_allocate(gpu1, HSA_SIM_POOL_DEVICE_COARSE, 4096);
+  uint8_t* kernarg = pool_allocate(cpu, HSA_SIM_POOL_SYSTEM_KERNARG, 256);
+  uint8_t* fine = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_FINE, 4096);
+  uint8_t* hip_kernarg = pool_allocate_with_flags(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096,
+                                                  POOL_ALLOCATE_EXECUTABLE_FLAG);
+  const hsa_executable_t exe = hsa_sim_executable_create();
+  uint8_t* var = hsa_sim_executable_add_variable(exe, gpu0, "counter", 64, false);
+  REQUIRE(var != NULL);
+
+  /* The application uploads a's contents with hsa_memory_copy. */
+  uint8_t upload[4096];
+  memset(upload, 0xA1, sizeof upload);
+  CHECK(hsa_memory_copy(a, upload, sizeof upload) == HSA_STATUS_SUCCESS);
+  CHECK(all_bytes(a, 4096, 0xA1));
+  fill(b, 70000, 0xB2);
+  fill(r, 1000, 0xC3);
+  fill(peer, 4096, 0xD4);
+  fill(kernarg, 256, 0xE5);
+  fill(fine, 4096, 0xF6);
+  fill(hip_kernarg, 4096, 0x0F);
+  fill(var, 64, 0x17);
+
+  /* The allocations went through the wrappers: only coarse device memory is
+   * tracked, with the requested sizes, under its owner. */
+  CHECK(kr_tracked_count(gpu0) == 3);
+  CHECK(kr_tracked_bytes(gpu0) == 4096 + 70000 + 1000);
+  CHECK(kr_tracked_count(gpu1) == 1);
+  CHECK(kr_tracked_count(cpu) == 0);
+
+  /* hsa_amd_pointer_info, as the application sees it, for an interior pointer. */
+  hsa_amd_pointer_info_t info;
+  memset(&info, 0, sizeof info);
+  info.size = sizeof info;
+  CHECK(hsa_amd_pointer_info(b + 100, &info, NULL, NULL, NULL) == HSA_STATUS_SUCCESS);
+  CHECK(info.type == HSA_EXT_POINTER_TYPE_HSA);
+  CHECK(info.agentBaseAddress == b && info.agentOwner.handle == gpu0.handle);
+
+  const uint64_t d2h_before = d2h_copies();
+  const uint64_t h2d_before = h2d_copies();
+  kr_snapshot_t* snapshot = kr_snap(gpu0);
+  REQUIRE(snapshot != NULL);
+  CHECK(kr_snapshot_ok(snapshot));
+  CHECK(kr_snapshot_decline_reason(snapshot) == KR_DECLINE_NONE);
+  CHECK(kr_snapshot_region_count(snapshot) == 4);
+  CHECK(kr_snapshot_byte_count(snapshot) == 4096 + 70000 + 1000 + 64);
+  CHECK(kr_host_bytes_in_use() == kr_snapshot_byte_count(snapshot));
+  CHECK(d2h_copies() - d2h_before == 4);
+
+  /* A pass writes everything. */
+  fill(a, 4096, 0xEE);
+  fill(b, 70000, 0xEE);
+  fill(r, 1000, 0xEE);
+  fill(peer, 4096, 0xEE);
+  fill(kernarg, 256, 0xEE);
+  fill(fine, 4096, 0xEE);
+  fill(hip_kernarg, 4096, 0xEE);
+  fill(var, 64, 0xEE);
+  CHECK(report_is(restore(snapshot), 4, 0, 0));
+  CHECK(h2d_copies() - h2d_before == 4);
+  CHECK(all_bytes(a, 4096, 0xA1) && all_bytes(b, 70000, 0xB2) && all_bytes(r, 1000, 0xC3));
+  CHECK(all_bytes(var, 64, 0x17));
+  CHECK(all_bytes(peer, 4096, 0xEE));
+  CHECK(all_bytes(kernarg, 256, 0xEE));
+  CHECK(all_bytes(fine, 4096, 0xEE));
+  CHECK(all_bytes(hip_kernarg, 4096, 0xEE));
+
+  /* Freed regions (one of each free entry) are skipped, and their freed
+   * memory is never written. */
+  pool_free(b);
+  CHECK(hsa_memory_free(r) == HSA_STATUS_SUCCESS);
+  CHECK(kr_tracked_count(gpu0) == 1);
+  fill(a, 4096, 0x55);
+  CHECK(report_is(restore(snapshot), 2, 2, 0));
+  CHECK(all_bytes(a, 4096, 0xA1));
+  CHECK(hsa_sim_quarantine_intact());
+  CHECK(hsa_sim_copy_violations() == 0);
+
+  kr_snapshot_free(snapshot);
+  CHECK(kr_host_bytes_in_use() == 0);
+  pool_free(a);
+  pool_free(peer);
+  pool_free(kernarg);
+  pool_free(fine);
+  pool_free(hip_kernarg);
+  hsa_sim_executable_destroy(exe);
+}
+
+/* A freed address handed out again is another allocation: not written. */
+static void a_reused_address_is_not_written(void) {
+  hsa_sim_set_address_reuse(true);
+  uint8_t* stays = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
+  uint8_t* goes = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 8192);
+  fill(stays, 4096, 0x11);
+  fill(goes, 8192, 0x22);
+  kr_snapshot_t* snapshot = kr_snap(gpu0);
+  REQUIRE(snapshot != NULL);
+  CHECK(kr_snapshot_region_count(snapshot) == 2);
+
+  pool_free(goes);
+  uint8_t* reused = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 8192);
+  REQUIRE(reused == goes); /* the runtime handed the address back */
+  CHECK(kr_tracked_count(gpu0) == 2);
+  fill(reused, 8192, 0x99);
+  fill(stays, 4096, 0x98);
+
+  const int warnings_before = log_lines_containing("no longer the captured allocation");
+  CHECK(report_is(restore(snapshot), 1, 1, 0));
+  CHECK(all_bytes(reused, 8192, 0x99)); /* the new owner's data is intact */
+  CHECK(all_bytes(stays, 4096, 0x11));
+  CHECK(log_lines_containing("no longer the captured allocation") == warnings_before + 1);
+  CHECK(hsa_sim_copy_violations() == 0);
+
+  kr_snapshot_free(snapshot);
+  pool_free(stays);
+  pool_free(reused);
+  hsa_sim_set_address_reuse(false);
+}
+
+/* ---- kr_replay with a C pass function --------------------------------------- */
+
+enum { kKernelBytes = 64, kMaxPasses = 8 };
+
+/* A "kernel" that accumulates into its buffer and bumps a module counter, and
+ * records what every pass saw on entry. */
+typedef struct accumulating_kernel {
+  uint8_t* buffer;
+  uint8_t* counter;
+  uint32_t passes;
+  uint32_t pass_numbers[kMaxPasses];
+  uint8_t inputs[kMaxPasses][kKernelBytes];
+  uint8_t counters[kMaxPasses];
+} accumulating_kernel;
+
+static uint8_t accumulate_byte(uint8_t byte) { return (uint8_t)(byte * 3 + 1); }
+
+static void accumulate(uint32_t pass, void* user_data) {
+  accumulating_kernel* kernel = user_data;
+  if (kernel->passes < kMaxPasses) {
+    kernel->pass_numbers[kernel->passes] = pass;
+    memcpy(kernel->inputs[kernel->passes], kernel->buffer, kKernelBytes);
+    kernel->counters[kernel->passes] = kernel->counter[0];
+  }
+  ++kernel->passes;
+  for (int i = 0; i < kKernelBytes; ++i) kernel->buffer[i] = accumulate_byte(kernel->buffer[i]);
+  ++kernel->counter[0];
+}
+
+static void replay_passes_see_identical_inputs(void) {
+  const hsa_executable_t exe = hsa_sim_executable_create();
+  accumulating_kernel kernel;
+  memset(&kernel, 0, sizeof kernel);
+  kernel.buffer = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, kKernelBytes);
+  kernel.counter = hsa_sim_executable_add_variable(exe, gpu0, "pass_counter", 1, false);
+  REQUIRE(kernel.counter != NULL);
+  for (int i = 0; i < kKernelBytes; ++i) kernel.buffer[i] = (uint8_t)i;
+  kernel.counter[0] = 40;
+
+  const uint64_t h2d_before = h2d_copies();
+  const kr_replay_result_t result = kr_replay(gpu0, 5, accumulate, &kernel);
+  CHECK(result.replayed);
+  CHECK(result.passes_run == 5);
+  CHECK(result.decline_reason == KR_DECLINE_NONE);
+  CHECK(result.restore_failures == 0);
+  REQUIRE(kernel.passes == 5);
+  for (uint32_t p = 0; p < 5; ++p) {
+    CHECK(kernel.pass_numbers[p] == p);
+    CHECK(memcmp(kernel.inputs[p], kernel.inputs[0], kKernelBytes) == 0);
+    CHECK(kernel.counters[p] == 40);
+  }
+  CHECK(h2d_copies() - h2d_before == 4 * 2); /* buffer and counter before passes 1..4 */
+  /* No restore after the last pass: the application keeps one pass's result. */
+  for (int i = 0; i < kKernelBytes; ++i) CHECK(kernel.buffer[i] == accumulate_byte((uint8_t)i));
+  CHECK(kernel.counter[0] == 41);
+  CHECK(kr_host_bytes_in_use() == 0);
+
+  /* A declined snapshot runs the dispatch exactly once, un-replayed. */
+  kernel.passes = 0;
+  hsa_sim_fail_nth_d2h_copy(1);
+  const kr_replay_result_t declined = kr_replay(gpu0, 5, accumulate, &kernel);
+  CHECK(!declined.replayed);
+  CHECK(declined.passes_run == 1);
+  CHECK(declined.decline_reason == KR_DECLINE_COPY_FAILED);
+  CHECK(kernel.passes == 1 && kernel.pass_numbers[0] == 0);
+  CHECK(log_lines_containing("running the dispatch once") == 1);
+
+  pool_free(kernel.buffer);
+  hsa_sim_executable_destroy(exe);
+}
+
+static void replay_gate(void) {
+  CHECK(kr_replay_gate(1, 1, false));
+  CHECK(!kr_replay_gate(0, 0, false));
+  CHECK(!kr_replay_gate(1, 0, false));
+  CHECK(!kr_replay_gate(1, 2, false));
+  CHECK(!kr_replay_gate(2, 1, false));
+  CHECK(!kr_replay_gate(2, 2, false));
+  CHECK(!kr_replay_gate(1, 1, true));
+}
+
+/* The log callback receives the decline when no executable iterator is set;
+ * a declined snapshot writes nothing back. */
+static void a_decline_is_logged_through_the_callback(void) {
+  uint8_t* buffer = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
+  fill(buffer, 4096, 3);
+  kr_set_executable_iterator(NULL);
+  const int lines_before = logs.count;
+  kr_snapshot_t* snapshot = kr_snap(gpu0);
+  REQUIRE(snapshot != NULL);
+  CHECK(!kr_snapshot_ok(snapshot));
+  CHECK(kr_snapshot_decline_reason(snapshot) == KR_DECLINE_NO_EXECUTABLE_ITERATOR);
+  CHECK(kr_snapshot_region_count(snapshot) == 0 && kr_snapshot_byte_count(snapshot) == 0);
+  REQUIRE(logs.count == lines_before + 1);
+  CHECK(logs.levels[lines_before] == KR_LOG_WARN);
+  CHECK(strstr(logs.lines[lines_before], "declined") != NULL);
+  CHECK(strstr(logs.lines[lines_before], "no executable iterator") != NULL);
+
+  fill(buffer, 4096, 4);
+  const uint64_t h2d_before = h2d_copies();
+  CHECK(report_is(restore(snapshot), 0, 0, 0));
+  CHECK(h2d_copies() == h2d_before);
+  CHECK(all_bytes(buffer, 4096, 4));
+  kr_snapshot_free(snapshot);
+
+  kr_set_executable_iterator(hsa_sim_iterate_executables);
+  snapshot = kr_snap(gpu0);
+  CHECK(kr_snapshot_ok(snapshot));
+  kr_snapshot_free(snapshot);
+  pool_free(buffer);
+}
+
+/* A snapshot that would pass the host budget declines and holds nothing. */
+static void the_host_budget_declines(void) {
+  uint8_t* a = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
+  uint8_t* b = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 8192);
+  const uint64_t footprint = 4096 + 8192;
+
+  kr_set_host_budget(footprint - 1);
+  kr_snapshot_t* over = kr_snap(gpu0);
+  REQUIRE(over != NULL);
+  CHECK(kr_snapshot_decline_reason(over) == KR_DECLINE_HOST_MEMORY);
+  CHECK(kr_host_bytes_in_use() == 0);
+  kr_snapshot_free(over);
+
+  kr_set_host_budget(footprint);
+  kr_snapshot_t* fits = kr_snap(gpu0);
+  CHECK(kr_snapshot_ok(fits));
+  CHECK(kr_host_bytes_in_use() == footprint);
+  kr_snapshot_t* second = kr_snap(gpu0); /* does not fit beside the first */
+  CHECK(kr_snapshot_decline_reason(second) == KR_DECLINE_HOST_MEMORY);
+  CHECK(kr_host_bytes_in_use() == footprint);
+  kr_snapshot_free(second);
+  kr_snapshot_free(fits);
+  CHECK(kr_host_bytes_in_use() == 0);
+  kr_set_host_budget(0);
+  pool_free(a);
+  pool_free(b);
+}
+
+static void nothing_is_recorded_with_tracking_off(void) {
+  CHECK(!kr_set_tracking_enabled(false));
+  uint8_t* untracked = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
+  CHECK(kr_tracked_count(gpu0) == 0);
+  kr_snapshot_t* snapshot = kr_snap(gpu0);
+  CHECK(kr_snapshot_ok(snapshot) && kr_snapshot_region_count(snapshot) == 0);
+  kr_snapshot_free(snapshot);
+  pool_free(untracked);
+  CHECK(kr_set_tracking_enabled(true));
+}
+
+int main(void) {
+  hsa_sim_reset(2);
+  cpu = hsa_sim_cpu_agent();
+  gpu0 = hsa_sim_gpu_agent(0);
+  gpu1 = hsa_sim_gpu_agent(1);
+  install_the_tool();
+
+  snapshot_restore_and_skip_after_free();
+  a_reused_address_is_not_written();
+  replay_passes_see_identical_inputs();
+  replay_gate();
+  a_decline_is_logged_through_the_callback();
+  the_host_budget_declines();
+  nothing_is_recorded_with_tracking_off();
+
+  /* Everything was freed through the wrappers: nothing left anywhere. */
+  CHECK(kr_tracked_count(gpu0) == 0 && kr_tracked_count(gpu1) == 0);
+  CHECK(hsa_sim_live_allocation_count() == 0);
+  CHECK(hsa_sim_copy_violations() == 0);
+  CHECK(hsa_sim_quarantine_intact());
+  CHECK(kr_host_bytes_in_use() == 0);
+  kr_set_log_callback(NULL, NULL);
+
+  if (failures != 0) {
+    fprintf(stderr, "c_api_test: %d check(s) failed; library log:\n", failures);
+    print_logs();
+    return 1;
+  }
+  printf("c_api_test: all checks passed\n");
+  return 0;
+}

@@ -1,0 +1,138 @@
+# install_consumer.cmake: installs this build into a fresh prefix, moves the
+# prefix elsewhere (the package must be relocatable), then configures, builds
+# and runs the separate consumer project (c_tests/consumer) against it with
+# nothing but CMAKE_PREFIX_PATH. Run by ctest:
+#
+#   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DCONSUMER_DIR=... -DWORK_DIR=...
+#         -DLIBDIR=... -DGENERATOR=... -DC_COMPILER=... -DCXX_COMPILER=...
+#         -DHSA_INCLUDE_DIR=... -DEXPECTED_VERSION=... -P install_consumer.cmake
+
+cmake_minimum_required(VERSION 3.16)
+
+foreach(required_variable BUILD_DIR SOURCE_DIR CONSUMER_DIR WORK_DIR LIBDIR GENERATOR
+                          C_COMPILER CXX_COMPILER HSA_INCLUDE_DIR EXPECTED_VERSION)
+  if(NOT DEFINED ${required_variable})
+    message(FATAL_ERROR "install_consumer.cmake needs -D${required_variable}=...")
+  endif()
+endforeach()
+
+# Runs a command; fails the test with its output unless it exits 0.
+function(run_or_fail what)
+  execute_process(COMMAND ${ARGN}
+                  RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE errors)
+  if(NOT status EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${status}):\n${output}\n${errors}")
+  endif()
+  message(STATUS "${what}: ok\n${output}")
+endfunction()
+
+set(staged "${WORK_DIR}/staged")
+set(prefix "${WORK_DIR}/prefix")
+set(consumer_build "${WORK_DIR}/consumer-build")
+file(REMOVE_RECURSE "${WORK_DIR}")
+file(MAKE_DIRECTORY "${WORK_DIR}")
+
+# ---- install, then move the tree --------------------------------------------------
+
+run_or_fail("cmake --install" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${staged}")
+file(RENAME "${staged}" "${prefix}")
+foreach(installed
+        "${LIBDIR}/libkernel_replay.so" "${LIBDIR}/libkernel_replay.a"
+        include/kernel_replay.h include/kernel_replay.hpp
+        "${LIBDIR}/cmake/kernel_replay/kernel_replayConfig.cmake"
+        "${LIBDIR}/cmake/kernel_replay/kernel_replayConfigVersion.cmake")
+  if(NOT EXISTS "${prefix}/${installed}")
+    message(FATAL_ERROR "the install is missing ${installed}")
+  endif()
+endforeach()
+
+# ---- the consumer: configure, build -----------------------------------------------
+
+# Only the moved prefix: no package registries, and the HSA headers found
+# by the package's own search (HSA_INCLUDE_DIR in the environment is one of
+# the places it looks, for machines where they are not in a standard place).
+set(consumer_configure
+  "${CMAKE_COMMAND}" -E env "HSA_INCLUDE_DIR=${HSA_INCLUDE_DIR}"
+  "${CMAKE_COMMAND}" -S "${CONSUMER_DIR}" -G "${GENERATOR}"
+  "-DCMAKE_C_COMPILER=${C_COMPILER}" "-DCMAKE_CXX_COMPILER=${CXX_COMPILER}"
+  -DCMAKE_BUILD_TYPE=Debug
+  "-DCMAKE_PREFIX_PATH=${prefix}"
+  -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF
+  -DCMAKE_FIND_USE_SYSTEM_PACKAGE_REGISTRY=OFF
+  -DCMAKE_EXPORT_COMPILE_COMMANDS=ON)
+run_or_fail("configure the consumer" ${consumer_configure} -B "${consumer_build}"
+            "-DKR_REQUIRED_VERSION=${EXPECTED_VERSION}")
+
+file(STRINGS "${consumer_build}/CMakeCache.txt" package_dir_line REGEX "^kernel_replay_DIR:")
+if(NOT package_dir_line STREQUAL "kernel_replay_DIR:PATH=${prefix}/${LIBDIR}/cmake/kernel_replay")
+  message(FATAL_ERROR "the consumer found another kernel_replay package: ${package_dir_line}")
+endif()
+
+run_or_fail("build the consumer" "${CMAKE_COMMAND}" --build "${consumer_build}")
+
+# Proof that the headers came from the prefix: no compile command names the
+# source tree's include directory or the libraries' build directory.
+file(READ "${consumer_build}/compile_commands.json" compile_commands)
+foreach(forbidden "${SOURCE_DIR}/include" "${BUILD_DIR}/cargo")
+  string(FIND "${compile_commands}" "${forbidden}" position)
+  if(NOT position EQUAL -1)
+    message(FATAL_ERROR "a consumer compile command uses ${forbidden}:\n${compile_commands}")
+  endif()
+endforeach()
+string(FIND "${compile_commands}" "${prefix}/include" position)
+if(position EQUAL -1)
+  message(FATAL_ERROR "no consumer compile command uses ${prefix}/include")
+endif()
+
+# And that the shared library is the installed one: the executable's dynamic
+# section (NEEDED, RUNPATH) does not point into the build tree.
+find_program(READELF readelf)
+if(READELF)
+  execute_process(COMMAND "${READELF}" -d "${consumer_build}/consumer_shared"
+                  OUTPUT_VARIABLE dynamic_section RESULT_VARIABLE status)
+  string(FIND "${dynamic_section}" "${BUILD_DIR}/cargo" position)
+  if(NOT status EQUAL 0 OR NOT position EQUAL -1)
+    message(FATAL_ERROR "consumer_shared refers to the build tree:\n${dynamic_section}")
+  endif()
+  string(REGEX MATCHALL "\\((NEEDED|RUNPATH|RPATH)\\)[^\n]*" dynamic_entries
+         "${dynamic_section}")
+  string(REPLACE ";" "\n  " dynamic_entries "${dynamic_entries}")
+  message(STATUS "consumer_shared:\n  ${dynamic_entries}")
+endif()
+
+# ---- run them -------------------------------------------------------------------------
+
+# The shared one must find libkernel_replay.so by itself (its RUNPATH), not
+# through the environment.
+run_or_fail("run consumer_shared"
+            "${CMAKE_COMMAND}" -E env --unset=LD_LIBRARY_PATH "${consumer_build}/consumer_shared")
+run_or_fail("run consumer_static"
+            "${CMAKE_COMMAND}" -E env --unset=LD_LIBRARY_PATH "${consumer_build}/consumer_static")
+
+# ---- a wrong HSA_INCLUDE_DIR is a clear configure error ------------------------------------
+
+execute_process(
+  COMMAND ${consumer_configure} -B "${WORK_DIR}/consumer-bad-hsa"
+          "-DHSA_INCLUDE_DIR=${WORK_DIR}/no-such-hsa"
+  RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE errors)
+# (CMake wraps the message, so its words are matched separately.)
+if(status EQUAL 0 OR NOT errors MATCHES "HSA_INCLUDE_DIR is set to"
+   OR NOT errors MATCHES "hsa/hsa_api_trace\\.h")
+  message(FATAL_ERROR "configuring with a wrong HSA_INCLUDE_DIR should fail with a clear "
+                      "message (status ${status}):\n${output}\n${errors}")
+endif()
+message(STATUS "a wrong HSA_INCLUDE_DIR is refused: ok")
+
+# ---- another major version is not compatible (SameMajorVersion) ---------------------------
+
+string(REGEX REPLACE "^([0-9]+).*" "\\1" major "${EXPECTED_VERSION}")
+math(EXPR next_major "${major} + 1")
+execute_process(
+  COMMAND ${consumer_configure} -B "${WORK_DIR}/consumer-next-major"
+          "-DKR_REQUIRED_VERSION=${next_major}.0"
+  RESULT_VARIABLE status OUTPUT_VARIABLE output ERROR_VARIABLE errors)
+if(status EQUAL 0 OR NOT errors MATCHES "compatible with requested version")
+  message(FATAL_ERROR "find_package(kernel_replay ${next_major}.0) should be refused by the "
+                      "version file (status ${status}):\n${output}\n${errors}")
+endif()
+message(STATUS "find_package(kernel_replay ${next_major}.0) is refused: ok")

@@ -1,0 +1,138 @@
+// teardown_test.cpp: an application whose static objects free device memory
+// in their destructors, at exit, through the wrapped HSA entry points, and
+// a snapshot that is restored and freed even later. This is the shape that
+// crashed the C++ original at process teardown.
+//
+//   teardown_test finalize     the tool calls kr_finalize() at exit before
+//                              the static destructors run (an atexit handler
+//                              registered after the statics were built runs
+//                              before their destructors)
+//   teardown_test no-finalize  the tool never finalizes
+//
+// Exits 0 when every free succeeded and the library behaved as documented in
+// both cases; on any failure the last exit handler ends the process with
+// status 1.
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "hsa_sim.h"
+#include "kernel_replay.hpp"
+
+namespace {
+
+// Plain globals: still valid while the static destructors run.
+int failures = 0;
+bool finalize_at_exit = false;
+hsa_agent_t gpu{0};
+
+void check(bool condition, const char* what, int line) {
+  if (!condition) {
+    std::fprintf(stderr, "teardown_test.cpp:%d: check failed: %s\n", line, what);
+    ++failures;
+  }
+}
+#define CHECK(condition) check((condition), #condition, __LINE__)
+
+// Device memory an application object owns for the whole run.
+class StaticDeviceBuffer {
+ public:
+  StaticDeviceBuffer(std::size_t size, uint8_t byte) {
+    const hsa_status_t status = hsa_amd_memory_pool_allocate(
+        hsa_sim_pool(gpu, HSA_SIM_POOL_DEVICE_COARSE), size, 0, &ptr_);
+    CHECK(status == HSA_STATUS_SUCCESS);
+    if (ptr_ != nullptr) std::memset(ptr_, byte, size);
+  }
+  ~StaticDeviceBuffer() {
+    const std::size_t tracked_before = kr_tracked_count(gpu);
+    CHECK(kr_is_finalized() == finalize_at_exit);
+    CHECK(hsa_amd_memory_pool_free(ptr_) == HSA_STATUS_SUCCESS);
+    if (finalize_at_exit) {
+      CHECK(tracked_before == 0);  // finalize emptied the inventory
+    } else {
+      CHECK(tracked_before >= 1);
+      CHECK(kr_tracked_count(gpu) == tracked_before - 1);  // the free was seen
+    }
+  }
+  StaticDeviceBuffer(const StaticDeviceBuffer&) = delete;
+  StaticDeviceBuffer& operator=(const StaticDeviceBuffer&) = delete;
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+// A snapshot a tool keeps in a static, destroyed after the buffers it
+// captured were freed: its restore must write nothing.
+struct StaticSnapshot {
+  kernel_replay::memory_snapshot::device_snapshot_t snapshot;
+  ~StaticSnapshot() {
+    const uint64_t h2d_before = hsa_sim_copy_count(HSA_SIM_COPY_HOST_TO_DEVICE);
+    const kr_restore_report_t report =
+        kernel_replay::memory_snapshot::restore_with_report(snapshot);
+    CHECK(report.restored == 0);
+    CHECK(report.skipped_not_live == snapshot.size());  // freed, or everything after finalize
+    CHECK(report.failed == 0);
+    CHECK(hsa_sim_copy_count(HSA_SIM_COPY_HOST_TO_DEVICE) == h2d_before);
+  }
+};
+
+// The tool's finalizer.
+void finalize_the_tool() {
+  kernel_replay::memory_tracker::finalize();
+  CHECK(kr_is_finalized());
+  CHECK(!kernel_replay::memory_tracker::set_tracking_enabled(true));
+  const auto after = kernel_replay::memory_snapshot::snap(gpu);
+  CHECK(!after.ok && after.decline_reason() == KR_DECLINE_FINALIZED);
+}
+
+// Registered before any static below exists, so it runs after all their
+// destructors: the verdict.
+void verdict_at_exit() {
+  CHECK(hsa_sim_live_allocation_count() == 0);
+  CHECK(hsa_sim_copy_violations() == 0);
+  CHECK(hsa_sim_quarantine_intact());
+  CHECK(kr_tracked_count(gpu) == 0);
+  CHECK(kr_host_bytes_in_use() == 0);
+  if (failures != 0) {
+    std::fprintf(stderr, "teardown_test (%s): %d check(s) failed\n",
+                 finalize_at_exit ? "finalize" : "no-finalize", failures);
+    std::_Exit(1);
+  }
+  std::printf("teardown_test (%s): all checks passed\n",
+              finalize_at_exit ? "finalize" : "no-finalize");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2 || (std::strcmp(argv[1], "finalize") != 0 &&
+                    std::strcmp(argv[1], "no-finalize") != 0)) {
+    std::fprintf(stderr, "usage: %s finalize|no-finalize\n", argv[0]);
+    return 2;
+  }
+  finalize_at_exit = std::strcmp(argv[1], "finalize") == 0;
+
+  hsa_sim_reset(1);
+  gpu = hsa_sim_gpu_agent(0);
+  if (kr_memory_tracker_init(hsa_sim_core_table(), hsa_sim_amd_ext_table(), 0) !=
+      KR_STATUS_SUCCESS) {
+    std::fprintf(stderr, "teardown_test: kr_memory_tracker_init failed\n");
+    return 1;
+  }
+  kr_set_executable_iterator(hsa_sim_iterate_executables);
+  kernel_replay::memory_tracker::set_tracking_enabled(true);
+  kr_set_log_level(KR_LOG_ERROR);  // skipped regions and the decline warn by design
+  std::atexit(verdict_at_exit);
+
+  // Destroyed in reverse order: the buffers first, then the snapshot.
+  static StaticSnapshot kept;
+  static StaticDeviceBuffer weights(1 << 16, 0x5A);
+  static StaticDeviceBuffer activations(4096, 0xA5);
+  kept.snapshot = kernel_replay::memory_snapshot::snap(gpu);
+  CHECK(kept.snapshot.ok && kept.snapshot.size() == 2);
+  CHECK(kr_tracked_count(gpu) == 2);
+
+  if (finalize_at_exit) std::atexit(finalize_the_tool);  // runs before the destructors
+  return 0;
+}

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs every test: formatting, lints, the Rust unit and integration tests
+# (with the header-drift check), then the C/C++ tests, the install/package
+# test and the exported-symbol check under ctest. Installs what is missing
+# first (scripts/setup.sh).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+./scripts/setup.sh
+
+export CARGO_TERM_COLOR=never
+step() { printf '\n== %s\n' "$*"; }
+
+step "cargo fmt --check"
+cargo fmt --all -- --check
+step "cargo clippy -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
+step "cargo test (unit, integration, header drift)"
+cargo test --workspace
+
+step "CMake build and ctest (C/C++ tests, install package, exports)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+cmake --build build -j2
+ctest --test-dir build --output-on-failure -j2
