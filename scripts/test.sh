@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, lints, the Rust unit and integration tests
 # (with the header-drift check), then the C/C++ tests, the install/package
-# test and the exported-symbol check under ctest. Installs what is missing
+# test and the exported-symbol check under ctest, the C/C++ tests again under
+# valgrind memcheck and under ASan+UBSan. Installs what is missing
 # first (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,7 +18,14 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test (unit, integration, header drift)"
 cargo test --workspace
 
-step "CMake build and ctest (C/C++ tests, install package, exports)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo
+step "CMake build and ctest (C/C++ tests, install, exports, valgrind memcheck)"
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKR_VALGRIND=ON
 cmake --build build -j2
 ctest --test-dir build --output-on-failure -j2
+
+step "C/C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer"
+# Shares the first tree's cargo build: the Rust library is the same.
+cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKR_SANITIZE=address,undefined \
+  -DKR_CARGO_TARGET_DIR="$PWD/build/cargo"
+cmake --build build-asan -j2
+ctest --test-dir build-asan --output-on-failure -j2

@@ -42,3 +42,16 @@ pub(crate) unsafe fn borrow<'a, T>(ptr: *const T) -> Option<&'a T> {
     // SAFETY: forwarded from the caller.
     unsafe { ptr.as_ref() }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_becomes_the_functions_error_value() {
+        assert_eq!(catch_panic(7, || -> i32 { panic!("internal bug") }), 7);
+        assert_eq!(catch_panic(7, || 3), 3);
+        let caught: *mut u8 = export(std::ptr::null_mut(), || panic!("{}", String::from("owned")));
+        assert!(caught.is_null());
+    }
+}
