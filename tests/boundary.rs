@@ -91,3 +91,49 @@ fn kr_snap_returns_null_only_when_the_handle_cannot_be_allocated() {
     let snap = Snap::of(sim.gpu(0));
     assert!(snap.ok());
 }
+
+#[test]
+fn every_export_from_many_threads_at_once() {
+    let sim = session(2);
+    let gpus = [sim.gpu(0), sim.gpu(1)];
+    let pools = gpus.map(|g| sim.pool(g, hsa_sim::PoolKind::DeviceCoarse).handle);
+    std::thread::scope(|s| {
+        for t in 0..6usize {
+            s.spawn(move || {
+                let gpu = gpus[t % 2];
+                let pool = hsa_sim::Pool {
+                    handle: pools[t % 2],
+                };
+                for round in 0..100 {
+                    // SAFETY: the runtime's own tables; already installed, so
+                    // every call answers ALREADY_INSTALLED and changes nothing.
+                    let status = unsafe { kr_memory_tracker_init(core_table(), amd_table(), 0) };
+                    assert_eq!(
+                        status,
+                        kernel_replay::ffi::types::kr_status_t::KR_STATUS_ALREADY_INSTALLED
+                    );
+                    let p = pool_allocate(pool, 4096 * (1 + round % 4), 0).unwrap();
+                    kr_set_executable_iterator(sim_iterator());
+                    kr_set_log_level(2);
+                    let _ = kr_replay_gate(1, 1, false);
+                    let _ = kr_tracked_count(agent(gpu)) + kr_tracked_bytes(agent(gpu)) as usize;
+                    let snap = Snap::of(gpu);
+                    assert!(snap.ok());
+                    let report = snap.restore();
+                    assert_eq!(report.failed, 0);
+                    assert_eq!(pool_free(p), SUCCESS);
+                    let _ = kr_host_bytes_in_use();
+                    assert!(kr_tracking_enabled());
+                    assert!(!kr_is_finalized());
+                }
+            });
+        }
+    });
+    assert_eq!(
+        kr_tracked_count(agent(gpus[0])) + kr_tracked_count(agent(gpus[1])),
+        0
+    );
+    assert_eq!(kr_host_bytes_in_use(), 0);
+    assert_eq!(sim.copy_violations(), 0);
+    assert!(sim.quarantine_intact());
+}
