@@ -112,6 +112,7 @@ void rebuild_locked(State& s, uint32_t gpu_count) {
   s.faults = Faults{};
   s.counters = Counters{};
   s.address_reuse = false;
+  s.memory_avail_supported = true;
   s.strict_async_access = false;
   s.gpu_count = gpu_count;
   // Epoch 0 is never used, so a zeroed handle never validates.
@@ -199,6 +200,24 @@ extern "C" void hsa_sim_set_address_reuse(bool enabled) {
   s.address_reuse = enabled;
 }
 
+extern "C" void hsa_sim_set_memory_avail_supported(bool supported) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.memory_avail_supported = supported;
+}
+
+uint64_t hsa_sim::device_bytes_live_locked(const State& s, uint32_t agent_index) {
+  uint64_t bytes = 0;
+  for (const auto& entry : s.live) {
+    const Block& block = entry.second;
+    if (block.origin != BlockOrigin::kVariableStorage && block.pool.agent_index == agent_index &&
+        is_device_kind(block.pool.kind)) {
+      bytes += block.extent;
+    }
+  }
+  return bytes;
+}
+
 extern "C" void hsa_sim_set_strict_async_access(bool enabled) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -233,6 +252,35 @@ extern "C" void hsa_sim_fail_h2d_copy_into(const void* device_addr) {
       std::find(addresses.begin(), addresses.end(), address) == addresses.end()) {
     addresses.push_back(address);
   }
+}
+
+namespace {
+
+// Adds an address to a fault list (NULL clears it).
+void set_copy_fault(std::vector<uintptr_t>& addresses, const void* addr) {
+  if (addr == nullptr) {
+    addresses.clear();
+    return;
+  }
+  const auto address = reinterpret_cast<uintptr_t>(addr);
+  if (addresses.size() < kMaxH2dFaultAddresses &&
+      std::find(addresses.begin(), addresses.end(), address) == addresses.end()) {
+    addresses.push_back(address);
+  }
+}
+
+}  // namespace
+
+extern "C" void hsa_sim_fail_copies_into(const void* addr) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  set_copy_fault(s.faults.copy_fail_addresses, addr);
+}
+
+extern "C" void hsa_sim_fail_copies_from(const void* addr) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  set_copy_fault(s.faults.copy_from_fail_addresses, addr);
 }
 
 extern "C" void hsa_sim_refuse_symbol_walk(hsa_executable_t exe, bool refuse) {

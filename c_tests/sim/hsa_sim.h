@@ -80,6 +80,9 @@ size_t hsa_sim_amd_ext_table_size(void);
 
 /* ---- executables (the loader) ----------------------------------------- */
 
+/* Add every symbol before the executable is first walked (before the first
+ * snapshot that can see it): in HSA a loaded, frozen executable's symbols
+ * never change, and the library's discovery cache relies on that. */
 hsa_executable_t hsa_sim_executable_create(void);
 /* Adds a variable symbol visible to agent; the runtime allocates size bytes of
  * zeroed device storage that lives until the executable is destroyed and
@@ -118,6 +121,12 @@ void hsa_sim_set_address_reuse(bool enabled);
  * implemented). Off after reset. */
 void hsa_sim_set_strict_async_access(bool enabled);
 
+/* Whether hsa_agent_get_info answers HSA_AMD_AGENT_INFO_MEMORY_AVAIL
+ * (0xA015, uint64_t: free bytes of a GPU's device memory), as ROCr releases
+ * after 5.2 do; false models an older runtime (INVALID_ARGUMENT). On after
+ * reset. */
+void hsa_sim_set_memory_avail_supported(bool supported);
+
 /* ---- fault injection (all cleared by reset) ---------------------------- */
 
 /* Every hsa_amd_pointer_info call returns HSA_STATUS_ERROR while set. */
@@ -128,6 +137,15 @@ void hsa_sim_fail_nth_d2h_copy(uint64_t n);
 /* Host-to-device copies whose destination range contains device_addr fail
  * with HSA_STATUS_ERROR and copy nothing. Up to 16 addresses; NULL clears all. */
 void hsa_sim_fail_h2d_copy_into(const void* device_addr);
+/* Every copy whose destination range contains addr fails, whatever its
+ * direction: hsa_memory_copy with HSA_STATUS_ERROR; hsa_amd_memory_async_copy
+ * is accepted and then fails while executing (nothing copied, completion
+ * signal set to -1, as ROCr reports a failed copy). Up to 16 addresses; NULL
+ * clears all. */
+void hsa_sim_fail_copies_into(const void* addr);
+/* The same for copies whose source range contains addr (a failing read, e.g.
+ * a snapshot's capture of that region). */
+void hsa_sim_fail_copies_from(const void* addr);
 /* hsa_executable_iterate_agent_symbols on this executable returns
  * HSA_STATUS_ERROR_INVALID_EXECUTABLE without calling back, while refuse. */
 void hsa_sim_refuse_symbol_walk(hsa_executable_t exe, bool refuse);

@@ -41,6 +41,9 @@ constexpr uint32_t kPoolKindCount = 5;
 // Sizes the pools advertise (SIZE and ALLOC_MAX_SIZE). Memory is only
 // committed when touched, so these are just numbers a caller can compare to.
 constexpr size_t kDevicePoolSize = size_t{16} << 30;
+// HSA_AMD_AGENT_INFO_MEMORY_AVAIL (uint64_t), added to hsa_ext_amd.h after
+// ROCm 5.2, so not in the headers this builds against.
+constexpr uint32_t kAgentInfoMemoryAvail = 0xA015;
 constexpr size_t kSystemPoolSize = size_t{64} << 30;
 
 // Quarantine limits; the oldest freed block is really released past them.
@@ -135,6 +138,8 @@ struct Faults {
   uint64_t d2h_fail_at = 0;  // 0 = disarmed
   uint64_t d2h_seen = 0;
   std::vector<uintptr_t> h2d_fail_addresses;
+  std::vector<uintptr_t> copy_fail_addresses;  // hsa_sim_fail_copies_into
+  std::vector<uintptr_t> copy_from_fail_addresses;  // hsa_sim_fail_copies_from
   std::set<uint32_t> failing_symbol_queries;
   bool fail_executable_iteration = false;
   uint32_t failing_allocations = 0;
@@ -161,6 +166,7 @@ struct State {
   uint32_t epoch = 0;
   uint32_t gpu_count = 0;
   bool address_reuse = false;
+  bool memory_avail_supported = true;  // HSA_AMD_AGENT_INFO_MEMORY_AVAIL answered
   bool strict_async_access = false;
 
   std::map<uintptr_t, Block> live;  // by base; allocations and variable storage
@@ -190,6 +196,8 @@ void write_value(void* out, T value) {
 }
 
 uint32_t agent_count_locked(const State& s);
+// Bytes of live pool/region allocations in the device pools of one agent.
+uint64_t device_bytes_live_locked(const State& s, uint32_t agent_index);
 bool agent_index_from_handle_locked(const State& s, hsa_agent_t agent, uint32_t* index);
 hsa_agent_t agent_handle_locked(const State& s, uint32_t index);
 bool is_gpu_index(uint32_t index);
@@ -209,6 +217,9 @@ Side classify_range_locked(const State& s, const void* ptr, size_t size);
 // agents, or the CPU for memory the runtime does not own.
 bool agent_can_access_locked(const State& s, uint32_t agent_index, const void* ptr);
 hsa_sim_copy_direction_t direction_of(Side src, Side dst);
+// Whether a copy [src..] -> [dst..] of size bytes hits an address given to
+// hsa_sim_fail_copies_into (destination) or hsa_sim_fail_copies_from (source).
+bool copy_fault_covers_locked(const State& s, const void* dst, const void* src, size_t size);
 // Whether [dst, dst + size) covers an address given to hsa_sim_fail_h2d_copy_into.
 bool h2d_fault_covers_locked(const State& s, const void* dst, size_t size);
 

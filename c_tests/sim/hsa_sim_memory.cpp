@@ -355,6 +355,16 @@ bool h2d_fault_covers_locked(const State& s, const void* dst, size_t size) {
   return false;
 }
 
+bool copy_fault_covers_locked(const State& s, const void* dst, const void* src, size_t size) {
+  const auto covers = [size](const std::vector<uintptr_t>& addresses, const void* range) {
+    const auto begin = reinterpret_cast<uintptr_t>(range);
+    return std::any_of(addresses.begin(), addresses.end(), [&](uintptr_t address) {
+      return address >= begin && address - begin < size;
+    });
+  };
+  return covers(s.faults.copy_fail_addresses, dst) || covers(s.faults.copy_from_fail_addresses, src);
+}
+
 hsa_sim_copy_direction_t direction_of(Side src, Side dst) {
   if (src == Side::kDevice) {
     return dst == Side::kDevice ? HSA_SIM_COPY_DEVICE_TO_DEVICE : HSA_SIM_COPY_DEVICE_TO_HOST;
@@ -370,13 +380,14 @@ namespace {
 
 // Injected failures for a synchronous copy that passed the bounds check.
 bool injected_copy_failure_locked(State& s, hsa_sim_copy_direction_t direction, const void* dst,
-                                  size_t size) {
+                                  const void* src, size_t size) {
   Faults& faults = s.faults;
   if (direction == HSA_SIM_COPY_DEVICE_TO_HOST && faults.d2h_fail_at != 0 &&
       ++faults.d2h_seen == faults.d2h_fail_at) {
     faults.d2h_fail_at = 0;
     return true;
   }
+  if (copy_fault_covers_locked(s, dst, src, size)) return true;
   return direction == HSA_SIM_COPY_HOST_TO_DEVICE && h2d_fault_covers_locked(s, dst, size);
 }
 
@@ -400,7 +411,7 @@ hsa_status_t memory_copy(void* dst, const void* src, size_t size) {
   }
   const hsa_sim_copy_direction_t direction = direction_of(src_side, dst_side);
   ++s.counters.copies[direction];
-  if (injected_copy_failure_locked(s, direction, dst, size)) return HSA_STATUS_ERROR;
+  if (injected_copy_failure_locked(s, direction, dst, src, size)) return HSA_STATUS_ERROR;
   std::memmove(dst, src, size);
   return HSA_STATUS_SUCCESS;
 }

@@ -38,7 +38,24 @@ struct SignalTable {
   std::unordered_map<uint64_t, std::shared_ptr<SignalSlot>> live;
   uint64_t next_serial = 1;
   std::atomic<uint64_t> invalid_uses{0};
+  // Threads blocked on `changed`; a signal update only notifies when there
+  // are any (real signals are plain memory: an update with nobody waiting
+  // costs a store, and so should it here).
+  uint32_t waiters = 0;
 };
+
+// Blocks on table.changed until done() (or the deadline), counted in waiters.
+template <typename Done>
+void wait_counted(SignalTable& table, std::unique_lock<std::mutex>& lock, bool has_deadline,
+                  std::chrono::steady_clock::time_point deadline, Done done) {
+  ++table.waiters;
+  if (has_deadline) {
+    table.changed.wait_until(lock, deadline, done);
+  } else {
+    table.changed.wait(lock, done);
+  }
+  --table.waiters;
+}
 
 SignalTable& signals() {
   // Never deleted, like State: waits may still run while the process exits.
@@ -51,6 +68,15 @@ SignalTable& signals() {
 std::shared_ptr<SignalSlot> find_slot_locked(SignalTable& table, hsa_signal_t signal) {
   auto it = table.live.find(signal.handle);
   if (it != table.live.end()) return it->second;
+  table.invalid_uses.fetch_add(1, std::memory_order_relaxed);
+  return nullptr;
+}
+
+// As find_slot_locked, without taking a reference: for an operation that
+// finishes before the table lock is released.
+SignalSlot* find_raw_slot_locked(SignalTable& table, hsa_signal_t signal) {
+  auto it = table.live.find(signal.handle);
+  if (it != table.live.end()) return it->second.get();
   table.invalid_uses.fetch_add(1, std::memory_order_relaxed);
   return nullptr;
 }
@@ -82,21 +108,23 @@ template <typename Update>
 hsa_signal_value_t modify_signal(hsa_signal_t signal, Update update) {
   SignalTable& table = signals();
   hsa_signal_value_t previous = 0;
+  bool wake = false;
   {
     std::lock_guard<std::mutex> lock(table.mutex);
-    std::shared_ptr<SignalSlot> slot = find_slot_locked(table, signal);
-    if (!slot) return 0;
+    SignalSlot* slot = find_raw_slot_locked(table, signal);
+    if (slot == nullptr) return 0;
     previous = slot->value;
     slot->value = update(previous);
+    wake = table.waiters > 0;
   }
-  table.changed.notify_all();
+  if (wake) table.changed.notify_all();
   return previous;
 }
 
 hsa_signal_value_t load_signal(hsa_signal_t signal) {
   SignalTable& table = signals();
   std::lock_guard<std::mutex> lock(table.mutex);
-  std::shared_ptr<SignalSlot> slot = find_slot_locked(table, signal);
+  SignalSlot* slot = find_raw_slot_locked(table, signal);
   return slot ? slot->value : 0;
 }
 
@@ -149,17 +177,18 @@ hsa_signal_value_t wait_signal(hsa_signal_t signal, hsa_signal_condition_t condi
                                hsa_wait_state_t /*wait_state_hint*/) {
   SignalTable& table = signals();
   std::unique_lock<std::mutex> lock(table.mutex);
-  std::shared_ptr<SignalSlot> slot = find_slot_locked(table, signal);
-  if (!slot) return 0;
+  // Fast path: already satisfied, no reference needed.
+  SignalSlot* raw = find_raw_slot_locked(table, signal);
+  if (raw == nullptr) return 0;
+  if (condition_holds(condition, raw->value, compare_value)) return raw->value;
+  // The slot must outlive a destroy that happens while we sleep.
+  std::shared_ptr<SignalSlot> slot = table.live.find(signal.handle)->second;
   auto done = [&] {
     return slot->destroyed || condition_holds(condition, slot->value, compare_value);
   };
   Clock::time_point deadline;
-  if (deadline_for(timeout_hint, &deadline)) {
-    table.changed.wait_until(lock, deadline, done);
-  } else {
-    table.changed.wait(lock, done);
-  }
+  const bool has_deadline = deadline_for(timeout_hint, &deadline);
+  wait_counted(table, lock, has_deadline, deadline, done);
   return slot->value;
 }
 
@@ -194,11 +223,8 @@ uint32_t wait_any_signal(uint32_t signal_count, hsa_signal_t* hsa_signals,
     return !any_live;
   };
   Clock::time_point deadline;
-  if (deadline_for(timeout_hint, &deadline)) {
-    table.changed.wait_until(lock, deadline, done);
-  } else {
-    table.changed.wait(lock, done);
-  }
+  const bool has_deadline = deadline_for(timeout_hint, &deadline);
+  wait_counted(table, lock, has_deadline, deadline, done);
   if (satisfied != kNone && satisfying_value != nullptr) {
     *satisfying_value = slots[satisfied]->value;
   }
@@ -328,7 +354,7 @@ bool wait_for_dependencies(const AsyncJob& job) {
     }
     return true;
   };
-  table.changed.wait(lock, [&] { return satisfied() || queue.draining.load(); });
+  wait_counted(table, lock, false, {}, [&] { return satisfied() || queue.draining.load(); });
   return satisfied();
 }
 
@@ -425,6 +451,8 @@ hsa_status_t admit_async_copy(AsyncJob* job) {
     faults.async_error_at = 0;
     job->inject_error = true;
   }
+  // hsa_sim_fail_copies_into / _from: accepted, then fails while executing.
+  if (copy_fault_covers_locked(s, job->dst, job->src, job->size)) job->inject_error = true;
   return HSA_STATUS_SUCCESS;
 }
 

@@ -151,6 +151,13 @@ hsa_status_t agent_get_info(hsa_agent_t agent, hsa_agent_info_t attribute, void*
     State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     if (!agent_index_from_handle_locked(s, agent, &index)) return HSA_STATUS_ERROR_INVALID_AGENT;
+    if (static_cast<uint32_t>(attribute) == kAgentInfoMemoryAvail) {
+      // Newer ROCr (not the 5.2 headers): free bytes of the agent's local
+      // memory. Only GPU agents own device pools here.
+      if (!is_gpu_index(index) || !s.memory_avail_supported) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+      write_value(value, uint64_t{pool_size(HSA_SIM_POOL_DEVICE_COARSE) - device_bytes_live_locked(s, index)});
+      return HSA_STATUS_SUCCESS;
+    }
   }
   return write_agent_info(index, attribute, value) ? HSA_STATUS_SUCCESS
                                                    : HSA_STATUS_ERROR_INVALID_ARGUMENT;

@@ -171,6 +171,9 @@ extern "C" {
     pub fn hsa_sim_allocation_flags(ptr: *const c_void, flags: *mut u32) -> bool;
     pub fn hsa_sim_quarantined_bytes() -> u64;
     pub fn hsa_sim_pointer_info_count() -> u64;
+    pub fn hsa_sim_fail_copies_into(addr: *const c_void);
+    pub fn hsa_sim_fail_copies_from(addr: *const c_void);
+    pub fn hsa_sim_set_memory_avail_supported(supported: bool);
     pub fn hsa_sim_live_signal_count() -> u64;
     pub fn hsa_sim_invalid_signal_uses() -> u64;
 }
@@ -422,6 +425,12 @@ impl SimSession {
         unsafe { hsa_sim_set_address_reuse(enabled) }
     }
 
+    /// Whether the runtime answers HSA_AMD_AGENT_INFO_MEMORY_AVAIL (on after
+    /// reset; off models a runtime older than the query).
+    pub fn set_memory_avail_supported(&self, supported: bool) {
+        unsafe { hsa_sim_set_memory_avail_supported(supported) }
+    }
+
     /// Strict async access: an async copy whose copying agent cannot reach
     /// both buffers (as on real hardware) is a violation. See `hsa_sim.h`.
     pub fn set_strict_async_access(&self, enabled: bool) {
@@ -444,6 +453,26 @@ impl SimSession {
     /// to 16 addresses).
     pub fn fail_h2d_copy_into(&self, device_addr: *const u8) {
         unsafe { hsa_sim_fail_h2d_copy_into(device_addr.cast()) }
+    }
+
+    /// Copies of any direction (sync: error; async: fails while executing)
+    /// whose destination covers `addr` fail (up to 16 addresses).
+    pub fn fail_copies_into(&self, addr: *const u8) {
+        unsafe { hsa_sim_fail_copies_into(addr.cast()) }
+    }
+
+    /// Copies of any direction whose source covers `addr` fail.
+    pub fn fail_copies_from(&self, addr: *const u8) {
+        unsafe { hsa_sim_fail_copies_from(addr.cast()) }
+    }
+
+    /// Clears every address given to [`Self::fail_copies_into`] and
+    /// [`Self::fail_copies_from`].
+    pub fn clear_copy_faults(&self) {
+        unsafe {
+            hsa_sim_fail_copies_into(std::ptr::null());
+            hsa_sim_fail_copies_from(std::ptr::null());
+        }
     }
 
     /// Clears every address given to [`Self::fail_h2d_copy_into`].
