@@ -55,6 +55,8 @@ fn main() {
         .default_enum_style(bindgen::EnumVariation::Consts)
         .derive_default(true)
         .derive_debug(true)
+        .derive_partialeq(true)
+        .derive_eq(true)
         .layout_tests(true)
         .generate_comments(false)
         .generate()

@@ -20,6 +20,12 @@ struct CoreApiTable;
 struct AmdExtTable;
 
 /**
+ * Device budget meaning "the agent's free memory less a safety margin"
+ * (the default; see `kr_set_device_budget`).
+ */
+#define KR_DEVICE_BUDGET_AUTO UINT64_MAX
+
+/**
  * Result of `kr_memory_tracker_init`.
  */
 typedef enum kr_status_t {
@@ -83,7 +89,41 @@ typedef enum kr_decline_reason_t {
    * A device-to-host copy failed.
    */
   KR_DECLINE_COPY_FAILED = 7,
+  /**
+   * The storage policy forces the device tier and the snapshot does not
+   * fit the device budget or cannot be allocated there.
+   */
+  KR_DECLINE_DEVICE_MEMORY = 8,
 } kr_decline_reason_t;
+
+/**
+ * Where snapshots keep their copies (`kr_set_storage_policy`).
+ */
+typedef enum kr_storage_policy_t {
+  /**
+   * Device memory up to the device budget, then pinned host memory up to
+   * the host budget, then pageable host memory. The default.
+   */
+  KR_STORAGE_AUTO = 0,
+  /**
+   * Device memory only; a snapshot that does not fit declines with
+   * `KR_DECLINE_DEVICE_MEMORY`.
+   */
+  KR_STORAGE_DEVICE = 1,
+  /**
+   * Pinned host memory only.
+   */
+  KR_STORAGE_PINNED = 2,
+  /**
+   * Pageable host memory only.
+   */
+  KR_STORAGE_PAGEABLE = 3,
+  /**
+   * The original design: a fresh pageable buffer and one blocking copy per
+   * region, no arena reuse, no discovery cache. For comparison.
+   */
+  KR_STORAGE_BASELINE = 4,
+} kr_storage_policy_t;
 
 /**
  * Log levels, most severe first.
@@ -95,6 +135,20 @@ typedef enum kr_log_level_t {
   KR_LOG_DEBUG = 4,
   KR_LOG_TRACE = 5,
 } kr_log_level_t;
+
+/**
+ * A storage tier (`kr_snapshot_tier_bytes`, `kr_stats_t`).
+ */
+typedef enum kr_storage_tier_t {
+  KR_TIER_DEVICE = 0,
+  KR_TIER_PINNED = 1,
+  KR_TIER_PAGEABLE = 2,
+} kr_storage_tier_t;
+
+/**
+ * A storage tier.
+ */
+typedef struct Tier Tier;
 
 /**
  * A snapshot of one agent's replay state. Opaque to C.
@@ -138,6 +192,53 @@ typedef struct kr_restore_report_t {
 } kr_restore_report_t;
 
 /**
+ * Cumulative counters (`kr_get_stats`), and what is held now.
+ */
+typedef struct kr_stats_t {
+  /**
+   * Complete snapshots taken.
+   */
+  uint64_t snapshots;
+  /**
+   * Declined snapshots, indexed by `kr_decline_reason_t`.
+   */
+  uint64_t declines[10];
+  /**
+   * Bytes captured by complete snapshots.
+   */
+  uint64_t bytes_captured;
+  /**
+   * Nanoseconds spent in `kr_snap` (complete and declined).
+   */
+  uint64_t snap_ns;
+  /**
+   * Restores of complete snapshots.
+   */
+  uint64_t restores;
+  uint64_t regions_restored;
+  uint64_t regions_skipped;
+  uint64_t regions_failed;
+  /**
+   * Bytes of the regions those restores covered.
+   */
+  uint64_t bytes_restored;
+  /**
+   * Nanoseconds spent in restores.
+   */
+  uint64_t restore_ns;
+  /**
+   * Bytes held now per tier (`kr_storage_tier_t`): arenas leased to live
+   * snapshots and retained for reuse. Baseline buffers count as pageable
+   * host memory in `kr_host_bytes_in_use`, not here.
+   */
+  uint64_t held_bytes[3];
+  /**
+   * Of those, bytes retained for reuse (`kr_trim_retained` releases them).
+   */
+  uint64_t retained_bytes[3];
+} kr_stats_t;
+
+/**
  * What one `kr_replay` window did.
  */
 typedef struct kr_replay_result_t {
@@ -168,6 +269,8 @@ typedef void (*kr_pass_fn_t)(uint32_t pass, void *user_data);
  * Receives log messages (NUL-terminated, valid for the call only).
  */
 typedef void (*kr_log_callback_t)(enum kr_log_level_t level, const char *message, void *user_data);
+
+
 
 #ifdef __cplusplus
 extern "C" {
@@ -299,9 +402,81 @@ void kr_snapshot_free(kr_snapshot_t *snapshot);
 void kr_set_host_budget(uint64_t bytes);
 
 /**
- * Host bytes held by live snapshots.
+ * Host memory held for snapshots: live snapshots' buffers and arenas, and
+ * pinned and pageable arenas retained for reuse.
  */
 uint64_t kr_host_bytes_in_use(void);
+
+/**
+ * Sets the storage policy (`kr_storage_policy_t`); returns false, changing
+ * nothing, for an unknown value. The default is `KR_STORAGE_AUTO`, or
+ * `KERNEL_REPLAY_STORAGE` (auto, device, pinned, pageable, baseline).
+ */
+bool kr_set_storage_policy(kr_storage_policy_t policy);
+
+/**
+ * The storage policy in force.
+ */
+enum kr_storage_policy_t kr_storage_policy(void);
+
+/**
+ * Caps the device memory snapshots of one agent may hold (leased and
+ * retained arenas). `KR_DEVICE_BUDGET_AUTO` (the default): the agent's free
+ * memory less a safety margin (a sixteenth of the pool, at least 256 MiB).
+ * 0 keeps `auto` off the device tier.
+ */
+void kr_set_device_budget(uint64_t bytes);
+
+/**
+ * Chooses the pools snapshots of `agent` allocate from, instead of the
+ * discovered ones: `device_pool` (a coarse-grained pool of the agent) and
+ * `host_pool` (a host pool, owned by `host_agent`, that `agent` can be
+ * granted access to). A handle of 0 leaves that tier unavailable. Pool
+ * handles are `hsa_amd_memory_pool_t::handle`. Affects later snapshots;
+ * returns false if the library is not installed (both tables).
+ */
+bool kr_set_storage_pools(hsa_agent_t agent, uint64_t device_pool, uint64_t host_pool, hsa_agent_t host_agent);
+
+/**
+ * Batches copies where the runtime has asynchronous copies and signals
+ * (the default, unless `KERNEL_REPLAY_COPY=blocking`); false forces one
+ * blocking copy per region.
+ */
+void kr_set_batched_copies(bool enabled);
+
+/**
+ * Releases the arenas retained for reuse by later snapshots; returns the
+ * bytes released. Arenas of live snapshots are not touched.
+ */
+uint64_t kr_trim_retained(void);
+
+/**
+ * Device memory held for snapshots, all agents (leased and retained arenas).
+ */
+uint64_t kr_device_bytes_in_use(void);
+
+/**
+ * Bytes of the snapshot's regions kept in `tier` (`kr_storage_tier_t`); 0
+ * for NULL, a declined snapshot or an unknown tier.
+ *
+ * # Safety
+ * `snapshot` is NULL or a live snapshot from `kr_snap`.
+ */
+uint64_t kr_snapshot_tier_bytes(const kr_snapshot_t *snapshot, kr_storage_tier_t tier);
+
+/**
+ * Fills `stats` (if not NULL) with the cumulative counters and what is held
+ * now.
+ *
+ * # Safety
+ * `stats` is NULL or writable.
+ */
+void kr_get_stats(struct kr_stats_t *stats);
+
+/**
+ * Zeroes the cumulative counters (not what is held).
+ */
+void kr_reset_stats(void);
 
 /**
  * Number of tracked allocations owned by `agent`.

@@ -6,13 +6,15 @@
 //! under a late free from the host's static destructors (the crash the C++
 //! original needed its teardown guard for).
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{OnceLock, PoisonError, RwLock};
 
 use crate::hsa::entries::{AmdEntries, CoreEntries, IterateExecutablesFn};
-use crate::memory_snapshot::host_buffer::HostBudget;
+use crate::memory_snapshot::executables::Executables;
+use crate::memory_snapshot::storage::arena::Storage;
 use crate::memory_tracker::gate::Gate;
 use crate::memory_tracker::inventory::Inventory;
+use crate::stats::Stats;
 
 pub struct Context {
     core: OnceLock<CoreEntries>,
@@ -23,7 +25,13 @@ pub struct Context {
     /// How `snap` enumerates loaded executables (the loader extension's
     /// `hsa_ven_amd_loader_iterate_executables` in rocprofiler-sdk).
     executable_iterator: RwLock<Option<IterateExecutablesFn>>,
-    pub host_budget: HostBudget,
+    /// Storage policy, budgets, retained arenas, completion signals.
+    pub storage: Storage,
+    /// Loaded executables and the module-variable discovery cache.
+    pub executables: Executables,
+    pub stats: Stats,
+    /// Batched copies: unresolved (read `KERNEL_REPLAY_COPY`), on, or off.
+    batch_copies: AtomicU8,
     /// Warn-once latches of the replay gate.
     pub warned_graph_launch: AtomicBool,
     pub warned_multi_packet: AtomicBool,
@@ -31,6 +39,8 @@ pub struct Context {
 
 /// The state behind the C ABI.
 pub static GLOBAL: Context = Context::new();
+
+const UNRESOLVED: u8 = u8::MAX;
 
 impl Context {
     pub const fn new() -> Self {
@@ -40,7 +50,10 @@ impl Context {
             gate: Gate::new(),
             inventory: Inventory::new(),
             executable_iterator: RwLock::new(None),
-            host_budget: HostBudget::new(),
+            storage: Storage::new(),
+            executables: Executables::new(),
+            stats: Stats::new(),
+            batch_copies: AtomicU8::new(UNRESOLVED),
             warned_graph_launch: AtomicBool::new(false),
             warned_multi_packet: AtomicBool::new(false),
         }
@@ -86,6 +99,30 @@ impl Context {
             .executable_iterator
             .read()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether copies are batched where the runtime can: on unless
+    /// `kr_set_batched_copies(false)` or `KERNEL_REPLAY_COPY=blocking`.
+    pub fn batch_copies(&self) -> bool {
+        match self.batch_copies.load(Ordering::Acquire) {
+            UNRESOLVED => {
+                let blocking = std::env::var("KERNEL_REPLAY_COPY")
+                    .is_ok_and(|v| v.trim().eq_ignore_ascii_case("blocking"));
+                let _ = self.batch_copies.compare_exchange(
+                    UNRESOLVED,
+                    u8::from(!blocking),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+                self.batch_copies.load(Ordering::Acquire) == 1
+            }
+            value => value == 1,
+        }
+    }
+
+    pub fn set_batch_copies(&self, enabled: bool) {
+        self.batch_copies
+            .store(u8::from(enabled), Ordering::Release);
     }
 }
 

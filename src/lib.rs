@@ -34,6 +34,8 @@ pub mod memory_snapshot;
 pub mod memory_tracker;
 #[cfg(not(loom))]
 pub mod replay;
+#[cfg(not(loom))]
+pub mod stats;
 mod sync;
 
 /// Under `--cfg loom` only the inventory is built, on loom's primitives, for

@@ -15,9 +15,12 @@ use std::alloc::{alloc, Layout};
 use std::ffi::{c_char, c_void};
 
 use crate::context::GLOBAL;
+use crate::hsa::sys::hsa_amd_memory_pool_t;
 use crate::hsa::{hsa_agent_t, AmdExtTable, CoreApiTable};
 use crate::logging::{self, Sink};
 use crate::memory_snapshot;
+use crate::memory_snapshot::storage::pools::{self, AgentPools, HostPool};
+use crate::memory_snapshot::storage::{StoragePolicy, Tier};
 use crate::memory_tracker::{self, install::InstallOutcome};
 use crate::replay;
 use boundary::{borrow, export};
@@ -214,13 +217,160 @@ pub unsafe extern "C" fn kr_snapshot_free(snapshot: *mut kr_snapshot_t) {
 /// `KR_DECLINE_HOST_MEMORY`.
 #[no_mangle]
 pub extern "C" fn kr_set_host_budget(bytes: u64) {
-    export((), || GLOBAL.host_budget.set_limit(bytes))
+    export((), || GLOBAL.storage.host.set_limit(bytes))
 }
 
-/// Host bytes held by live snapshots.
+/// Host memory held for snapshots: live snapshots' buffers and arenas, and
+/// pinned and pageable arenas retained for reuse.
 #[no_mangle]
 pub extern "C" fn kr_host_bytes_in_use() -> u64 {
-    export(0, || GLOBAL.host_budget.in_use())
+    export(0, || GLOBAL.storage.host.in_use())
+}
+
+/// Sets the storage policy (`kr_storage_policy_t`); returns false, changing
+/// nothing, for an unknown value. The default is `KR_STORAGE_AUTO`, or
+/// `KERNEL_REPLAY_STORAGE` (auto, device, pinned, pageable, baseline).
+#[no_mangle]
+pub extern "C" fn kr_set_storage_policy(policy: kr_storage_policy_arg) -> bool {
+    export(false, || match StoragePolicy::from_u32(policy) {
+        Some(policy) => {
+            GLOBAL.storage.policy.set(policy);
+            true
+        }
+        None => false,
+    })
+}
+
+/// The storage policy in force.
+#[no_mangle]
+pub extern "C" fn kr_storage_policy() -> kr_storage_policy_t {
+    export(kr_storage_policy_t::KR_STORAGE_AUTO, || {
+        GLOBAL.storage.policy.get().into()
+    })
+}
+
+/// Caps the device memory snapshots of one agent may hold (leased and
+/// retained arenas). `KR_DEVICE_BUDGET_AUTO` (the default): the agent's free
+/// memory less a safety margin (a sixteenth of the pool, at least 256 MiB).
+/// 0 keeps `auto` off the device tier.
+#[no_mangle]
+pub extern "C" fn kr_set_device_budget(bytes: u64) {
+    export((), || GLOBAL.storage.device_budget.set(bytes))
+}
+
+/// Chooses the pools snapshots of `agent` allocate from, instead of the
+/// discovered ones: `device_pool` (a coarse-grained pool of the agent) and
+/// `host_pool` (a host pool, owned by `host_agent`, that `agent` can be
+/// granted access to). A handle of 0 leaves that tier unavailable. Pool
+/// handles are `hsa_amd_memory_pool_t::handle`. Affects later snapshots;
+/// returns false if the library is not installed (both tables).
+#[no_mangle]
+pub extern "C" fn kr_set_storage_pools(
+    agent: hsa_agent_t,
+    device_pool: u64,
+    host_pool: u64,
+    host_agent: hsa_agent_t,
+) -> bool {
+    export(false, || {
+        let (Some(_), Some(amd)) = (GLOBAL.core(), GLOBAL.amd()) else {
+            return false;
+        };
+        let pool = |handle| hsa_amd_memory_pool_t { handle };
+        let sized = |handle| {
+            (
+                pool(handle),
+                pools::pool_size(amd, pool(handle)).unwrap_or(0),
+            )
+        };
+        let pools = AgentPools {
+            is_gpu: true,
+            device_pool: (device_pool != 0).then(|| sized(device_pool)),
+            host_pool: (host_pool != 0).then(|| HostPool {
+                pool: pool(host_pool),
+                cpu_agent: host_agent,
+            }),
+        };
+        GLOBAL.storage.set_pools(agent, Some(pools));
+        true
+    })
+}
+
+/// Batches copies where the runtime has asynchronous copies and signals
+/// (the default, unless `KERNEL_REPLAY_COPY=blocking`); false forces one
+/// blocking copy per region.
+#[no_mangle]
+pub extern "C" fn kr_set_batched_copies(enabled: bool) {
+    export((), || GLOBAL.set_batch_copies(enabled))
+}
+
+/// Releases the arenas retained for reuse by later snapshots; returns the
+/// bytes released. Arenas of live snapshots are not touched.
+#[no_mangle]
+pub extern "C" fn kr_trim_retained() -> u64 {
+    export(0, || GLOBAL.storage.trim(&GLOBAL))
+}
+
+/// Device memory held for snapshots, all agents (leased and retained arenas).
+#[no_mangle]
+pub extern "C" fn kr_device_bytes_in_use() -> u64 {
+    export(0, || GLOBAL.storage.held()[Tier::Device.index()])
+}
+
+/// Bytes of the snapshot's regions kept in `tier` (`kr_storage_tier_t`); 0
+/// for NULL, a declined snapshot or an unknown tier.
+///
+/// # Safety
+/// `snapshot` is NULL or a live snapshot from `kr_snap`.
+#[no_mangle]
+pub unsafe extern "C" fn kr_snapshot_tier_bytes(
+    snapshot: *const kr_snapshot_t,
+    tier: kr_storage_tier_arg,
+) -> u64 {
+    export(0, || {
+        let tier = Tier::ALL.into_iter().find(|t| t.index() as u32 == tier);
+        // SAFETY: the caller's promise.
+        match (unsafe { borrow(snapshot) }, tier) {
+            (Some(s), Some(tier)) => s.inner.tier_bytes(tier),
+            _ => 0,
+        }
+    })
+}
+
+/// Fills `stats` (if not NULL) with the cumulative counters and what is held
+/// now.
+///
+/// # Safety
+/// `stats` is NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn kr_get_stats(stats: *mut kr_stats_t) {
+    export((), || {
+        let counters = GLOBAL.stats.read();
+        let held = GLOBAL.storage.held();
+        let retained = GLOBAL.storage.retained();
+        // SAFETY: the caller's promise; NULL means nothing wanted.
+        if let Some(out) = unsafe { stats.as_mut() } {
+            *out = kr_stats_t {
+                snapshots: counters.snapshots,
+                declines: counters.declines,
+                bytes_captured: counters.bytes_captured,
+                snap_ns: counters.snap_ns,
+                restores: counters.restores,
+                regions_restored: counters.regions_restored,
+                regions_skipped: counters.regions_skipped,
+                regions_failed: counters.regions_failed,
+                bytes_restored: counters.bytes_restored,
+                restore_ns: counters.restore_ns,
+                held_bytes: held,
+                retained_bytes: retained,
+            };
+        }
+    })
+}
+
+/// Zeroes the cumulative counters (not what is held).
+#[no_mangle]
+pub extern "C" fn kr_reset_stats() {
+    export((), || GLOBAL.stats.reset())
 }
 
 /// Number of tracked allocations owned by `agent`.

@@ -47,6 +47,9 @@ pub enum kr_decline_reason_t {
     KR_DECLINE_HOST_MEMORY = 6,
     /// A device-to-host copy failed.
     KR_DECLINE_COPY_FAILED = 7,
+    /// The storage policy forces the device tier and the snapshot does not
+    /// fit the device budget or cannot be allocated there.
+    KR_DECLINE_DEVICE_MEMORY = 8,
 }
 
 /// Log levels, most severe first.
@@ -64,6 +67,74 @@ pub enum kr_log_level_t {
 /// outside the enum is a handled input, not undefined behaviour; the header
 /// spells it `kr_log_level_t` (see `cbindgen.toml`).
 pub type kr_log_level_arg = u32;
+
+/// Where snapshots keep their copies (`kr_set_storage_policy`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum kr_storage_policy_t {
+    /// Device memory up to the device budget, then pinned host memory up to
+    /// the host budget, then pageable host memory. The default.
+    KR_STORAGE_AUTO = 0,
+    /// Device memory only; a snapshot that does not fit declines with
+    /// `KR_DECLINE_DEVICE_MEMORY`.
+    KR_STORAGE_DEVICE = 1,
+    /// Pinned host memory only.
+    KR_STORAGE_PINNED = 2,
+    /// Pageable host memory only.
+    KR_STORAGE_PAGEABLE = 3,
+    /// The original design: a fresh pageable buffer and one blocking copy per
+    /// region, no arena reuse, no discovery cache. For comparison.
+    KR_STORAGE_BASELINE = 4,
+}
+
+/// A storage tier (`kr_snapshot_tier_bytes`, `kr_stats_t`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum kr_storage_tier_t {
+    KR_TIER_DEVICE = 0,
+    KR_TIER_PINNED = 1,
+    KR_TIER_PAGEABLE = 2,
+}
+
+/// A storage policy as received from C (an integer, so an unknown value is
+/// a handled input; the header spells it `kr_storage_policy_t`).
+pub type kr_storage_policy_arg = u32;
+
+/// A storage tier as received from C (see `kr_storage_policy_arg`).
+pub type kr_storage_tier_arg = u32;
+
+/// Device budget meaning "the agent's free memory less a safety margin"
+/// (the default; see `kr_set_device_budget`).
+pub const KR_DEVICE_BUDGET_AUTO: u64 = u64::MAX;
+
+/// Cumulative counters (`kr_get_stats`), and what is held now.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct kr_stats_t {
+    /// Complete snapshots taken.
+    pub snapshots: u64,
+    /// Declined snapshots, indexed by `kr_decline_reason_t`.
+    pub declines: [u64; 10],
+    /// Bytes captured by complete snapshots.
+    pub bytes_captured: u64,
+    /// Nanoseconds spent in `kr_snap` (complete and declined).
+    pub snap_ns: u64,
+    /// Restores of complete snapshots.
+    pub restores: u64,
+    pub regions_restored: u64,
+    pub regions_skipped: u64,
+    pub regions_failed: u64,
+    /// Bytes of the regions those restores covered.
+    pub bytes_restored: u64,
+    /// Nanoseconds spent in restores.
+    pub restore_ns: u64,
+    /// Bytes held now per tier (`kr_storage_tier_t`): arenas leased to live
+    /// snapshots and retained for reuse. Baseline buffers count as pageable
+    /// host memory in `kr_host_bytes_in_use`, not here.
+    pub held_bytes: [u64; 3],
+    /// Of those, bytes retained for reuse (`kr_trim_retained` releases them).
+    pub retained_bytes: [u64; 3],
+}
 
 /// A snapshot of one agent's replay state. Opaque to C.
 pub struct kr_snapshot {
@@ -131,6 +202,7 @@ impl From<Option<DeclineReason>> for kr_decline_reason_t {
             Some(DeclineReason::MetadataMemory) => KR_DECLINE_METADATA_MEMORY,
             Some(DeclineReason::HostMemory) => KR_DECLINE_HOST_MEMORY,
             Some(DeclineReason::CopyFailed) => KR_DECLINE_COPY_FAILED,
+            Some(DeclineReason::DeviceMemory) => KR_DECLINE_DEVICE_MEMORY,
         }
     }
 }
@@ -177,6 +249,19 @@ impl kr_log_level_t {
             3 => log::LevelFilter::Info,
             4 => log::LevelFilter::Debug,
             _ => log::LevelFilter::Trace,
+        }
+    }
+}
+
+impl From<crate::memory_snapshot::storage::StoragePolicy> for kr_storage_policy_t {
+    fn from(policy: crate::memory_snapshot::storage::StoragePolicy) -> Self {
+        use crate::memory_snapshot::storage::StoragePolicy::*;
+        match policy {
+            Auto => kr_storage_policy_t::KR_STORAGE_AUTO,
+            Device => kr_storage_policy_t::KR_STORAGE_DEVICE,
+            Pinned => kr_storage_policy_t::KR_STORAGE_PINNED,
+            Pageable => kr_storage_policy_t::KR_STORAGE_PAGEABLE,
+            Baseline => kr_storage_policy_t::KR_STORAGE_BASELINE,
         }
     }
 }

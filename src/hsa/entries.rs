@@ -10,8 +10,9 @@ use std::mem::MaybeUninit;
 use std::ptr;
 
 use super::sys::{
-    hsa_amd_memory_pool_t, hsa_amd_pointer_info_t, hsa_executable_symbol_info_t,
-    hsa_executable_symbol_t, hsa_region_t,
+    hsa_agent_info_t, hsa_amd_memory_pool_info_t, hsa_amd_memory_pool_t, hsa_amd_pointer_info_t,
+    hsa_executable_symbol_info_t, hsa_executable_symbol_t, hsa_region_t, hsa_signal_condition_t,
+    hsa_signal_t, hsa_signal_value_t, hsa_wait_state_t,
 };
 use super::{
     hsa_agent_t, hsa_executable_t, hsa_status_t, AmdExtTable, CoreApiTable, HSA_STATUS_SUCCESS,
@@ -49,6 +50,48 @@ pub type PointerInfoFn = unsafe extern "C" fn(
     *mut *mut hsa_agent_t,
 ) -> hsa_status_t;
 
+pub type ExecutableDestroyFn = unsafe extern "C" fn(hsa_executable_t) -> hsa_status_t;
+pub type AgentCallback = unsafe extern "C" fn(hsa_agent_t, *mut c_void) -> hsa_status_t;
+pub type IterateAgentsFn = unsafe extern "C" fn(Option<AgentCallback>, *mut c_void) -> hsa_status_t;
+pub type AgentGetInfoFn =
+    unsafe extern "C" fn(hsa_agent_t, hsa_agent_info_t, *mut c_void) -> hsa_status_t;
+pub type SignalCreateFn = unsafe extern "C" fn(
+    hsa_signal_value_t,
+    u32,
+    *const hsa_agent_t,
+    *mut hsa_signal_t,
+) -> hsa_status_t;
+pub type SignalDestroyFn = unsafe extern "C" fn(hsa_signal_t) -> hsa_status_t;
+pub type SignalLoadFn = unsafe extern "C" fn(hsa_signal_t) -> hsa_signal_value_t;
+pub type SignalStoreFn = unsafe extern "C" fn(hsa_signal_t, hsa_signal_value_t);
+pub type SignalWaitFn = unsafe extern "C" fn(
+    hsa_signal_t,
+    hsa_signal_condition_t,
+    hsa_signal_value_t,
+    u64,
+    hsa_wait_state_t,
+) -> hsa_signal_value_t;
+pub type PoolCallback = unsafe extern "C" fn(hsa_amd_memory_pool_t, *mut c_void) -> hsa_status_t;
+pub type IteratePoolsFn =
+    unsafe extern "C" fn(hsa_agent_t, Option<PoolCallback>, *mut c_void) -> hsa_status_t;
+pub type PoolGetInfoFn = unsafe extern "C" fn(
+    hsa_amd_memory_pool_t,
+    hsa_amd_memory_pool_info_t,
+    *mut c_void,
+) -> hsa_status_t;
+pub type AllowAccessFn =
+    unsafe extern "C" fn(u32, *const hsa_agent_t, *const u32, *const c_void) -> hsa_status_t;
+pub type AsyncCopyFn = unsafe extern "C" fn(
+    *mut c_void,
+    hsa_agent_t,
+    *const c_void,
+    hsa_agent_t,
+    usize,
+    u32,
+    *const hsa_signal_t,
+    hsa_signal_t,
+) -> hsa_status_t;
+
 /// Reads one entry of a table through a raw pointer.
 macro_rules! read_entry {
     ($table:expr, $field:ident) => {
@@ -67,6 +110,26 @@ macro_rules! write_entry {
     };
 }
 
+/// Reads an optional entry: `None` when the table (`version.minor_id` bytes)
+/// ends before it, or it is NULL.
+macro_rules! read_optional {
+    ($table:expr, $ty:ty, $field:ident) => {{
+        let size = table_size($table.cast());
+        if std::mem::offset_of!($ty, $field) + std::mem::size_of::<usize>() <= size {
+            read_entry!($table, $field)
+        } else {
+            None
+        }
+    }};
+}
+
+/// `version.minor_id`: the table's size as the runtime filled it.
+fn table_size(table: *const super::sys::ApiTableVersion) -> usize {
+    // SAFETY: every table starts with its version (checked by the caller's
+    // validation before any entry is read).
+    unsafe { table.read_unaligned() }.minor_id as usize
+}
+
 /// The core-table entries the library uses.
 #[derive(Clone, Copy)]
 pub struct CoreEntries {
@@ -77,6 +140,34 @@ pub struct CoreEntries {
     pub memory_copy: MemoryCopyFn,
     pub iterate_agent_symbols: IterateAgentSymbolsFn,
     pub symbol_get_info: SymbolGetInfoFn,
+    /// Entries the fast snapshot paths use when the runtime has them.
+    pub optional: OptionalCore,
+}
+
+/// Core entries the library uses when present: storage-tier discovery
+/// (agents), batched copies (signals), and the executable registry
+/// (`hsa_executable_destroy`, which the library wraps).
+#[derive(Clone, Copy, Default)]
+pub struct OptionalCore {
+    pub iterate_agents: Option<IterateAgentsFn>,
+    pub agent_get_info: Option<AgentGetInfoFn>,
+    pub signal_create: Option<SignalCreateFn>,
+    pub signal_destroy: Option<SignalDestroyFn>,
+    pub signal_load: Option<SignalLoadFn>,
+    pub signal_store: Option<SignalStoreFn>,
+    pub signal_wait: Option<SignalWaitFn>,
+    /// What `hsa_executable_destroy_fn` held before the wrapper went in.
+    pub executable_destroy: Option<ExecutableDestroyFn>,
+}
+
+/// AMD-extension entries the library uses when present: pool discovery,
+/// pinned host access and asynchronous copies.
+#[derive(Clone, Copy, Default)]
+pub struct OptionalAmd {
+    pub iterate_pools: Option<IteratePoolsFn>,
+    pub pool_get_info: Option<PoolGetInfoFn>,
+    pub allow_access: Option<AllowAccessFn>,
+    pub async_copy: Option<AsyncCopyFn>,
 }
 
 /// The AMD-extension-table entries the library uses.
@@ -87,6 +178,7 @@ pub struct AmdEntries {
     /// What `hsa_amd_memory_pool_free_fn` held before the wrapper went in.
     pub pool_free: PoolFreeFn,
     pub pointer_info: PointerInfoFn,
+    pub optional: OptionalAmd,
 }
 
 impl CoreEntries {
@@ -101,20 +193,36 @@ impl CoreEntries {
             memory_copy: read_entry!(table, hsa_memory_copy_fn)?,
             iterate_agent_symbols: read_entry!(table, hsa_executable_iterate_agent_symbols_fn)?,
             symbol_get_info: read_entry!(table, hsa_executable_symbol_get_info_fn)?,
+            optional: OptionalCore {
+                iterate_agents: read_optional!(table, CoreApiTable, hsa_iterate_agents_fn),
+                agent_get_info: read_optional!(table, CoreApiTable, hsa_agent_get_info_fn),
+                signal_create: read_optional!(table, CoreApiTable, hsa_signal_create_fn),
+                signal_destroy: read_optional!(table, CoreApiTable, hsa_signal_destroy_fn),
+                signal_load: read_optional!(table, CoreApiTable, hsa_signal_load_scacquire_fn),
+                signal_store: read_optional!(table, CoreApiTable, hsa_signal_store_screlease_fn),
+                signal_wait: read_optional!(table, CoreApiTable, hsa_signal_wait_scacquire_fn),
+                executable_destroy: read_optional!(table, CoreApiTable, hsa_executable_destroy_fn),
+            },
         })
     }
 
-    /// Replaces the allocation entry points of a table.
+    /// Replaces the allocation entry points of a table, and
+    /// `hsa_executable_destroy` when `destroy` is given.
     ///
     /// # Safety
-    /// As for [`CoreEntries::capture`].
+    /// As for [`CoreEntries::capture`]; `destroy` only if the captured
+    /// entries hold an `executable_destroy` (the table is large enough).
     pub unsafe fn install(
         table: *mut CoreApiTable,
         allocate: MemoryAllocateFn,
         free: MemoryFreeFn,
+        destroy: Option<ExecutableDestroyFn>,
     ) {
         write_entry!(table, hsa_memory_allocate_fn, Some(allocate));
         write_entry!(table, hsa_memory_free_fn, Some(free));
+        if destroy.is_some() {
+            write_entry!(table, hsa_executable_destroy_fn, destroy);
+        }
     }
 
     /// `hsa_memory_copy` through the captured (un-wrapped) entry.
@@ -160,6 +268,16 @@ impl AmdEntries {
             pool_allocate: read_entry!(table, hsa_amd_memory_pool_allocate_fn)?,
             pool_free: read_entry!(table, hsa_amd_memory_pool_free_fn)?,
             pointer_info: read_entry!(table, hsa_amd_pointer_info_fn)?,
+            optional: OptionalAmd {
+                iterate_pools: read_optional!(
+                    table,
+                    AmdExtTable,
+                    hsa_amd_agent_iterate_memory_pools_fn
+                ),
+                pool_get_info: read_optional!(table, AmdExtTable, hsa_amd_memory_pool_get_info_fn),
+                allow_access: read_optional!(table, AmdExtTable, hsa_amd_agents_allow_access_fn),
+                async_copy: read_optional!(table, AmdExtTable, hsa_amd_memory_async_copy_fn),
+            },
         })
     }
 

@@ -16,6 +16,7 @@ pub mod tables;
     non_snake_case,
     non_upper_case_globals,
     dead_code,
+    unpredictable_function_pointer_comparisons,
     clippy::all
 )]
 pub mod sys {

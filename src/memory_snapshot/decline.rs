@@ -7,6 +7,8 @@ use std::fmt;
 
 use super::discovery::DiscoveryError;
 use super::host_buffer::HostBufferError;
+use super::storage::arena::AcquireError;
+use super::storage::layout::LayoutError;
 use crate::hsa::hsa_status_t;
 
 /// Why a snapshot declined replay.
@@ -26,6 +28,24 @@ pub enum DeclineReason {
     HostMemory,
     /// A device-to-host copy failed.
     CopyFailed,
+    /// A forced device tier could not be had (budget, pool or allocation).
+    DeviceMemory,
+}
+
+impl DeclineReason {
+    /// The `kr_decline_reason_t` value.
+    pub fn code(self) -> u32 {
+        match self {
+            DeclineReason::NotInitialized => 1,
+            DeclineReason::Finalized => 2,
+            DeclineReason::NoExecutableIterator => 3,
+            DeclineReason::SymbolEnumeration => 4,
+            DeclineReason::MetadataMemory => 5,
+            DeclineReason::HostMemory => 6,
+            DeclineReason::CopyFailed => 7,
+            DeclineReason::DeviceMemory => 8,
+        }
+    }
 }
 
 impl fmt::Display for DeclineReason {
@@ -38,6 +58,7 @@ impl fmt::Display for DeclineReason {
             DeclineReason::MetadataMemory => "out of host memory for metadata",
             DeclineReason::HostMemory => "out of host memory for region copies",
             DeclineReason::CopyFailed => "device-to-host copy failed",
+            DeclineReason::DeviceMemory => "out of device memory for region copies",
         })
     }
 }
@@ -60,6 +81,7 @@ pub enum Decline {
         size: usize,
         status: hsa_status_t,
     },
+    Layout(LayoutError),
 }
 
 impl Decline {
@@ -74,6 +96,9 @@ impl Decline {
             Decline::Discovery(_) => DeclineReason::SymbolEnumeration,
             Decline::HostBuffer { .. } => DeclineReason::HostMemory,
             Decline::Copy { .. } => DeclineReason::CopyFailed,
+            Decline::Layout(LayoutError::DeviceMemory { .. }) => DeclineReason::DeviceMemory,
+            Decline::Layout(LayoutError::HostMemory { .. }) => DeclineReason::HostMemory,
+            Decline::Layout(LayoutError::Metadata) => DeclineReason::MetadataMemory,
         }
     }
 }
@@ -115,6 +140,25 @@ impl fmt::Display for Decline {
                 f,
                 "copy of {size} bytes from {address:#x} failed with HSA status {status:#x}"
             ),
+            Decline::Layout(LayoutError::DeviceMemory { needed, error }) => write!(
+                f,
+                "{needed} bytes of device memory for the snapshot {}",
+                match error {
+                    Some(AcquireError::Allocation) => "cannot be allocated",
+                    _ => "would pass the device budget",
+                }
+            ),
+            Decline::Layout(LayoutError::HostMemory { needed, error }) => write!(
+                f,
+                "{needed} bytes of host memory for the snapshot {}",
+                match error {
+                    Some(AcquireError::Allocation) => "cannot be allocated",
+                    _ => "would pass the host budget",
+                }
+            ),
+            Decline::Layout(LayoutError::Metadata) => {
+                f.write_str("cannot allocate the storage plan")
+            }
         }
     }
 }

@@ -8,6 +8,10 @@
 //! never at load time, because constant memory need not be populated when an
 //! executable loads.
 //!
+//! Each executable is walked on its own; with the cache (see
+//! `executables.rs`), an executable already walked completely is not walked
+//! again while it stays loaded.
+//!
 //! A walk that fails anywhere fails as a whole: a variable that was never
 //! discovered is never restored, and passes 2..N would then read state
 //! accumulated by pass 1.
@@ -17,6 +21,8 @@ use std::fmt;
 
 use log::warn;
 
+use super::executables::LoadedExecutable;
+use crate::context::Context;
 use crate::ffi::boundary::catch_panic;
 use crate::hsa::entries::{CoreEntries, IterateExecutablesFn};
 use crate::hsa::sys::{
@@ -79,40 +85,76 @@ impl fmt::Display for DiscoveryError {
     }
 }
 
-/// State threaded through the two C callbacks.
-struct Walk<'a> {
-    core: &'a CoreEntries,
-    agent: hsa_agent_t,
-    variables: Vec<ModuleVariable>,
-    error: Option<DiscoveryError>,
+/// A module variable found for a snapshot, with the executable it lives in
+/// when the registry can vouch for that executable's identity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiscoveredVariable {
+    pub variable: ModuleVariable,
+    pub executable: Option<LoadedExecutable>,
 }
 
 /// Every variable symbol the loaded executables expose to `agent`, sorted by
-/// address, duplicates removed.
+/// address, duplicates removed. With `use_cache`, an executable walked
+/// completely before (and still the same loaded executable) is not walked
+/// again.
 pub fn module_variables(
+    ctx: &Context,
     core: &CoreEntries,
     iterate: IterateExecutablesFn,
     agent: hsa_agent_t,
-) -> Result<Vec<ModuleVariable>, DiscoveryError> {
-    let mut walk = Walk {
-        core,
-        agent,
-        variables: Vec::new(),
-        error: None,
+    use_cache: bool,
+) -> Result<Vec<DiscoveredVariable>, DiscoveryError> {
+    let executables = loaded_executables(iterate)?;
+    let mut found: Vec<DiscoveredVariable> = Vec::new();
+    for handle in executables {
+        let identity = ctx.executables.identify(handle);
+        let cached = match identity {
+            Some(exe) if use_cache => ctx.executables.cached(exe, agent.handle),
+            _ => None,
+        };
+        let variables = match cached {
+            Some(variables) => variables,
+            None => {
+                let walked = walk_symbols(core, hsa_executable_t { handle }, agent)?;
+                if let (Some(exe), true) = (identity, use_cache) {
+                    ctx.executables.remember(exe, agent.handle, &walked);
+                }
+                walked
+            }
+        };
+        found
+            .try_reserve(variables.len())
+            .map_err(|_| DiscoveryError::Metadata)?;
+        found.extend(variables.into_iter().map(|variable| DiscoveredVariable {
+            variable,
+            executable: identity,
+        }));
+    }
+    found.sort_unstable_by_key(|v| (v.variable.address, std::cmp::Reverse(v.variable.size)));
+    found.dedup_by_key(|v| v.variable.address);
+    Ok(found)
+}
+
+/// The handles the executable iterator reports, in its order.
+fn loaded_executables(iterate: IterateExecutablesFn) -> Result<Vec<u64>, DiscoveryError> {
+    let mut list = Handles {
+        handles: Vec::new(),
+        out_of_memory: false,
     };
-    // SAFETY: `walk` outlives the call, and the callbacks only reach it
-    // through `data`, one at a time (the loader calls back sequentially).
-    let status = unsafe { iterate(Some(on_executable), (&mut walk as *mut Walk).cast()) };
-    if let Some(error) = walk.error {
-        return Err(error);
+    // SAFETY: `list` outlives the call; the callback only pushes into it.
+    let status = unsafe { iterate(Some(on_executable), (&mut list as *mut Handles).cast()) };
+    if list.out_of_memory {
+        return Err(DiscoveryError::Metadata);
     }
     if status != HSA_STATUS_SUCCESS {
         return Err(DiscoveryError::Iterator(status));
     }
-    let mut variables = walk.variables;
-    variables.sort_unstable_by_key(|v| (v.address, std::cmp::Reverse(v.size)));
-    variables.dedup_by_key(|v| v.address);
-    Ok(variables)
+    Ok(list.handles)
+}
+
+struct Handles {
+    handles: Vec<u64>,
+    out_of_memory: bool,
 }
 
 /// Called by the iterator for each loaded executable.
@@ -121,29 +163,55 @@ unsafe extern "C" fn on_executable(
     data: *mut c_void,
 ) -> hsa_status_t {
     catch_panic(HSA_STATUS_ERROR, || {
-        // Copy out what the walk needs; no reference to `Walk` may be alive
-        // while the runtime calls `on_symbol`, which borrows it mutably.
-        // SAFETY: `data` is the `Walk` passed to the iterator above.
-        let (walk_symbols, agent) = unsafe {
-            let walk = &*data.cast::<Walk>();
-            (walk.core.iterate_agent_symbols, walk.agent)
-        };
-        // SAFETY: the captured runtime entry, with our callback and data.
-        let status = unsafe { walk_symbols(executable, agent, Some(on_symbol), data) };
-        // SAFETY: as above; the symbol walk has returned.
-        let walk = unsafe { &mut *data.cast::<Walk>() };
-        if walk.error.is_some() {
+        // SAFETY: `data` is the Handles passed by loaded_executables.
+        let list = unsafe { &mut *data.cast::<Handles>() };
+        if list.handles.try_reserve(1).is_err() {
+            list.out_of_memory = true;
             return HSA_STATUS_ERROR;
         }
-        if status != HSA_STATUS_SUCCESS {
-            walk.error = Some(DiscoveryError::SymbolWalk {
-                executable: executable.handle,
-                status,
-            });
-            return status;
-        }
+        list.handles.push(executable.handle);
         HSA_STATUS_SUCCESS
     })
+}
+
+/// State threaded through the symbol callback.
+struct Walk<'a> {
+    core: &'a CoreEntries,
+    variables: Vec<ModuleVariable>,
+    error: Option<DiscoveryError>,
+}
+
+/// Every variable of one executable visible to `agent`.
+fn walk_symbols(
+    core: &CoreEntries,
+    executable: hsa_executable_t,
+    agent: hsa_agent_t,
+) -> Result<Vec<ModuleVariable>, DiscoveryError> {
+    let mut walk = Walk {
+        core,
+        variables: Vec::new(),
+        error: None,
+    };
+    // SAFETY: `walk` outlives the call and is reached only through `data`,
+    // by one callback at a time.
+    let status = unsafe {
+        (core.iterate_agent_symbols)(
+            executable,
+            agent,
+            Some(on_symbol),
+            (&mut walk as *mut Walk).cast(),
+        )
+    };
+    if let Some(error) = walk.error {
+        return Err(error);
+    }
+    if status != HSA_STATUS_SUCCESS {
+        return Err(DiscoveryError::SymbolWalk {
+            executable: executable.handle,
+            status,
+        });
+    }
+    Ok(walk.variables)
 }
 
 /// Called by the runtime for each symbol of one executable.

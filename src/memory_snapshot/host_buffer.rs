@@ -1,62 +1,13 @@
-//! Host-side backing store of a snapshot region, allocated fallibly and
-//! counted against the process-wide host budget.
+//! The baseline's host-side copy of one region: a fresh pageable buffer,
+//! allocated fallibly and counted against the host budget. (The other
+//! policies pack regions into arenas, see `storage/arena.rs`.)
 //!
 //! The whole tracked footprint is duplicated in host RAM for the lifetime of a
 //! replay, so a large footprint must end in a declined snapshot, never in an
 //! aborted host process: buffers come from `try_reserve`, and a budget lets
 //! the tool cap what replay may take.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-
-/// The host budget and what snapshots currently hold against it.
-pub struct HostBudget {
-    /// Maximum bytes of snapshot buffers; 0 means unlimited.
-    limit: AtomicU64,
-    in_use: AtomicU64,
-}
-
-impl HostBudget {
-    pub const fn new() -> Self {
-        HostBudget {
-            limit: AtomicU64::new(0),
-            in_use: AtomicU64::new(0),
-        }
-    }
-
-    pub fn set_limit(&self, bytes: u64) {
-        self.limit.store(bytes, Ordering::Relaxed);
-    }
-
-    pub fn limit(&self) -> u64 {
-        self.limit.load(Ordering::Relaxed)
-    }
-
-    pub fn in_use(&self) -> u64 {
-        self.in_use.load(Ordering::Acquire)
-    }
-
-    /// Claims `bytes` if they fit under the limit. Concurrent snapshots claim
-    /// atomically, so together they never pass the limit.
-    fn claim(&self, bytes: u64) -> bool {
-        let limit = self.limit();
-        self.in_use
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |used| {
-                let after = used.checked_add(bytes)?;
-                (limit == 0 || after <= limit).then_some(after)
-            })
-            .is_ok()
-    }
-
-    fn release(&self, bytes: u64) {
-        self.in_use.fetch_sub(bytes, Ordering::AcqRel);
-    }
-}
-
-impl Default for HostBudget {
-    fn default() -> Self {
-        Self::new()
-    }
-}
+use super::storage::budget::HostBudget;
 
 /// Why a host buffer could not be had.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,17 +3,22 @@
 //! Tracked regions are re-validated under the inventory's read lock and
 //! written under the same lock, so a concurrent free can neither slip between
 //! the check and the write nor hand the address to a new allocation that the
-//! snapshot would then overwrite. Module variables live with their executable
-//! and are written directly. A failed copy is reported and skipped; the other
-//! regions are still restored.
+//! snapshot would then overwrite. Module variables are written while their
+//! executable is still loaded (with the registry) or directly (without). A
+//! failed copy is reported and skipped; the other regions are still restored.
+//!
+//! The baseline writes region by region with blocking copies, taking the
+//! lock per region; arena snapshots hold the locks across one batch of
+//! copies and wait for all of them before releasing.
 
 use std::ffi::c_void;
+use std::time::Instant;
 
 use log::warn;
 
-use super::{Origin, Region, Snapshot};
+use super::copy::Copier;
+use super::{Captured, Origin, Region, Snapshot};
 use crate::context::Context;
-use crate::hsa::entries::CoreEntries;
 use crate::hsa::hsa_status_t;
 
 /// What one restore did, region by region.
@@ -21,18 +26,25 @@ use crate::hsa::hsa_status_t;
 pub struct RestoreReport {
     pub restored: usize,
     /// Tracked regions no longer the captured allocation (freed, or the
-    /// address reused), or everything after the teardown guard.
+    /// address reused), variables of an unloaded executable, or everything
+    /// after the teardown guard.
     pub skipped_not_live: usize,
     /// Copies the runtime refused.
     pub failed: usize,
 }
 
+/// At most this many regions are named one log line each per restore; the
+/// rest are counted in one more line.
+const LOGGED_REGIONS: usize = 8;
+
 /// Writes every region of `snapshot` back. A declined snapshot writes nothing.
 pub fn restore(ctx: &Context, snapshot: &Snapshot) -> RestoreReport {
-    let mut report = RestoreReport::default();
     let Ok(captured) = &snapshot.outcome else {
-        return report;
+        return RestoreReport::default();
     };
+    let started = Instant::now();
+    let mut report = RestoreReport::default();
+    let mut log = Log::default();
     if ctx.gate.finalized() {
         // After the teardown guard the free wrappers no longer retire, so a
         // tracked region can no longer be proven live.
@@ -45,45 +57,153 @@ pub fn restore(ctx: &Context, snapshot: &Snapshot) -> RestoreReport {
         }
         return report;
     }
-    for region in &captured.regions {
-        let written = match &region.origin {
-            Origin::Tracked(tracked) => ctx.inventory.with_live(tracked, || {
-                // SAFETY: the allocation is live and at least region.size()
-                // bytes (checked under the read lock held around this call).
-                unsafe { host_to_device(&captured.core, region) }
-            }),
-            // SAFETY: the variable's storage lives with its executable.
-            Origin::ModuleVariable => Some(unsafe { host_to_device(&captured.core, region) }),
-        };
-        match written {
-            Some(Ok(())) => report.restored += 1,
-            None => {
-                report.skipped_not_live += 1;
-                warn!(
-                    "restore skipped region {:#x} ({} bytes): no longer the captured allocation",
-                    region.device_address,
-                    region.size()
-                );
-            }
-            Some(Err(status)) => {
-                report.failed += 1;
-                warn!(
-                    "restore of region {:#x} ({} bytes) failed with HSA status {status:#x}",
-                    region.device_address,
-                    region.size()
-                );
-            }
+    let batched =
+        captured.batch && restore_batched(ctx, snapshot, captured, &mut report, &mut log).is_some();
+    if !batched {
+        for region in &captured.regions {
+            let outcome = restore_one(ctx, snapshot, captured, region);
+            log.record(region, outcome, &mut report);
         }
     }
+    log.emit(&report);
+    let bytes = captured
+        .regions
+        .iter()
+        .map(|r| r.size() as u64)
+        .sum::<u64>();
+    ctx.stats.restored(
+        report.restored,
+        report.skipped_not_live,
+        report.failed,
+        bytes,
+        started.elapsed().as_nanos() as u64,
+    );
     report
 }
 
-/// # Safety
-/// The region's device address must be writable device memory of at least
-/// `region.size()` bytes.
-unsafe fn host_to_device(core: &CoreEntries, region: &Region) -> Result<(), hsa_status_t> {
-    let source = region.host.as_ptr().cast::<c_void>();
-    // SAFETY: the source is the filled host buffer of region.size() bytes; the
-    // destination is the caller's promise.
-    unsafe { core.copy(region.device_address as *mut c_void, source, region.size()) }
+/// One region, blocking, with its own validation under the lock.
+fn restore_one(
+    ctx: &Context,
+    snapshot: &Snapshot,
+    captured: &Captured,
+    region: &Region,
+) -> Option<Result<(), hsa_status_t>> {
+    let write = || {
+        let transfer = captured.transfer(snapshot.agent, region, true);
+        // SAFETY: the source is the snapshot's own copy; the destination is
+        // live (checked under the lock held around this call).
+        unsafe {
+            captured.core.copy(
+                transfer.dst as *mut c_void,
+                transfer.src as *const c_void,
+                transfer.size,
+            )
+        }
+    };
+    match region.origin {
+        Origin::Tracked(ref tracked) => ctx.inventory.with_live(tracked, write),
+        Origin::ModuleVariable(Some(exe)) => {
+            let loaded = ctx.executables.live_view();
+            loaded.contains(exe).then(write)
+        }
+        Origin::ModuleVariable(None) => Some(write()),
+    }
+}
+
+/// Every region in one batch, with both locks held until all copies have
+/// finished. `None` if the batch could not be set up (no memory for its
+/// bookkeeping): the caller then restores region by region.
+fn restore_batched(
+    ctx: &Context,
+    snapshot: &Snapshot,
+    captured: &Captured,
+    report: &mut RestoreReport,
+    log: &mut Log,
+) -> Option<()> {
+    let mut copier = Copier::new(ctx, &captured.core, captured.regions.len(), true)?;
+    let outcomes = {
+        let live = ctx.inventory.live_view();
+        let mut live = live.cursor();
+        let loaded = ctx.executables.live_view();
+        for (index, region) in captured.regions.iter().enumerate() {
+            let still_there = match region.origin {
+                Origin::Tracked(ref t) => live.contains(t),
+                Origin::ModuleVariable(Some(exe)) => loaded.contains(exe),
+                Origin::ModuleVariable(None) => true,
+            };
+            if still_there {
+                let transfer = captured.transfer(snapshot.agent, region, true);
+                // SAFETY: the source is the snapshot's own copy; the
+                // destination stays live while the views are held, and the
+                // copier finishes every copy before they are dropped.
+                unsafe { copier.copy(index, &transfer) };
+            } else {
+                log.record(region, None, report);
+            }
+        }
+        copier.finish()
+    };
+    for (index, result) in outcomes {
+        if let Some(region) = captured.regions.get(index) {
+            log.record(region, Some(result), report);
+        }
+    }
+    Some(())
+}
+
+/// Counts outcomes and remembers the first few regions worth a warning, so
+/// the warnings are written after the locks are released (a log callback may
+/// call back into the library).
+#[derive(Default)]
+struct Log {
+    skipped: [(usize, usize); LOGGED_REGIONS],
+    failed: [(usize, usize, hsa_status_t); LOGGED_REGIONS],
+}
+
+impl Log {
+    fn record(
+        &mut self,
+        region: &Region,
+        outcome: Option<Result<(), hsa_status_t>>,
+        report: &mut RestoreReport,
+    ) {
+        match outcome {
+            Some(Ok(())) => report.restored += 1,
+            None => {
+                if let Some(slot) = self.skipped.get_mut(report.skipped_not_live) {
+                    *slot = (region.device_address, region.size());
+                }
+                report.skipped_not_live += 1;
+            }
+            Some(Err(status)) => {
+                if let Some(slot) = self.failed.get_mut(report.failed) {
+                    *slot = (region.device_address, region.size(), status);
+                }
+                report.failed += 1;
+            }
+        }
+    }
+
+    fn emit(&self, report: &RestoreReport) {
+        for &(address, size) in self.skipped.iter().take(report.skipped_not_live) {
+            warn!("restore skipped region {address:#x} ({size} bytes): no longer the captured allocation");
+        }
+        if report.skipped_not_live > LOGGED_REGIONS {
+            warn!(
+                "restore skipped {} more region(s)",
+                report.skipped_not_live - LOGGED_REGIONS
+            );
+        }
+        for &(address, size, status) in self.failed.iter().take(report.failed) {
+            warn!(
+                "restore of region {address:#x} ({size} bytes) failed with HSA status {status:#x}"
+            );
+        }
+        if report.failed > LOGGED_REGIONS {
+            warn!(
+                "restore failed for {} more region(s)",
+                report.failed - LOGGED_REGIONS
+            );
+        }
+    }
 }

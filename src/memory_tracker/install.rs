@@ -11,7 +11,8 @@ use log::{info, warn};
 
 use crate::context::GLOBAL;
 use crate::hsa::entries::{
-    AmdEntries, CoreEntries, MemoryAllocateFn, MemoryFreeFn, PoolAllocateFn, PoolFreeFn,
+    AmdEntries, CoreEntries, ExecutableDestroyFn, MemoryAllocateFn, MemoryFreeFn, PoolAllocateFn,
+    PoolFreeFn,
 };
 use crate::hsa::tables::{self, TableError};
 use crate::hsa::{AmdExtTable, CoreApiTable};
@@ -54,6 +55,10 @@ pub unsafe fn install(
         return InstallOutcome::Skipped;
     }
     let _serialised = INSTALL.lock().unwrap_or_else(PoisonError::into_inner);
+    // Settings from the environment are read now, not at the first snapshot:
+    // reading them allocates, and a snapshot may run under memory pressure.
+    GLOBAL.storage.policy.get();
+    GLOBAL.batch_copies();
 
     // Every table is checked before anything is changed.
     let checks = [
@@ -104,9 +109,26 @@ unsafe fn install_core(table: *mut CoreApiTable) -> bool {
     if !GLOBAL.set_core(entries) {
         return false;
     }
+    // The destroy wrapper goes in only where the table has the entry; with
+    // it, the executable registry can vouch for module variables.
+    let destroy = entries
+        .optional
+        .executable_destroy
+        .filter(|&f| f as usize != wrappers::executable_destroy as ExecutableDestroyFn as usize)
+        .map(|_| wrappers::executable_destroy as ExecutableDestroyFn);
     // SAFETY: validated by the caller; the entries are captured first, so the
     // wrappers never run without a next pointer.
-    unsafe { CoreEntries::install(table, wrappers::memory_allocate, wrappers::memory_free) };
+    unsafe {
+        CoreEntries::install(
+            table,
+            wrappers::memory_allocate,
+            wrappers::memory_free,
+            destroy,
+        )
+    };
+    if destroy.is_some() {
+        GLOBAL.executables.start_tracking_destroys();
+    }
     true
 }
 

@@ -168,12 +168,18 @@ impl Inventory {
     /// retire-before-free: a free of this allocation waits for the write lock,
     /// so the memory cannot be released while it is being read or written.
     pub fn with_live<R>(&self, region: &TrackedRegion, access: impl FnOnce() -> R) -> Option<R> {
-        let entries = self.read();
-        let live = entries.get(&region.base)?;
-        if live.generation != region.generation || live.size < region.size {
-            return None;
+        let view = self.live_view();
+        view.contains(region).then(access)
+    }
+
+    /// The read lock, for a batch of copies: while the view is held, no
+    /// tracked allocation can be freed through the wrappers, so every region
+    /// the view [`contains`](LiveView::contains) stays that allocation until
+    /// the view is dropped. The batch must finish its copies before that.
+    pub fn live_view(&self) -> LiveView<'_> {
+        LiveView {
+            entries: self.read(),
         }
-        Some(access())
     }
 
     /// Count and total bytes of the allocations owned by `agent`.
@@ -202,6 +208,65 @@ impl Inventory {
         let mut entries = self.write();
         entries.clear();
         self.len.store(0, Ordering::Release);
+    }
+}
+
+/// A read-locked view of the inventory (see [`Inventory::live_view`]).
+pub struct LiveView<'a> {
+    entries: RwLockReadGuard<'a, BTreeMap<usize, Allocation>>,
+}
+
+impl LiveView<'_> {
+    /// Whether `region` is still the same live allocation: same base, same
+    /// generation, at least the captured size.
+    pub fn contains(&self, region: &TrackedRegion) -> bool {
+        self.entries
+            .get(&region.base)
+            .is_some_and(|live| same_allocation(live, region))
+    }
+
+    /// A cursor for checking many regions in ascending address order with
+    /// one walk of the map instead of one search per region (a snapshot's
+    /// tracked regions come in that order).
+    pub fn cursor(&self) -> LiveCursor<'_> {
+        let mut entries = self.entries.iter();
+        let current = entries.next();
+        LiveCursor {
+            view: self,
+            entries,
+            current,
+            last: 0,
+        }
+    }
+}
+
+fn same_allocation(live: &Allocation, region: &TrackedRegion) -> bool {
+    live.generation == region.generation && live.size >= region.size
+}
+
+/// See [`LiveView::cursor`].
+pub struct LiveCursor<'v> {
+    view: &'v LiveView<'v>,
+    entries: std::collections::btree_map::Iter<'v, usize, Allocation>,
+    current: Option<(&'v usize, &'v Allocation)>,
+    last: usize,
+}
+
+impl LiveCursor<'_> {
+    /// As [`LiveView::contains`]; a region below the previous one falls
+    /// back to a search, so the answer never depends on the order.
+    pub fn contains(&mut self, region: &TrackedRegion) -> bool {
+        if region.base < self.last {
+            return self.view.contains(region);
+        }
+        self.last = region.base;
+        while let Some((&base, _)) = self.current {
+            if base >= region.base {
+                break;
+            }
+            self.current = self.entries.next();
+        }
+        matches!(self.current, Some((&base, live)) if base == region.base && same_allocation(live, region))
     }
 }
 
@@ -299,6 +364,39 @@ mod tests {
         assert_eq!(inv.agent_totals(1), (2, 5));
         assert_eq!(inv.agent_totals(2), (1, 1));
         assert_eq!(inv.agent_totals(3), (0, 0));
+    }
+
+    #[test]
+    fn the_cursor_agrees_with_point_lookups_in_any_order() {
+        let inv = Inventory::new();
+        let regions: Vec<TrackedRegion> = [0x1000usize, 0x3000, 0x5000, 0x9000]
+            .iter()
+            .map(|&base| TrackedRegion {
+                base,
+                size: 16,
+                generation: inv.record(base, 16, 1),
+            })
+            .collect();
+        inv.retire(0x5000);
+        let stale = TrackedRegion {
+            base: 0x3000,
+            size: 16,
+            generation: 999,
+        };
+        let missing = TrackedRegion {
+            base: 0x4000,
+            size: 16,
+            generation: 1,
+        };
+        let view = inv.live_view();
+        let queries = [
+            regions[0], stale, missing, regions[2], regions[3], regions[1], regions[0],
+        ];
+        let mut cursor = view.cursor();
+        for q in queries {
+            assert_eq!(cursor.contains(&q), view.contains(&q), "{q:?}");
+        }
+        assert!(view.contains(&regions[1]) && !view.contains(&regions[2]));
     }
 
     #[test]

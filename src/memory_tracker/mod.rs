@@ -51,4 +51,9 @@ pub fn record_allocation(
 pub fn finalize(ctx: &Context) {
     ctx.gate.finalize();
     ctx.inventory.clear();
+    ctx.executables.clear();
+    // Retained arenas and pooled signals go back to the runtime now; arenas
+    // still leased go back when their snapshots are freed.
+    ctx.storage.trim(ctx);
+    ctx.storage.destroy_signals(ctx);
 }

@@ -16,6 +16,7 @@ use std::ffi::c_void;
 use crate::context::GLOBAL;
 use crate::ffi::boundary::catch_panic;
 use crate::hsa::entries::MemoryFreeFn;
+use crate::hsa::hsa_executable_t;
 use crate::hsa::sys::{hsa_amd_memory_pool_t, hsa_region_t};
 use crate::hsa::{
     hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_ERROR_NOT_INITIALIZED, HSA_STATUS_SUCCESS,
@@ -85,6 +86,27 @@ pub(crate) unsafe extern "C" fn memory_free(ptr: *mut c_void) -> hsa_status_t {
     };
     // SAFETY: forwarded to the replaced entry with the caller's pointer.
     unsafe { retire_then_free(ptr, core.memory_free) }
+}
+
+/// Replaces `hsa_executable_destroy` (where the table has it): the
+/// executable leaves the registry, waiting for any in-flight copy of its
+/// variables, before the runtime unloads it. See `memory_snapshot/executables.rs`.
+pub(crate) unsafe extern "C" fn executable_destroy(executable: hsa_executable_t) -> hsa_status_t {
+    let Some(destroy) = GLOBAL
+        .core()
+        .and_then(|core| core.optional.executable_destroy)
+    else {
+        return HSA_STATUS_ERROR_NOT_INITIALIZED;
+    };
+    // SAFETY: the caller's handle goes unchanged to the replaced entry.
+    let call_runtime = || unsafe { destroy(executable) };
+    catch_panic(HSA_STATUS_ERROR, || {
+        GLOBAL
+            .executables
+            .retire_then_destroy(executable.handle, call_runtime, |s| {
+                *s == HSA_STATUS_SUCCESS
+            })
+    })
 }
 
 /// Classification and recording, off the fast path.

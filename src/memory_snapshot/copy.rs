@@ -1,0 +1,239 @@
+//! The copy engine: one blocking `hsa_memory_copy` per region, or, where the
+//! runtime has `hsa_amd_memory_async_copy` and signals, every region's copy
+//! submitted together and waited for once.
+//!
+//! Batched copies keep a window of in-flight copies, each with its own
+//! completion signal from a reused pool, so a failed copy is attributed to
+//! its region (a snapshot declines, a restore reports it) and every copy has
+//! finished before the caller releases the locks it holds. A submission the
+//! runtime refuses falls back to a blocking copy of that region.
+
+use std::collections::VecDeque;
+use std::ffi::c_void;
+
+use crate::context::Context;
+use crate::hsa::entries::{AsyncCopyFn, CoreEntries, SignalStoreFn, SignalWaitFn};
+use crate::hsa::sys::{hsa_signal_t, HSA_SIGNAL_CONDITION_LT, HSA_WAIT_STATE_BLOCKED};
+use crate::hsa::{hsa_agent_t, hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_SUCCESS};
+
+/// Copies in flight at once. Each holds one signal: a small, fixed number,
+/// since runtimes limit interrupt-capable signals.
+pub const WINDOW: usize = 64;
+
+/// One region's copy.
+#[derive(Debug, Clone, Copy)]
+pub struct Transfer {
+    pub dst: usize,
+    pub dst_agent: hsa_agent_t,
+    pub src: usize,
+    pub src_agent: hsa_agent_t,
+    pub size: usize,
+    /// False when one side is pageable host memory: the runtime's async
+    /// engine needs pinned or device memory on both sides.
+    pub async_ok: bool,
+}
+
+/// The outcome of one transfer, by the caller's index.
+pub type Outcome = (usize, Result<(), hsa_status_t>);
+
+/// The value a completion signal starts from. Each copy on a signal takes it
+/// down by one; the signal is only reset after a failure, so a copy costs a
+/// submission and a wait, never an extra store.
+const SIGNAL_START: i64 = 1 << 62;
+
+/// A completion signal and the value it holds while no copy is in flight.
+#[derive(Clone, Copy)]
+struct Slot {
+    signal: hsa_signal_t,
+    value: i64,
+}
+
+struct Batched {
+    async_copy: AsyncCopyFn,
+    store: SignalStoreFn,
+    wait: SignalWaitFn,
+    /// Signals not in flight.
+    idle: Vec<Slot>,
+    in_flight: VecDeque<(usize, Slot)>,
+}
+
+/// Runs a set of transfers; see the module documentation.
+pub struct Copier<'a> {
+    ctx: &'a Context,
+    core: &'a CoreEntries,
+    batched: Option<Batched>,
+    outcomes: Vec<Outcome>,
+}
+
+impl<'a> Copier<'a> {
+    /// A copier for up to `count` transfers, batched when `batch` and the
+    /// runtime supports it. Fails only if its bookkeeping cannot be allocated.
+    pub fn new(ctx: &'a Context, core: &'a CoreEntries, count: usize, batch: bool) -> Option<Self> {
+        let mut outcomes = Vec::new();
+        outcomes.try_reserve_exact(count).ok()?;
+        let batched = if batch {
+            Self::batched(ctx, core, count)
+        } else {
+            None
+        };
+        Some(Copier {
+            ctx,
+            core,
+            batched,
+            outcomes,
+        })
+    }
+
+    fn batched(ctx: &Context, core: &CoreEntries, count: usize) -> Option<Batched> {
+        let async_copy = ctx.amd()?.optional.async_copy?;
+        let (store, wait) = (core.optional.signal_store?, core.optional.signal_wait?);
+        core.optional.signal_create?;
+        let signals = ctx.storage.take_signals(ctx, count.clamp(1, WINDOW));
+        if signals.is_empty() {
+            return None;
+        }
+        let mut idle = Vec::new();
+        if idle.try_reserve_exact(signals.len()).is_err() {
+            ctx.storage.return_signals(signals);
+            return None;
+        }
+        for signal in signals {
+            // SAFETY: a signal of ours, not in flight.
+            unsafe { store(signal, SIGNAL_START) };
+            idle.push(Slot {
+                signal,
+                value: SIGNAL_START,
+            });
+        }
+        let mut in_flight = VecDeque::new();
+        if in_flight.try_reserve(idle.len()).is_err() {
+            ctx.storage
+                .return_signals(idle.into_iter().map(|slot| slot.signal).collect());
+            return None;
+        }
+        Some(Batched {
+            async_copy,
+            store,
+            wait,
+            idle,
+            in_flight,
+        })
+    }
+
+    /// True when transfers may run asynchronously.
+    pub fn is_batched(&self) -> bool {
+        self.batched.is_some()
+    }
+
+    /// Copies (or queues) one transfer.
+    ///
+    /// # Safety
+    /// Both sides must be valid for `size` bytes until [`Copier::finish`]
+    /// returns (or the copier is dropped), and the caller must keep them so
+    /// (e.g. by holding the inventory's read lock) until then.
+    pub unsafe fn copy(&mut self, index: usize, transfer: &Transfer) {
+        let Copier {
+            batched, outcomes, ..
+        } = self;
+        if let (true, Some(batched)) = (transfer.async_ok, batched.as_mut()) {
+            if batched.idle.is_empty() {
+                outcomes.push(Self::complete_oldest(batched));
+            }
+            if let Some(slot) = batched.idle.pop() {
+                // SAFETY: the caller's promise about both sides; no
+                // dependencies; the signal is ours until completed.
+                let status = unsafe {
+                    (batched.async_copy)(
+                        transfer.dst as *mut c_void,
+                        transfer.dst_agent,
+                        transfer.src as *const c_void,
+                        transfer.src_agent,
+                        transfer.size,
+                        0,
+                        std::ptr::null(),
+                        slot.signal,
+                    )
+                };
+                if status == HSA_STATUS_SUCCESS {
+                    batched.in_flight.push_back((index, slot));
+                    return;
+                }
+                // Refused at submission: the signal was not used.
+                batched.idle.push(slot);
+            }
+        }
+        // SAFETY: forwarded.
+        unsafe { self.blocking(index, transfer) }
+    }
+
+    /// # Safety
+    /// As for [`Copier::copy`].
+    unsafe fn blocking(&mut self, index: usize, transfer: &Transfer) {
+        // SAFETY: the caller's promise.
+        let result = unsafe {
+            self.core.copy(
+                transfer.dst as *mut c_void,
+                transfer.src as *const c_void,
+                transfer.size,
+            )
+        };
+        self.outcomes.push((index, result));
+    }
+
+    /// Waits for the oldest copy in flight.
+    fn complete_oldest(batched: &mut Batched) -> Outcome {
+        let Some((index, mut slot)) = batched.in_flight.pop_front() else {
+            return (usize::MAX, Ok(()));
+        };
+        // SAFETY: a signal of ours with one copy in flight: it drops below
+        // its value when the copy completes, by one on success; ROCr marks a
+        // failed copy by a negative value.
+        let value = unsafe {
+            (batched.wait)(
+                slot.signal,
+                HSA_SIGNAL_CONDITION_LT,
+                slot.value,
+                u64::MAX,
+                HSA_WAIT_STATE_BLOCKED,
+            )
+        };
+        let outcome = if value == slot.value - 1 {
+            slot.value = value;
+            Ok(())
+        } else {
+            // SAFETY: the copy is done; the signal is ours again.
+            unsafe { (batched.store)(slot.signal, SIGNAL_START) };
+            slot.value = SIGNAL_START;
+            Err(HSA_STATUS_ERROR)
+        };
+        batched.idle.push(slot);
+        (index, outcome)
+    }
+
+    /// Waits for every copy in flight and returns all outcomes.
+    pub fn finish(mut self) -> Vec<Outcome> {
+        self.drain();
+        std::mem::take(&mut self.outcomes)
+    }
+
+    fn drain(&mut self) {
+        if let Some(batched) = self.batched.as_mut() {
+            while !batched.in_flight.is_empty() {
+                let done = Self::complete_oldest(batched);
+                self.outcomes.push(done);
+            }
+        }
+    }
+}
+
+impl Drop for Copier<'_> {
+    /// Never leaves a copy in flight, even on an early return: the caller's
+    /// locks are released right after.
+    fn drop(&mut self) {
+        self.drain();
+        if let Some(batched) = self.batched.take() {
+            let signals = batched.idle.into_iter().map(|slot| slot.signal);
+            self.ctx.storage.return_signals(signals.collect());
+        }
+    }
+}

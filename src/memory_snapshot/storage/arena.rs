@@ -1,0 +1,456 @@
+//! Arenas: one backing allocation per tier per snapshot, with the snapshot's
+//! regions packed into it, retained per agent and tier after the snapshot is
+//! freed and handed to the next snapshot of that agent. Steady replay of many
+//! dispatches therefore allocates nothing: no host buffers, no device or
+//! pinned allocations.
+//!
+//! Retention keeps the high-water mark: of two arenas of one agent and tier,
+//! the larger is kept. `kr_trim_retained` releases what is retained;
+//! `kr_finalize` does too, and arenas still leased are released when their
+//! snapshots are freed. Everything held or retained counts against the
+//! budgets.
+
+use std::ffi::c_void;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use super::budget::{DeviceBudget, HostBudget};
+use super::pools::{self, AgentPools};
+use super::{PolicySetting, Tier};
+use crate::context::Context;
+use crate::hsa::hsa_agent_t;
+use crate::hsa::sys::hsa_signal_t;
+
+/// Region offsets inside an arena are aligned to this, so every copy starts
+/// on a boundary DMA engines like.
+pub const REGION_ALIGNMENT: usize = 256;
+
+/// The memory behind one arena.
+pub enum Backing {
+    /// Device or pinned host memory from a runtime pool, allocated and freed
+    /// through the un-wrapped pool entries.
+    Runtime { base: usize, capacity: usize },
+    /// Pageable host memory.
+    Pageable(Vec<u8>),
+}
+
+impl Backing {
+    pub fn base(&mut self) -> usize {
+        match self {
+            Backing::Runtime { base, .. } => *base,
+            Backing::Pageable(bytes) => bytes.as_mut_ptr() as usize,
+        }
+    }
+
+    pub fn capacity(&self) -> usize {
+        match self {
+            Backing::Runtime { capacity, .. } => *capacity,
+            Backing::Pageable(bytes) => bytes.capacity(),
+        }
+    }
+}
+
+/// Storage state of one agent.
+struct AgentStorage {
+    agent: u64,
+    /// Discovered on first use, or set by `kr_set_storage_pools`.
+    pools: Option<AgentPools>,
+    retained: [Option<Backing>; 3],
+    /// Bytes held per tier, leased and retained.
+    held: [u64; 3],
+}
+
+/// What planning needs to know about an agent's storage, read under the lock.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentView {
+    pub pools: AgentPools,
+    pub retained: [usize; 3],
+    pub held: [u64; 3],
+}
+
+/// Why an arena could not be had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcquireError {
+    OverBudget,
+    /// The runtime (or the host allocator) refused the allocation, or the
+    /// tier has no pool.
+    Allocation,
+}
+
+/// All storage state: policy, budgets, per-agent arenas, completion signals.
+pub struct Storage {
+    pub policy: PolicySetting,
+    pub device_budget: DeviceBudget,
+    pub host: HostBudget,
+    agents: Mutex<Vec<AgentStorage>>,
+    /// Completion signals for batched copies, created once and reused.
+    signals: Mutex<Vec<hsa_signal_t>>,
+}
+
+/// An arena leased to one snapshot; returned for reuse when dropped.
+pub struct Lease {
+    ctx: &'static Context,
+    agent: u64,
+    tier: Tier,
+    backing: Option<Backing>,
+}
+
+impl Lease {
+    pub fn tier(&self) -> Tier {
+        self.tier
+    }
+
+    /// Address of the arena's first byte.
+    pub fn base(&mut self) -> usize {
+        self.backing.as_mut().map_or(0, Backing::base)
+    }
+
+    pub fn capacity(&self) -> usize {
+        self.backing.as_ref().map_or(0, Backing::capacity)
+    }
+
+    /// Releases the arena now instead of retaining it (a declined snapshot
+    /// gives back everything it took).
+    pub fn discard(mut self) {
+        if let Some(backing) = self.backing.take() {
+            self.ctx
+                .storage
+                .release_now(self.ctx, self.agent, self.tier, backing);
+        }
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(backing) = self.backing.take() {
+            self.ctx
+                .storage
+                .give_back(self.ctx, self.agent, self.tier, backing);
+        }
+    }
+}
+
+impl Storage {
+    pub const fn new() -> Self {
+        Storage {
+            policy: PolicySetting::new(),
+            device_budget: DeviceBudget::new(),
+            host: HostBudget::new(),
+            agents: Mutex::new(Vec::new()),
+            signals: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn agents(&self) -> MutexGuard<'_, Vec<AgentStorage>> {
+        self.agents.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The agent's entry, created (with its pools discovered) on first use.
+    fn entry<'a>(
+        ctx: &Context,
+        agents: &'a mut Vec<AgentStorage>,
+        agent: hsa_agent_t,
+    ) -> Option<&'a mut AgentStorage> {
+        let index = match agents.iter().position(|a| a.agent == agent.handle) {
+            Some(index) => index,
+            None => {
+                agents.try_reserve(1).ok()?;
+                agents.push(AgentStorage {
+                    agent: agent.handle,
+                    pools: None,
+                    retained: [None, None, None],
+                    held: [0; 3],
+                });
+                agents.len() - 1
+            }
+        };
+        let entry = &mut agents[index];
+        if entry.pools.is_none() {
+            entry.pools = Some(match (ctx.core(), ctx.amd()) {
+                (Some(core), Some(amd)) => pools::discover(core, amd, agent),
+                _ => AgentPools::default(),
+            });
+        }
+        Some(entry)
+    }
+
+    /// Pools, retained capacities and held bytes of `agent`.
+    pub fn view(&self, ctx: &Context, agent: hsa_agent_t) -> AgentView {
+        let mut agents = self.agents();
+        match Self::entry(ctx, &mut agents, agent) {
+            Some(entry) => AgentView {
+                pools: entry.pools.unwrap_or_default(),
+                retained: [0, 1, 2]
+                    .map(|t| entry.retained[t].as_ref().map_or(0, Backing::capacity)),
+                held: entry.held,
+            },
+            None => AgentView {
+                pools: AgentPools::default(),
+                retained: [0; 3],
+                held: [0; 3],
+            },
+        }
+    }
+
+    /// Sets (or, with `None`, clears back to discovery) the pools of `agent`.
+    pub fn set_pools(&self, agent: hsa_agent_t, pools: Option<AgentPools>) {
+        let mut agents = self.agents();
+        if let Some(entry) = agents.iter_mut().find(|a| a.agent == agent.handle) {
+            entry.pools = pools;
+            return;
+        }
+        if pools.is_some() && agents.try_reserve(1).is_ok() {
+            agents.push(AgentStorage {
+                agent: agent.handle,
+                pools,
+                retained: [None, None, None],
+                held: [0; 3],
+            });
+        }
+    }
+
+    /// Leases an arena of at least `bytes` in `tier` for a snapshot of
+    /// `agent`: the retained one if it is large enough, else a new one (the
+    /// too-small retained arena is released first).
+    pub fn acquire(
+        &self,
+        ctx: &'static Context,
+        agent: hsa_agent_t,
+        tier: Tier,
+        bytes: usize,
+    ) -> Result<Lease, AcquireError> {
+        let mut agents = self.agents();
+        let entry = Self::entry(ctx, &mut agents, agent).ok_or(AcquireError::Allocation)?;
+        let slot = tier.index();
+        if entry.retained[slot]
+            .as_ref()
+            .is_some_and(|b| b.capacity() >= bytes)
+        {
+            let backing = entry.retained[slot].take();
+            return Ok(Lease {
+                ctx,
+                agent: agent.handle,
+                tier,
+                backing,
+            });
+        }
+        if let Some(small) = entry.retained[slot].take() {
+            release(ctx, entry, tier, small);
+        }
+        // Exactly what the layout needs: budgets are checked against it, and
+        // a steady workload asks for the same size every time.
+        let capacity = bytes.max(1);
+        if tier != Tier::Device && !self.host.claim(capacity as u64) {
+            return Err(AcquireError::OverBudget);
+        }
+        let backing = allocate(ctx, agent, entry.pools.unwrap_or_default(), tier, capacity);
+        match backing {
+            Some(backing) => {
+                entry.held[slot] += backing.capacity() as u64;
+                if tier != Tier::Device {
+                    // A Vec may come back with more capacity than asked for.
+                    let extra = (backing.capacity() - capacity) as u64;
+                    if extra > 0 && !self.host.claim(extra) {
+                        self.host.release(capacity as u64);
+                        entry.held[slot] -= backing.capacity() as u64;
+                        free(ctx, tier, backing);
+                        return Err(AcquireError::OverBudget);
+                    }
+                }
+                Ok(Lease {
+                    ctx,
+                    agent: agent.handle,
+                    tier,
+                    backing: Some(backing),
+                })
+            }
+            None => {
+                if tier != Tier::Device {
+                    self.host.release(capacity as u64);
+                }
+                Err(AcquireError::Allocation)
+            }
+        }
+    }
+
+    /// Takes back a snapshot's arena: retained if it is the agent's largest
+    /// of that tier (and the library is not finalized), released otherwise.
+    fn give_back(&self, ctx: &'static Context, agent: u64, tier: Tier, backing: Backing) {
+        let mut agents = self.agents();
+        let Some(entry) = agents.iter_mut().find(|a| a.agent == agent) else {
+            free(ctx, tier, backing);
+            return;
+        };
+        let slot = tier.index();
+        let keep = !ctx.gate.finalized()
+            && entry.retained[slot]
+                .as_ref()
+                .is_none_or(|r| r.capacity() < backing.capacity());
+        if keep {
+            if let Some(smaller) = entry.retained[slot].replace(backing) {
+                release(ctx, entry, tier, smaller);
+            }
+        } else {
+            release(ctx, entry, tier, backing);
+        }
+    }
+
+    /// Frees a backing without retaining it.
+    fn release_now(&self, ctx: &'static Context, agent: u64, tier: Tier, backing: Backing) {
+        let mut agents = self.agents();
+        match agents.iter_mut().find(|a| a.agent == agent) {
+            Some(entry) => release(ctx, entry, tier, backing),
+            None => free(ctx, tier, backing),
+        }
+    }
+
+    /// Releases every retained arena; returns the bytes released.
+    pub fn trim(&self, ctx: &Context) -> u64 {
+        let mut agents = self.agents();
+        let mut released = 0;
+        for entry in agents.iter_mut() {
+            for tier in Tier::ALL {
+                if let Some(backing) = entry.retained[tier.index()].take() {
+                    released += backing.capacity() as u64;
+                    release(ctx, entry, tier, backing);
+                }
+            }
+        }
+        released
+    }
+
+    /// Bytes held per tier, all agents (leased and retained).
+    pub fn held(&self) -> [u64; 3] {
+        let agents = self.agents();
+        agents
+            .iter()
+            .fold([0; 3], |sum, a| [0, 1, 2].map(|t| sum[t] + a.held[t]))
+    }
+
+    /// Bytes retained per tier, all agents.
+    pub fn retained(&self) -> [u64; 3] {
+        let agents = self.agents();
+        agents.iter().fold([0; 3], |sum, a| {
+            [0, 1, 2].map(|t| sum[t] + a.retained[t].as_ref().map_or(0, |b| b.capacity() as u64))
+        })
+    }
+
+    /// Takes `count` completion signals (value 1), creating what the pool
+    /// lacks; fewer (possibly none) if the runtime cannot create them.
+    pub fn take_signals(&self, ctx: &Context, count: usize) -> Vec<hsa_signal_t> {
+        let mut taken = Vec::new();
+        if taken.try_reserve_exact(count).is_err() {
+            return taken;
+        }
+        {
+            let mut pool = self.signals.lock().unwrap_or_else(PoisonError::into_inner);
+            while taken.len() < count {
+                match pool.pop() {
+                    Some(signal) => taken.push(signal),
+                    None => break,
+                }
+            }
+        }
+        let Some(create) = ctx.core().and_then(|c| c.optional.signal_create) else {
+            return taken;
+        };
+        while taken.len() < count {
+            let mut signal = hsa_signal_t { handle: 0 };
+            // SAFETY: a writable out-parameter; no consumer agents.
+            let status = unsafe { create(1, 0, std::ptr::null(), &mut signal) };
+            if status != crate::hsa::HSA_STATUS_SUCCESS {
+                break;
+            }
+            taken.push(signal);
+        }
+        taken
+    }
+
+    /// Returns completion signals to the pool.
+    pub fn return_signals(&self, signals: Vec<hsa_signal_t>) {
+        let mut pool = self.signals.lock().unwrap_or_else(PoisonError::into_inner);
+        if pool.try_reserve(signals.len()).is_ok() {
+            pool.extend(signals);
+        }
+    }
+
+    /// Destroys the pooled signals (finalize).
+    pub fn destroy_signals(&self, ctx: &Context) {
+        let signals =
+            std::mem::take(&mut *self.signals.lock().unwrap_or_else(PoisonError::into_inner));
+        if let Some(destroy) = ctx.core().and_then(|c| c.optional.signal_destroy) {
+            for signal in signals {
+                // SAFETY: a signal this library created and no longer uses.
+                unsafe { destroy(signal) };
+            }
+        }
+    }
+}
+
+impl Default for Storage {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Frees a backing and takes it off the agent's (and the host budget's) books.
+fn release(ctx: &Context, entry: &mut AgentStorage, tier: Tier, backing: Backing) {
+    let capacity = backing.capacity() as u64;
+    entry.held[tier.index()] -= capacity;
+    if tier != Tier::Device {
+        ctx.storage.host.release(capacity);
+    }
+    free(ctx, tier, backing);
+}
+
+fn free(ctx: &Context, _tier: Tier, backing: Backing) {
+    if let Backing::Runtime { base, .. } = backing {
+        if let Some(amd) = ctx.amd() {
+            // SAFETY: memory this library allocated from the same runtime
+            // through the un-wrapped entry, no longer leased or retained.
+            unsafe { (amd.pool_free)(base as *mut c_void) };
+        }
+    }
+}
+
+/// Allocates a backing: device and pinned memory through the un-wrapped
+/// pool allocator (so never tracked, never captured), pinned memory made
+/// accessible to the replayed agent; pageable memory fallibly.
+fn allocate(
+    ctx: &Context,
+    agent: hsa_agent_t,
+    pools: AgentPools,
+    tier: Tier,
+    capacity: usize,
+) -> Option<Backing> {
+    let pool = match tier {
+        Tier::Pageable => {
+            let mut bytes = Vec::new();
+            bytes.try_reserve_exact(capacity).ok()?;
+            return Some(Backing::Pageable(bytes));
+        }
+        Tier::Device => pools.device_pool?.0,
+        Tier::Pinned => pools.host_pool?.pool,
+    };
+    let amd = ctx.amd()?;
+    let mut ptr = std::ptr::null_mut();
+    // SAFETY: a pool the runtime reported, a writable out-parameter.
+    let status = unsafe { (amd.pool_allocate)(pool, capacity, 0, &mut ptr) };
+    if status != crate::hsa::HSA_STATUS_SUCCESS || ptr.is_null() {
+        return None;
+    }
+    if tier == Tier::Pinned {
+        let granted = amd.optional.allow_access.is_some_and(|allow| {
+            // SAFETY: one valid agent, no flags, our own fresh allocation.
+            unsafe { allow(1, &agent, std::ptr::null(), ptr) == crate::hsa::HSA_STATUS_SUCCESS }
+        });
+        if !granted {
+            // SAFETY: our own fresh allocation.
+            unsafe { (amd.pool_free)(ptr) };
+            return None;
+        }
+    }
+    Some(Backing::Runtime {
+        base: ptr as usize,
+        capacity,
+    })
+}

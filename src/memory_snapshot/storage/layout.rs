@@ -1,0 +1,264 @@
+//! Planning a snapshot's storage: which tier each region goes to, at which
+//! offset of that tier's arena, and leasing the arenas.
+
+use super::arena::{AcquireError, AgentView, Lease, REGION_ALIGNMENT};
+use super::budget::{device_safety_margin, DEVICE_BUDGET_AUTO};
+use super::pools::memory_available;
+use super::{StoragePolicy, Tier};
+use crate::context::Context;
+use crate::hsa::hsa_agent_t;
+
+/// Where every region of one snapshot goes, with the leased arenas.
+pub struct Layout {
+    /// Per region, in capture order: tier and offset in that tier's arena.
+    pub places: Vec<(Tier, usize)>,
+    /// The leased arena of each tier used (indexed by `Tier::index`).
+    pub leases: [Option<Lease>; 3],
+}
+
+/// Why no layout could be had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LayoutError {
+    /// A forced device tier does not fit (budget, pool, or allocation).
+    DeviceMemory {
+        needed: u64,
+        error: Option<AcquireError>,
+    },
+    /// Host memory (pinned or pageable) does not fit the host budget or
+    /// cannot be allocated.
+    HostMemory {
+        needed: u64,
+        error: Option<AcquireError>,
+    },
+    /// The plan itself could not be allocated.
+    Metadata,
+}
+
+/// Plans and leases storage for regions of `sizes` bytes.
+pub fn lay_out(
+    ctx: &'static Context,
+    agent: hsa_agent_t,
+    sizes: &[usize],
+    policy: StoragePolicy,
+) -> Result<Layout, LayoutError> {
+    let view = ctx.storage.view(ctx, agent);
+    let device_usable = view.pools.is_gpu && view.pools.device_pool.is_some();
+    let pinned_usable = view.pools.host_pool.is_some()
+        && ctx
+            .amd()
+            .is_some_and(|amd| amd.optional.allow_access.is_some());
+    let mut allowed = match policy.forced_tier() {
+        Some(tier) => [
+            tier == Tier::Device,
+            tier == Tier::Pinned,
+            tier == Tier::Pageable,
+        ],
+        None => [device_usable, pinned_usable, true],
+    };
+    loop {
+        let rooms = Rooms {
+            device: if allowed[0] && device_usable {
+                device_room(ctx, agent, &view)
+            } else {
+                0
+            },
+            host: ctx
+                .storage
+                .host
+                .room()
+                .saturating_add((view.retained[1] + view.retained[2]) as u64),
+        };
+        let (places, totals) = assign(sizes, allowed, rooms).map_err(|error| match error {
+            AssignError::Metadata => LayoutError::Metadata,
+            AssignError::NoRoom(needed) if policy == StoragePolicy::Device => {
+                LayoutError::DeviceMemory {
+                    needed,
+                    error: None,
+                }
+            }
+            AssignError::NoRoom(needed) => LayoutError::HostMemory {
+                needed,
+                error: None,
+            },
+        })?;
+        let mut leases: [Option<Lease>; 3] = [None, None, None];
+        let mut retry = false;
+        for tier in Tier::ALL {
+            let bytes = totals[tier.index()];
+            if bytes == 0 {
+                continue;
+            }
+            match ctx.storage.acquire(ctx, agent, tier, bytes as usize) {
+                Ok(lease) => leases[tier.index()] = Some(lease),
+                // Auto degrades to the next tier; a forced tier declines.
+                Err(_) if policy == StoragePolicy::Auto && tier != Tier::Pageable => {
+                    allowed[tier.index()] = false;
+                    retry = true;
+                    break;
+                }
+                Err(error) if tier == Tier::Device => {
+                    return Err(LayoutError::DeviceMemory {
+                        needed: bytes,
+                        error: Some(error),
+                    })
+                }
+                Err(error) => {
+                    return Err(LayoutError::HostMemory {
+                        needed: bytes,
+                        error: Some(error),
+                    })
+                }
+            }
+        }
+        if !retry {
+            return Ok(Layout { places, leases });
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Rooms {
+    device: u64,
+    host: u64,
+}
+
+/// Per region its tier and offset, and per tier the bytes used.
+type Assignment = (Vec<(Tier, usize)>, [u64; 3]);
+
+#[derive(Debug, PartialEq, Eq)]
+enum AssignError {
+    /// The bytes that did not fit.
+    NoRoom(u64),
+    Metadata,
+}
+
+/// Assigns each region the first allowed tier with room, in the order
+/// device, pinned, pageable. Returns the places and per-tier totals.
+fn assign(sizes: &[usize], allowed: [bool; 3], rooms: Rooms) -> Result<Assignment, AssignError> {
+    let mut places = Vec::new();
+    places
+        .try_reserve_exact(sizes.len())
+        .map_err(|_| AssignError::Metadata)?;
+    let mut used = [0u64; 3];
+    for &size in sizes {
+        let aligned = size.next_multiple_of(REGION_ALIGNMENT) as u64;
+        let fits = |tier: Tier, used: &[u64; 3]| -> bool {
+            let mut after = *used;
+            after[tier.index()] += aligned;
+            match tier {
+                Tier::Device => after[0] <= rooms.device,
+                Tier::Pinned | Tier::Pageable => after[1].saturating_add(after[2]) <= rooms.host,
+            }
+        };
+        let tier = Tier::ALL
+            .into_iter()
+            .find(|&t| allowed[t.index()] && fits(t, &used))
+            .ok_or(AssignError::NoRoom(used.iter().sum::<u64>() + aligned))?;
+        places.push((tier, used[tier.index()] as usize));
+        used[tier.index()] += aligned;
+    }
+    Ok((places, used))
+}
+
+/// How large a device arena this snapshot may have: the device budget less
+/// what other snapshots of the agent hold, or (auto) the agent's free memory
+/// less the safety margin, plus the retained arena this snapshot can reuse.
+fn device_room(ctx: &Context, agent: hsa_agent_t, view: &AgentView) -> u64 {
+    let Some((_, pool_size)) = view.pools.device_pool else {
+        return 0;
+    };
+    let held = view.held[0];
+    let retained = view.retained[0] as u64;
+    match ctx.storage.device_budget.get() {
+        DEVICE_BUDGET_AUTO => {
+            let available = ctx
+                .core()
+                .and_then(|core| memory_available(core, agent))
+                .unwrap_or_else(|| {
+                    // A runtime without the free-memory query: the pool size
+                    // less what the application and our arenas hold.
+                    let tracked = ctx.inventory.agent_totals(agent.handle).1;
+                    pool_size.saturating_sub(tracked).saturating_sub(held)
+                });
+            available
+                .saturating_add(retained)
+                .saturating_sub(device_safety_margin(pool_size))
+        }
+        budget => budget.saturating_sub(held - retained),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ALL: [bool; 3] = [true, true, true];
+
+    const GRANULE: u64 = 64 << 10;
+
+    #[test]
+    fn device_fills_first_then_host_tiers() {
+        let sizes = [GRANULE as usize; 4];
+        let (places, totals) = assign(
+            &sizes,
+            ALL,
+            Rooms {
+                device: 2 * GRANULE,
+                host: u64::MAX,
+            },
+        )
+        .unwrap();
+        let tiers: Vec<Tier> = places.iter().map(|p| p.0).collect();
+        assert_eq!(
+            tiers,
+            [Tier::Device, Tier::Device, Tier::Pinned, Tier::Pinned]
+        );
+        assert_eq!(totals, [2 * GRANULE, 2 * GRANULE, 0]);
+        assert_eq!(places[1].1, GRANULE as usize, "packed at aligned offsets");
+    }
+
+    #[test]
+    fn offsets_are_aligned_and_regions_do_not_overlap() {
+        let sizes = [1, 300, 17, 256];
+        let (places, totals) = assign(
+            &sizes,
+            ALL,
+            Rooms {
+                device: u64::MAX,
+                host: 0,
+            },
+        )
+        .unwrap();
+        let offsets: Vec<usize> = places.iter().map(|p| p.1).collect();
+        assert_eq!(offsets, [0, 256, 768, 1024]);
+        assert_eq!(totals[0], 1280);
+    }
+
+    #[test]
+    fn without_pinned_the_overflow_goes_pageable_and_past_the_host_room_fails() {
+        let sizes = [GRANULE as usize; 3];
+        let allowed = [true, false, true];
+        let (places, _) = assign(
+            &sizes,
+            allowed,
+            Rooms {
+                device: GRANULE,
+                host: 2 * GRANULE,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            places.iter().map(|p| p.0).collect::<Vec<_>>(),
+            [Tier::Device, Tier::Pageable, Tier::Pageable]
+        );
+        assert!(assign(
+            &sizes,
+            allowed,
+            Rooms {
+                device: GRANULE,
+                host: GRANULE
+            }
+        )
+        .is_err());
+    }
+}
