@@ -70,7 +70,7 @@ fn snapshots_of_two_agents_run_concurrently_from_many_threads() {
             });
         }
     });
-    assert_eq!(kr_host_bytes_in_use(), 0);
+    assert_nothing_held();
     assert_eq!(sim.copy_violations(), 0);
     for (_, p) in buffers {
         assert_eq!(pool_free(p as *mut u8), SUCCESS);
@@ -133,7 +133,7 @@ fn every_export_from_many_threads_at_once() {
         kr_tracked_count(agent(gpus[0])) + kr_tracked_count(agent(gpus[1])),
         0
     );
-    assert_eq!(kr_host_bytes_in_use(), 0);
+    assert_nothing_held();
     assert_eq!(sim.copy_violations(), 0);
     assert!(sim.quarantine_intact());
 }

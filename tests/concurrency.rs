@@ -89,7 +89,7 @@ fn churn_during_snapshots_and_restores_never_touches_freed_or_reused_memory() {
         pool_free(p as *mut u8);
     }
     assert_eq!(kr_tracked_count(agent(gpu)), 0);
-    assert_eq!(kr_host_bytes_in_use(), 0);
+    assert_nothing_held();
 }
 
 struct StopOnDrop<'a>(&'a AtomicBool);

@@ -5,7 +5,6 @@ mod common;
 use std::ffi::c_void;
 
 use common::*;
-use hsa_sim::CopyDirection;
 use kernel_replay::ffi::types::kr_decline_reason_t::*;
 use kernel_replay::ffi::types::*;
 use kernel_replay::ffi::*;
@@ -85,16 +84,9 @@ fn every_pass_sees_the_inputs_of_the_first() {
             s.0
         );
     }
-    assert_eq!(
-        sim.copy_count(CopyDirection::DeviceToHost),
-        2,
-        "one snapshot: buffer and counter"
-    );
-    assert_eq!(
-        sim.copy_count(CopyDirection::HostToDevice),
-        8,
-        "a restore before passes 1..4"
-    );
+    // One snapshot of two regions (buffer and counter), a restore of both
+    // before passes 1..4.
+    assert_eq!(copies(&sim), 2 + 4 * 2);
     // No restore after the last pass: the application keeps one pass's result.
     let expected: Vec<u8> = first
         .1
@@ -103,11 +95,9 @@ fn every_pass_sees_the_inputs_of_the_first() {
         .collect();
     assert_eq!(bytes(k.buffer, 64), expected);
     assert_eq!(bytes(k.counter, 1)[0], 1);
-    assert_eq!(
-        kr_host_bytes_in_use(),
-        0,
-        "the window's snapshot is released"
-    );
+    // The window's snapshot was freed: trimming what it left for reuse
+    // leaves nothing held.
+    assert_nothing_held();
 }
 
 #[test]
@@ -121,7 +111,7 @@ fn one_pass_or_none_runs_once_without_a_snapshot() {
             (false, 1, KR_DECLINE_NONE)
         );
         assert_eq!(k.seen.len(), 1);
-        assert_eq!(sim.copy_count(CopyDirection::DeviceToHost), 0);
+        assert_eq!(copies(&sim), 0);
     }
 }
 
@@ -129,7 +119,7 @@ fn one_pass_or_none_runs_once_without_a_snapshot() {
 fn a_declined_snapshot_runs_the_dispatch_exactly_once() {
     let sim = session(1);
     let mut k = kernel(&sim);
-    sim.fail_nth_d2h_copy(2);
+    sim.fail_copies_from(k.counter);
     let result = replay(sim.gpu(0), 5, &mut k);
     assert_eq!(
         (result.replayed, result.passes_run, result.decline_reason),
@@ -137,7 +127,7 @@ fn a_declined_snapshot_runs_the_dispatch_exactly_once() {
     );
     assert_eq!(k.seen.len(), 1);
     assert_eq!(k.seen[0].0, 0);
-    assert_eq!(sim.copy_count(CopyDirection::HostToDevice), 0);
+    assert_eq!(copies(&sim), 2, "the two capture copies, no restore");
     assert_eq!(logs_containing("running the dispatch once").len(), 1);
 }
 
@@ -145,7 +135,7 @@ fn a_declined_snapshot_runs_the_dispatch_exactly_once() {
 fn restore_failures_are_counted_across_the_window() {
     let sim = session(1);
     let mut k = kernel(&sim);
-    sim.fail_h2d_copy_into(k.counter);
+    sim.fail_copies_into(k.counter);
     let result = replay(sim.gpu(0), 4, &mut k);
     assert!(result.replayed);
     assert_eq!(
@@ -162,7 +152,7 @@ fn no_pass_function_runs_nothing() {
     // SAFETY: NULL pass function is accepted.
     let result = unsafe { kr_replay(agent(sim.gpu(0)), 3, None, std::ptr::null_mut()) };
     assert_eq!((result.replayed, result.passes_run), (false, 0));
-    assert_eq!(sim.copy_count(CopyDirection::DeviceToHost), 0);
+    assert_eq!(copies(&sim), 0);
 }
 
 #[test]

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use hsa_sim::{CopyDirection, PoolKind};
+use hsa_sim::PoolKind;
 use kernel_replay::ffi::types::*;
 use kernel_replay::ffi::*;
 
@@ -35,7 +35,7 @@ fn null_and_declined_snapshots_restore_nothing() {
         unsafe { kr_restore_with_report(declined.0, std::ptr::null_mut()) },
         0
     );
-    assert_eq!(sim.copy_count(CopyDirection::HostToDevice), 0);
+    assert_eq!(copies(&sim), 0);
     assert!(all(p, 4096, 2));
 }
 
@@ -118,8 +118,8 @@ fn a_failed_copy_is_reported_and_the_other_regions_are_still_restored() {
     for (p, n) in [(a, 4096), (b, 4096), (v, 16), (w, 16)] {
         fill(p, n, 0xEE);
     }
-    sim.fail_h2d_copy_into(a);
-    sim.fail_h2d_copy_into(v);
+    sim.fail_copies_into(a);
+    sim.fail_copies_into(v);
     let report = snap.restore();
     assert_eq!(
         (report.restored, report.skipped_not_live, report.failed),
@@ -131,7 +131,7 @@ fn a_failed_copy_is_reported_and_the_other_regions_are_still_restored() {
     );
     assert!(all(b, 4096, 2) && all(w, 16, 4));
     assert_eq!(logs_containing("failed with HSA status").len(), 2);
-    sim.clear_h2d_copy_faults();
+    sim.clear_copy_faults();
     assert_eq!(snap.restore().restored, 4, "a later restore succeeds");
     assert!(all(a, 4096, 1) && all(v, 16, 3));
 }
@@ -165,11 +165,6 @@ fn restores_repeat_and_each_returns_the_original_state() {
         assert_eq!(snap.restore().restored, 1);
         assert!(all(p, 4096, 5));
     }
-    assert_eq!(sim.copy_count(CopyDirection::HostToDevice), 10);
-    assert_eq!(
-        sim.copy_count(CopyDirection::DeviceToHost),
-        1,
-        "captured once"
-    );
+    assert_eq!(copies(&sim), 11, "captured once, restored ten times");
     pool_free(p);
 }

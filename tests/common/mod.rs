@@ -166,10 +166,15 @@ pub fn install() {
 /// A test session: the runtime reset to `gpus` GPUs, the library installed,
 /// tracking on, the iterator set, no host budget, warnings captured.
 pub fn session(gpus: u32) -> hsa_sim::SimSession {
-    let sim = hsa_sim::session(gpus);
+    // Arenas retained from the last session live in the runtime's old
+    // topology: release them before the reset frees that memory.
+    let sim = hsa_sim::continue_session();
     install();
+    kr_trim_retained();
+    sim.reset(gpus);
     kr_set_executable_iterator(sim_iterator());
     kr_set_host_budget(0);
+    kr_set_device_budget(kernel_replay::ffi::types::KR_DEVICE_BUDGET_AUTO);
     assert!(kr_set_tracking_enabled(true));
     capture_logs(kr_log_level_t::KR_LOG_WARN);
     logs_clear();
@@ -355,3 +360,118 @@ unsafe impl GlobalAlloc for FailingAllocator {
 
 #[global_allocator]
 static ALLOCATOR: FailingAllocator = FailingAllocator;
+
+// ---- storage policies ---------------------------------------------------------
+//
+// The integration tests run under whatever storage policy is in force
+// (KERNEL_REPLAY_STORAGE; scripts/test.sh runs them under each), so their
+// assertions hold for every policy. These helpers say what differs.
+
+/// The policy the process runs under.
+pub fn policy() -> kr_storage_policy_t {
+    kr_storage_policy()
+}
+
+pub fn is_baseline() -> bool {
+    policy() == kr_storage_policy_t::KR_STORAGE_BASELINE
+}
+
+/// Every copy the runtime performed or refused, whatever its direction (a
+/// snapshot may keep its copy in device, pinned or pageable memory).
+pub fn copies(sim: &hsa_sim::SimSession) -> u64 {
+    use hsa_sim::CopyDirection::*;
+    [HostToHost, HostToDevice, DeviceToHost, DeviceToDevice]
+        .into_iter()
+        .map(|d| sim.copy_count(d))
+        .sum()
+}
+
+/// Memory the library holds for snapshots, host and device.
+pub fn held() -> u64 {
+    kr_host_bytes_in_use() + kr_device_bytes_in_use()
+}
+
+/// Once retained arenas are trimmed, nothing is held unless a snapshot is
+/// alive: this fails if a snapshot leaked its memory.
+pub fn assert_nothing_held() {
+    kr_trim_retained();
+    assert_eq!(
+        kr_host_bytes_in_use(),
+        0,
+        "host bytes held with no live snapshot"
+    );
+    assert_eq!(
+        kr_device_bytes_in_use(),
+        0,
+        "device bytes held with no live snapshot"
+    );
+}
+
+/// Runs the rest of a test under `policy`, restoring the process's policy
+/// when dropped.
+pub struct PolicyGuard(kr_storage_policy_t);
+
+impl PolicyGuard {
+    pub fn set(policy: kr_storage_policy_t) -> PolicyGuard {
+        let previous = kr_storage_policy();
+        assert!(kr_set_storage_policy(policy as u32));
+        PolicyGuard(previous)
+    }
+}
+
+impl Drop for PolicyGuard {
+    fn drop(&mut self) {
+        kr_set_storage_policy(self.0 as u32);
+    }
+}
+
+/// `hsa_executable_destroy` as the application calls it: through the core
+/// table (where the library's wrapper sits).
+pub fn executable_destroy(exe: hsa_sim::Executable) -> hsa_status_t {
+    // SAFETY: a complete table from the runtime.
+    unsafe {
+        (*core_table())
+            .hsa_executable_destroy_fn
+            .expect("executable destroy entry")(kernel_replay::hsa::hsa_executable_t {
+            handle: exe.handle,
+        })
+    }
+}
+
+/// The library's counters.
+pub fn stats() -> kr_stats_t {
+    let mut stats = kr_stats_t::default();
+    // SAFETY: a writable struct.
+    unsafe { kr_get_stats(&mut stats) };
+    stats
+}
+
+impl Snap {
+    /// Bytes the snapshot keeps in `tier`.
+    pub fn tier_bytes(&self, tier: kr_storage_tier_t) -> u64 {
+        // SAFETY: a live snapshot.
+        unsafe { kr_snapshot_tier_bytes(self.0, tier as u32) }
+    }
+}
+
+/// Whether the process batches copies by default (`KERNEL_REPLAY_COPY`).
+pub fn batched_by_default() -> bool {
+    !std::env::var("KERNEL_REPLAY_COPY").is_ok_and(|v| v.eq_ignore_ascii_case("blocking"))
+}
+
+/// Turns batched copies on or off for the rest of a test, restoring the
+/// process default when dropped.
+pub struct BatchGuard;
+
+impl BatchGuard {
+    pub fn set(enabled: bool) -> BatchGuard {
+        kr_set_batched_copies(enabled);
+        BatchGuard
+    }
+}
+
+impl Drop for BatchGuard {
+    fn drop(&mut self) {
+        kr_set_batched_copies(batched_by_default());
+    }
+}

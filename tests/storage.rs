@@ -1,0 +1,465 @@
+//! Storage tiers, arenas, batched copies, the discovery cache and the
+//! counters: what each policy does with a snapshot's copies.
+
+mod common;
+
+use common::*;
+use hsa_sim::{CopyDirection, PoolKind};
+use kernel_replay::ffi::types::kr_decline_reason_t::*;
+use kernel_replay::ffi::types::kr_storage_policy_t::*;
+use kernel_replay::ffi::types::kr_storage_tier_t::*;
+use kernel_replay::ffi::types::KR_DEVICE_BUDGET_AUTO;
+use kernel_replay::ffi::*;
+
+/// Two buffers and a module variable on gpu0, filled with known bytes.
+fn workload(sim: &hsa_sim::SimSession) -> Vec<(*mut u8, usize, u8)> {
+    let gpu = sim.gpu(0);
+    let exe = sim.executable_create();
+    let v = sim.add_variable(exe, gpu, "v", 64, false);
+    fill(v, 64, 3);
+    vec![
+        (device_buffer(sim, gpu, 100_000, 1), 100_000, 1),
+        (device_buffer(sim, gpu, 4096, 2), 4096, 2),
+        (v, 64, 3),
+    ]
+}
+
+fn mutate(regions: &[(*mut u8, usize, u8)]) {
+    for &(p, n, b) in regions {
+        fill(p, n, !b);
+    }
+}
+
+fn restored(regions: &[(*mut u8, usize, u8)]) -> bool {
+    regions.iter().all(|&(p, n, b)| all(p, n, b))
+}
+
+const TOTAL: u64 = 100_000 + 4096 + 64;
+
+#[test]
+fn auto_keeps_everything_in_device_memory_when_it_fits() {
+    let sim = session(1);
+    let _p = PolicyGuard::set(KR_STORAGE_AUTO);
+    let regions = workload(&sim);
+    let tracked_before = kr_tracked_count(agent(sim.gpu(0)));
+    let snap = Snap::of(sim.gpu(0));
+    assert!(snap.ok());
+    assert_eq!(snap.tier_bytes(KR_TIER_DEVICE), TOTAL);
+    assert_eq!(
+        snap.tier_bytes(KR_TIER_PINNED) + snap.tier_bytes(KR_TIER_PAGEABLE),
+        0
+    );
+    assert!(kr_device_bytes_in_use() >= TOTAL);
+    assert_eq!(kr_host_bytes_in_use(), 0);
+    // The arena is the library's: never tracked, never captured itself.
+    assert_eq!(kr_tracked_count(agent(sim.gpu(0))), tracked_before);
+    assert_eq!(snap.regions(), 3);
+    assert_eq!(
+        copies(&sim),
+        sim.copy_count(CopyDirection::DeviceToDevice),
+        "device-to-device only"
+    );
+    mutate(&regions);
+    assert_eq!(snap.restore().restored, 3);
+    assert!(restored(&regions));
+}
+
+#[test]
+fn auto_spills_past_the_device_budget_to_pinned_then_pageable() {
+    let sim = session(1);
+    let _p = PolicyGuard::set(KR_STORAGE_AUTO);
+    let regions = workload(&sim);
+    // Room for the first region only on the device.
+    kr_set_device_budget(100_000);
+    let snap = Snap::of(sim.gpu(0));
+    let (device, pinned) = (
+        snap.tier_bytes(KR_TIER_DEVICE),
+        snap.tier_bytes(KR_TIER_PINNED),
+    );
+    assert!(
+        device > 0 && device <= 100_000,
+        "the device takes what fits: {device}"
+    );
+    assert!(pinned > 0, "the rest goes to pinned memory");
+    assert_eq!(device + pinned, TOTAL);
+    drop(snap);
+    kr_trim_retained();
+    // Without a device tier and with too little host budget for pinned and
+    // pageable together, it declines.
+    kr_set_device_budget(0);
+    kr_set_host_budget(TOTAL + 3 * 256); // room for the aligned packing
+    let snap = Snap::of(sim.gpu(0));
+    assert!(snap.ok(), "{:?}", logs());
+    assert_eq!(snap.tier_bytes(KR_TIER_DEVICE), 0);
+    assert!(snap.tier_bytes(KR_TIER_PINNED) > 0);
+    mutate(&regions);
+    assert_eq!(snap.restore().restored, 3);
+    assert!(restored(&regions));
+    drop(snap);
+    kr_set_host_budget(1000);
+    kr_trim_retained();
+    assert_eq!(Snap::of(sim.gpu(0)).reason(), KR_DECLINE_HOST_MEMORY);
+    kr_set_host_budget(0);
+    kr_set_device_budget(KR_DEVICE_BUDGET_AUTO);
+}
+
+#[test]
+fn auto_falls_back_when_a_tier_cannot_be_allocated() {
+    let sim = session(1);
+    let _p = PolicyGuard::set(KR_STORAGE_AUTO);
+    let regions = workload(&sim);
+    // The device arena allocation fails, then the pinned one: pageable.
+    sim.fail_next_allocations(2);
+    let snap = Snap::of(sim.gpu(0));
+    assert!(snap.ok());
+    assert_eq!(snap.tier_bytes(KR_TIER_PAGEABLE), TOTAL);
+    assert!(kr_host_bytes_in_use() >= TOTAL);
+    mutate(&regions);
+    assert_eq!(snap.restore().restored, 3);
+    assert!(restored(&regions));
+}
+
+#[test]
+fn a_runtime_without_the_free_memory_query_sizes_the_device_tier_by_the_pool() {
+    let sim = session(1);
+    let _p = PolicyGuard::set(KR_STORAGE_AUTO);
+    sim.set_memory_avail_supported(false);
+    workload(&sim);
+    let snap = Snap::of(sim.gpu(0));
+    assert_eq!(snap.tier_bytes(KR_TIER_DEVICE), TOTAL);
+}
+
+#[test]
+fn each_forced_policy_keeps_copies_in_its_own_tier() {
+    for (policy, tier) in [
+        (KR_STORAGE_DEVICE, Some(KR_TIER_DEVICE)),
+        (KR_STORAGE_PINNED, Some(KR_TIER_PINNED)),
+        (KR_STORAGE_PAGEABLE, Some(KR_TIER_PAGEABLE)),
+        (KR_STORAGE_BASELINE, Some(KR_TIER_PAGEABLE)),
+    ] {
+        let sim = session(1);
+        let _p = PolicyGuard::set(policy);
+        assert_eq!(kr_storage_policy(), policy);
+        let regions = workload(&sim);
+        let snap = Snap::of(sim.gpu(0));
+        assert!(snap.ok(), "{policy:?}");
+        let tier = tier.unwrap();
+        assert_eq!(snap.tier_bytes(tier), TOTAL, "{policy:?}");
+        mutate(&regions);
+        assert_eq!(snap.restore().restored, 3, "{policy:?}");
+        assert!(restored(&regions), "{policy:?}");
+        if policy == KR_STORAGE_BASELINE {
+            assert_eq!(
+                sim.async_copy_count(),
+                0,
+                "the baseline copies one blocking copy at a time"
+            );
+            assert_eq!(
+                kr_host_bytes_in_use(),
+                TOTAL,
+                "one buffer per region, exactly"
+            );
+        }
+    }
+}
+
+#[test]
+fn an_unknown_policy_is_refused_and_changes_nothing() {
+    let _sim = session(1);
+    let before = kr_storage_policy();
+    assert!(!kr_set_storage_policy(99));
+    assert_eq!(kr_storage_policy(), before);
+}
+
+#[test]
+fn a_forced_device_tier_that_does_not_fit_declines_with_device_memory() {
+    let sim = session(1);
+    let _p = PolicyGuard::set(KR_STORAGE_DEVICE);
+    workload(&sim);
+    kr_set_device_budget(50_000);
+    let snap = Snap::of(sim.gpu(0));
+    assert_eq!(snap.reason(), KR_DECLINE_DEVICE_MEMORY);
+    assert!(logs_containing("device budget").len() == 1, "{:?}", logs());
+    assert_nothing_held();
+    kr_set_device_budget(KR_DEVICE_BUDGET_AUTO);
+    // A CPU agent has no device tier at all.
+    let cpu = sim.cpu();
+    device_buffer_on(&sim, cpu);
+    assert_eq!(Snap::of(cpu).reason(), KR_DECLINE_DEVICE_MEMORY);
+}
+
+fn device_buffer_on(sim: &hsa_sim::SimSession, cpu: hsa_sim::Agent) {
+    let p = pool_allocate(sim.pool(cpu, PoolKind::SystemCoarse), 4096, 0).unwrap();
+    fill(p, 4096, 9);
+}
+
+#[test]
+fn steady_replay_reuses_its_arenas_and_allocates_nothing() {
+    for policy in [
+        KR_STORAGE_AUTO,
+        KR_STORAGE_DEVICE,
+        KR_STORAGE_PINNED,
+        KR_STORAGE_PAGEABLE,
+    ] {
+        let sim = session(1);
+        let _p = PolicyGuard::set(policy);
+        let regions = workload(&sim);
+        // The first window allocates its arena; later windows reuse it.
+        drop(Snap::of(sim.gpu(0)));
+        let live = sim.live_allocation_count();
+        let held_after_first = held();
+        for _ in 0..10 {
+            let snap = Snap::of(sim.gpu(0));
+            mutate(&regions);
+            assert_eq!(snap.restore().restored, 3);
+            assert!(restored(&regions));
+        }
+        assert_eq!(
+            sim.live_allocation_count(),
+            live,
+            "{policy:?}: no runtime allocation per window"
+        );
+        assert_eq!(
+            held(),
+            held_after_first,
+            "{policy:?}: the same arena every time"
+        );
+        let stats = stats();
+        assert_eq!(
+            stats.retained_bytes.iter().sum::<u64>(),
+            held(),
+            "{policy:?}"
+        );
+        // Trimming releases it, and the count says how much.
+        let released = kr_trim_retained();
+        assert_eq!(released, held_after_first, "{policy:?}");
+        assert_nothing_held();
+        assert_eq!(
+            sim.live_allocation_count(),
+            live - u64::from(policy != KR_STORAGE_PAGEABLE)
+        );
+    }
+}
+
+#[test]
+fn two_live_snapshots_of_one_agent_get_two_arenas_and_the_larger_is_kept() {
+    let sim = session(1);
+    let _p = PolicyGuard::set(KR_STORAGE_DEVICE);
+    let gpu = sim.gpu(0);
+    let small = device_buffer(&sim, gpu, 4096, 1);
+    let first = Snap::of(gpu);
+    let big = device_buffer(&sim, gpu, 1 << 20, 2);
+    let second = Snap::of(gpu);
+    assert_eq!(kr_device_bytes_in_use(), 4096 + (4096 + (1 << 20)));
+    fill(small, 4096, 7);
+    assert_eq!(
+        first.restore().restored,
+        1,
+        "each snapshot restores from its own arena"
+    );
+    assert!(all(small, 4096, 1));
+    drop(first);
+    drop(second);
+    // The high-water mark stays: the 1 MiB arena.
+    assert_eq!(stats().retained_bytes[0], 4096 + (1 << 20));
+    pool_free(big);
+}
+
+#[test]
+fn batched_copies_go_through_async_copy_unless_turned_off() {
+    let sim = session(1);
+    let _p = PolicyGuard::set(KR_STORAGE_DEVICE);
+    let _b = BatchGuard::set(true);
+    let regions = workload(&sim);
+    let snap = Snap::of(sim.gpu(0));
+    mutate(&regions);
+    snap.restore();
+    assert!(restored(&regions));
+    assert_eq!(
+        sim.async_copy_count(),
+        6,
+        "three regions captured, three restored"
+    );
+    drop(snap);
+    kr_set_batched_copies(false);
+    let before = sim.async_copy_count();
+    let snap = Snap::of(sim.gpu(0));
+    mutate(&regions);
+    snap.restore();
+    assert!(restored(&regions));
+    assert_eq!(sim.async_copy_count(), before, "blocking copies only");
+}
+
+#[test]
+fn a_refused_async_submission_falls_back_to_a_blocking_copy() {
+    let sim = session(1);
+    let _p = PolicyGuard::set(KR_STORAGE_DEVICE);
+    let _b = BatchGuard::set(true);
+    let regions = workload(&sim);
+    let snap = Snap::of(sim.gpu(0));
+    mutate(&regions);
+    sim.fail_nth_async_copy(2);
+    let report = snap.restore();
+    assert_eq!((report.restored, report.failed), (3, 0));
+    assert!(restored(&regions));
+}
+
+#[test]
+fn more_regions_than_the_copy_window_are_all_copied_and_checked() {
+    let sim = session(1);
+    let _p = PolicyGuard::set(KR_STORAGE_DEVICE);
+    let gpu = sim.gpu(0);
+    let pool = sim.pool(gpu, PoolKind::DeviceCoarse);
+    let buffers: Vec<*mut u8> = (0..300u32)
+        .map(|i| {
+            let p = pool_allocate(pool, 512, 0).unwrap();
+            fill(p, 512, i as u8);
+            p
+        })
+        .collect();
+    let snap = Snap::of(gpu);
+    assert_eq!(snap.regions(), 300);
+    for &p in &buffers {
+        fill(p, 512, 0xEE);
+    }
+    // One failure deep in the batch is attributed to its region.
+    sim.fail_copies_into(buffers[200]);
+    let report = snap.restore();
+    assert_eq!((report.restored, report.failed), (299, 1));
+    for (i, &p) in buffers.iter().enumerate() {
+        assert!(
+            all(p, 512, if i == 200 { 0xEE } else { i as u8 }),
+            "region {i}"
+        );
+    }
+    assert_eq!(sim.copy_violations(), 0);
+}
+
+#[test]
+fn discovery_walks_each_executable_once_while_it_stays_loaded() {
+    let sim = session(1);
+    let _p = PolicyGuard::set(KR_STORAGE_AUTO);
+    let gpu = sim.gpu(0);
+    let exe = sim.executable_create();
+    let v = sim.add_variable(exe, gpu, "v", 32, false);
+    fill(v, 32, 1);
+    assert_eq!(Snap::of(gpu).regions(), 1);
+    // Symbol queries now fail, but the executable was walked completely:
+    // the cache answers.
+    sim.fail_symbol_query(
+        kernel_replay::hsa::sys::HSA_EXECUTABLE_SYMBOL_INFO_TYPE,
+        true,
+    );
+    let cached = Snap::of(gpu);
+    assert!(cached.ok(), "{:?}", logs());
+    assert_eq!(cached.regions(), 1);
+    // A new executable is still discovered at snapshot time (and its walk
+    // meets the failing query).
+    let late = sim.executable_create();
+    sim.add_variable(late, gpu, "w", 8, false);
+    assert_eq!(Snap::of(gpu).reason(), KR_DECLINE_SYMBOL_ENUMERATION);
+    sim.fail_symbol_query(
+        kernel_replay::hsa::sys::HSA_EXECUTABLE_SYMBOL_INFO_TYPE,
+        false,
+    );
+    assert_eq!(Snap::of(gpu).regions(), 2);
+    // The baseline walks everything every time.
+    let _b = PolicyGuard::set(KR_STORAGE_BASELINE);
+    sim.fail_symbol_query(
+        kernel_replay::hsa::sys::HSA_EXECUTABLE_SYMBOL_INFO_TYPE,
+        true,
+    );
+    assert_eq!(Snap::of(gpu).reason(), KR_DECLINE_SYMBOL_ENUMERATION);
+}
+
+#[test]
+fn an_unloaded_executable_is_forgotten_and_its_variables_not_written() {
+    for policy in [KR_STORAGE_AUTO, KR_STORAGE_PAGEABLE, KR_STORAGE_BASELINE] {
+        let sim = session(1);
+        let _p = PolicyGuard::set(policy);
+        sim.set_address_reuse(true);
+        let gpu = sim.gpu(0);
+        let exe = sim.executable_create();
+        let v = sim.add_variable(exe, gpu, "v", 4096, false);
+        fill(v, 4096, 1);
+        let keep = device_buffer(&sim, gpu, 4096, 2);
+        let snap = Snap::of(gpu);
+        assert_eq!(snap.regions(), 2);
+        // Unloaded through the table (the library's wrapper sees it); its
+        // storage goes back to the runtime and may be handed out again.
+        assert_eq!(executable_destroy(exe), SUCCESS);
+        let reused = pool_allocate(sim.pool(gpu, PoolKind::DeviceCoarse), 4096, 0).unwrap();
+        fill(reused, 4096, 0x77);
+        fill(keep, 4096, 0xEE);
+        let report = snap.restore();
+        assert_eq!(
+            (report.restored, report.skipped_not_live),
+            (1, 1),
+            "{policy:?}"
+        );
+        assert!(
+            all(reused, 4096, 0x77),
+            "{policy:?}: the unloaded variable's memory is not written"
+        );
+        assert!(all(keep, 4096, 2));
+        assert_eq!(sim.copy_violations(), 0);
+        assert!(sim.quarantine_intact());
+        // A new executable, whatever handle it gets, is walked anew.
+        let again = sim.executable_create();
+        let w = sim.add_variable(again, gpu, "w", 16, false);
+        fill(w, 16, 5);
+        assert_eq!(Snap::of(gpu).regions(), 3, "{policy:?}: keep, reused, w");
+    }
+}
+
+#[test]
+fn counters_add_up() {
+    let sim = session(1);
+    let regions = workload(&sim);
+    kr_reset_stats();
+    let snap = Snap::of(sim.gpu(0));
+    mutate(&regions);
+    snap.restore();
+    snap.restore();
+    sim.fail_copies_from(regions[0].0);
+    assert_eq!(Snap::of(sim.gpu(0)).reason(), KR_DECLINE_COPY_FAILED);
+    let s = stats();
+    assert_eq!(s.snapshots, 1);
+    assert_eq!(s.declines[KR_DECLINE_COPY_FAILED as usize], 1);
+    assert_eq!(s.declines.iter().sum::<u64>(), 1);
+    assert_eq!(s.bytes_captured, TOTAL);
+    assert_eq!(
+        (
+            s.restores,
+            s.regions_restored,
+            s.regions_skipped,
+            s.regions_failed
+        ),
+        (2, 6, 0, 0)
+    );
+    assert_eq!(s.bytes_restored, 2 * TOTAL);
+    assert!(s.snap_ns > 0 && s.restore_ns > 0);
+    kr_reset_stats();
+    assert_eq!(stats().snapshots + stats().restores, 0);
+}
+
+#[test]
+fn overridden_pools_are_used_and_a_zero_pool_disables_its_tier() {
+    let sim = session(1);
+    let _p = PolicyGuard::set(KR_STORAGE_AUTO);
+    let gpu = sim.gpu(0);
+    let regions = workload(&sim);
+    let host = sim.pool(sim.cpu(), PoolKind::SystemFine);
+    // No device pool: auto goes to the given host pool.
+    assert!(kr_set_storage_pools(
+        agent(gpu),
+        0,
+        host.handle,
+        agent(sim.cpu())
+    ));
+    let snap = Snap::of(gpu);
+    assert_eq!(snap.tier_bytes(KR_TIER_PINNED), TOTAL);
+    mutate(&regions);
+    assert_eq!(snap.restore().restored, 3);
+    assert!(restored(&regions));
+}
