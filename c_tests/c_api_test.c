@@ -10,7 +10,12 @@
  *
  * The sections run in order on one runtime and each frees what it
  * allocated, so the library's inventory never holds an allocation the
- * runtime has forgotten.
+ * runtime has forgotten; each also trims the arenas its snapshots left for
+ * reuse, checking that nothing else is held.
+ *
+ * ctest runs it under every storage policy (KERNEL_REPLAY_STORAGE, see
+ * storage_policy.h); sections that are about one policy or tier set it with
+ * kr_set_storage_policy and put the process's policy back.
  */
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
@@ -23,6 +28,7 @@
 
 #include "hsa_sim.h"
 #include "kernel_replay.h"
+#include "storage_policy.h"
 
 static int failures = 0;
 
@@ -82,7 +88,8 @@ static void print_logs(void) {
 }
 
 static _Noreturn void exit_with_report(void) {
-  fprintf(stderr, "c_api_test: %d check(s) failed; library log:\n", failures + 1);
+  fprintf(stderr, "c_api_test (%s): %d check(s) failed; library log:\n",
+          kr_test_policy_name(kr_storage_policy()), failures + 1);
   print_logs();
   exit(1);
 }
@@ -127,8 +134,12 @@ static bool all_bytes(const uint8_t* ptr, size_t size, uint8_t byte) {
   return true;
 }
 
-static uint64_t d2h_copies(void) { return hsa_sim_copy_count(HSA_SIM_COPY_DEVICE_TO_HOST); }
-static uint64_t h2d_copies(void) { return hsa_sim_copy_count(HSA_SIM_COPY_HOST_TO_DEVICE); }
+/* Copies in every direction: a snapshot's copies may be kept in device,
+ * pinned or pageable memory. */
+static uint64_t copies(void) { return kr_test_copies(); }
+
+/* No snapshot is alive: trimming the retained arenas leaves nothing held. */
+#define CHECK_NOTHING_HELD() CHECK(kr_test_trim_leaves_nothing_held())
 
 static bool report_is(kr_restore_report_t report, size_t restored, size_t skipped, size_t failed) {
   return report.restored == restored && report.skipped_not_live == skipped &&
@@ -206,16 +217,35 @@ static void snapshot_restore_and_skip_after_free(void) {
   CHECK(info.type == HSA_EXT_POINTER_TYPE_HSA);
   CHECK(info.agentBaseAddress == b && info.agentOwner.handle == gpu0.handle);
 
-  const uint64_t d2h_before = d2h_copies();
-  const uint64_t h2d_before = h2d_copies();
+  const kr_storage_policy_t policy = kr_storage_policy();
+  const uint64_t live_before = hsa_sim_live_allocation_count();
+  uint64_t copies_before = copies();
   kr_snapshot_t* snapshot = kr_snap(gpu0);
   REQUIRE(snapshot != NULL);
   CHECK(kr_snapshot_ok(snapshot));
   CHECK(kr_snapshot_decline_reason(snapshot) == KR_DECLINE_NONE);
   CHECK(kr_snapshot_region_count(snapshot) == 4);
-  CHECK(kr_snapshot_byte_count(snapshot) == 4096 + 70000 + 1000 + 64);
-  CHECK(kr_host_bytes_in_use() == kr_snapshot_byte_count(snapshot));
-  CHECK(d2h_copies() - d2h_before == 4);
+  const uint64_t captured = kr_snapshot_byte_count(snapshot);
+  CHECK(captured == 4096 + 70000 + 1000 + 64);
+  CHECK(copies() - copies_before == 4); /* one per region */
+  /* The copies are held somewhere; the baseline holds exactly the bytes, in
+   * pageable host buffers. */
+  CHECK(kr_test_held() >= captured);
+  CHECK(kr_test_leased() >= captured);
+  if (kr_test_is_baseline()) {
+    CHECK(kr_host_bytes_in_use() == captured);
+    CHECK(kr_device_bytes_in_use() == 0);
+  }
+  /* Every region is kept in exactly one tier: this policy's. */
+  CHECK(kr_test_tier_total(snapshot) == captured);
+  CHECK(kr_snapshot_tier_bytes(snapshot, kr_test_tier_of(policy)) == captured);
+  CHECK(kr_snapshot_tier_bytes(snapshot, (kr_storage_tier_t)3) == 0); /* no such tier */
+  CHECK(kr_snapshot_tier_bytes(NULL, kr_test_tier_of(policy)) == 0);
+  /* A device or pinned arena is one allocation of the runtime's, made
+   * through the un-wrapped allocator: never tracked. */
+  const uint64_t live_with_snapshot = hsa_sim_live_allocation_count();
+  CHECK(live_with_snapshot == live_before + kr_test_runtime_arenas(policy));
+  CHECK(kr_tracked_count(gpu0) == 3);
 
   /* A pass writes everything. */
   fill(a, 4096, 0xEE);
@@ -226,8 +256,9 @@ static void snapshot_restore_and_skip_after_free(void) {
   fill(fine, 4096, 0xEE);
   fill(hip_kernarg, 4096, 0xEE);
   fill(var, 64, 0xEE);
+  copies_before = copies();
   CHECK(report_is(restore(snapshot), 4, 0, 0));
-  CHECK(h2d_copies() - h2d_before == 4);
+  CHECK(copies() - copies_before == 4); /* one per region */
   CHECK(all_bytes(a, 4096, 0xA1) && all_bytes(b, 70000, 0xB2) && all_bytes(r, 1000, 0xC3));
   CHECK(all_bytes(var, 64, 0x17));
   CHECK(all_bytes(peer, 4096, 0xEE));
@@ -246,8 +277,21 @@ static void snapshot_restore_and_skip_after_free(void) {
   CHECK(hsa_sim_quarantine_intact());
   CHECK(hsa_sim_copy_violations() == 0);
 
+  /* Freed, the snapshot's arena is retained for the next snapshot (the
+   * baseline releases its buffers at once): nothing goes back to the runtime
+   * until kr_trim_retained. */
+  const uint64_t live_before_free = hsa_sim_live_allocation_count();
+  CHECK(live_before_free == live_with_snapshot - 2); /* b and r */
   kr_snapshot_free(snapshot);
-  CHECK(kr_host_bytes_in_use() == 0);
+  CHECK(kr_test_leased() == 0);
+  CHECK(hsa_sim_live_allocation_count() == live_before_free);
+  if (kr_test_is_baseline()) {
+    CHECK(kr_test_held() == 0);
+  } else {
+    CHECK(kr_test_retained() >= captured);
+  }
+  CHECK_NOTHING_HELD();
+  CHECK(hsa_sim_live_allocation_count() == live_before_free - kr_test_runtime_arenas(policy));
   pool_free(a);
   pool_free(peer);
   pool_free(kernarg);
@@ -282,6 +326,7 @@ static void a_reused_address_is_not_written(void) {
   CHECK(hsa_sim_copy_violations() == 0);
 
   kr_snapshot_free(snapshot);
+  CHECK_NOTHING_HELD();
   pool_free(stays);
   pool_free(reused);
   hsa_sim_set_address_reuse(false);
@@ -326,7 +371,8 @@ static void replay_passes_see_identical_inputs(void) {
   for (int i = 0; i < kKernelBytes; ++i) kernel.buffer[i] = (uint8_t)i;
   kernel.counter[0] = 40;
 
-  const uint64_t h2d_before = h2d_copies();
+  kr_reset_stats();
+  uint64_t copies_before = copies();
   const kr_replay_result_t result = kr_replay(gpu0, 5, accumulate, &kernel);
   CHECK(result.replayed);
   CHECK(result.passes_run == 5);
@@ -338,21 +384,49 @@ static void replay_passes_see_identical_inputs(void) {
     CHECK(memcmp(kernel.inputs[p], kernel.inputs[0], kKernelBytes) == 0);
     CHECK(kernel.counters[p] == 40);
   }
-  CHECK(h2d_copies() - h2d_before == 4 * 2); /* buffer and counter before passes 1..4 */
+  /* One snapshot of the buffer and the counter, and a restore of both
+   * before passes 1..4. */
+  CHECK(copies() - copies_before == 2 + 4 * 2);
+  kr_stats_t stats = kr_test_stats();
+  CHECK(stats.snapshots == 1);
+  CHECK(stats.bytes_captured == kKernelBytes + 1);
+  CHECK(stats.restores == 4);
+  CHECK(stats.regions_restored == 4 * 2);
+  CHECK(stats.regions_skipped == 0 && stats.regions_failed == 0);
+  CHECK(stats.bytes_restored == 4 * (kKernelBytes + 1));
+  for (size_t reason = 0; reason < sizeof stats.declines / sizeof stats.declines[0]; ++reason) {
+    CHECK(stats.declines[reason] == 0);
+  }
   /* No restore after the last pass: the application keeps one pass's result. */
   for (int i = 0; i < kKernelBytes; ++i) CHECK(kernel.buffer[i] == accumulate_byte((uint8_t)i));
   CHECK(kernel.counter[0] == 41);
-  CHECK(kr_host_bytes_in_use() == 0);
+  CHECK(kr_test_leased() == 0); /* the window's snapshot was freed */
+  CHECK_NOTHING_HELD();
 
-  /* A declined snapshot runs the dispatch exactly once, un-replayed. */
+  /* A declined snapshot runs the dispatch exactly once, un-replayed, and
+   * gives back at once whatever storage it took. The counter's capture
+   * fails, whatever the tier and copy engine. */
   kernel.passes = 0;
-  hsa_sim_fail_nth_d2h_copy(1);
+  hsa_sim_fail_copies_from(kernel.counter);
+  copies_before = copies();
   const kr_replay_result_t declined = kr_replay(gpu0, 5, accumulate, &kernel);
+  hsa_sim_fail_copies_from(NULL);
   CHECK(!declined.replayed);
   CHECK(declined.passes_run == 1);
   CHECK(declined.decline_reason == KR_DECLINE_COPY_FAILED);
   CHECK(kernel.passes == 1 && kernel.pass_numbers[0] == 0);
   CHECK(log_lines_containing("running the dispatch once") == 1);
+  CHECK(copies() - copies_before == 2); /* the two capture copies, no restore */
+  CHECK(kr_test_held() == 0);
+  stats = kr_test_stats();
+  CHECK(stats.declines[KR_DECLINE_COPY_FAILED] == 1);
+  CHECK(stats.snapshots == 1 && stats.restores == 4); /* unchanged */
+
+  kr_reset_stats();
+  stats = kr_test_stats();
+  CHECK(stats.snapshots == 0 && stats.declines[KR_DECLINE_COPY_FAILED] == 0);
+  CHECK(stats.restores == 0 && stats.regions_restored == 0 && stats.bytes_restored == 0);
+  CHECK(stats.bytes_captured == 0 && stats.snap_ns == 0 && stats.restore_ns == 0);
 
   pool_free(kernel.buffer);
   hsa_sim_executable_destroy(exe);
@@ -386,9 +460,9 @@ static void a_decline_is_logged_through_the_callback(void) {
   CHECK(strstr(logs.lines[lines_before], "no executable iterator") != NULL);
 
   fill(buffer, 4096, 4);
-  const uint64_t h2d_before = h2d_copies();
+  const uint64_t copies_before = copies();
   CHECK(report_is(restore(snapshot), 0, 0, 0));
-  CHECK(h2d_copies() == h2d_before);
+  CHECK(copies() == copies_before);
   CHECK(all_bytes(buffer, 4096, 4));
   kr_snapshot_free(snapshot);
 
@@ -396,35 +470,218 @@ static void a_decline_is_logged_through_the_callback(void) {
   snapshot = kr_snap(gpu0);
   CHECK(kr_snapshot_ok(snapshot));
   kr_snapshot_free(snapshot);
+  CHECK_NOTHING_HELD();
   pool_free(buffer);
 }
 
-/* A snapshot that would pass the host budget declines and holds nothing. */
+/* A snapshot that would pass the host budget declines and holds nothing.
+ * The host budget bounds the host tiers, so this runs under each policy that
+ * keeps copies in host memory (the device tier has its own budget, below). */
 static void the_host_budget_declines(void) {
   uint8_t* a = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
   uint8_t* b = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 8192);
+  /* Both sizes are multiples of the arenas' region alignment, so an arena
+   * holds exactly the footprint too. */
   const uint64_t footprint = 4096 + 8192;
+  const kr_storage_policy_t process_policy = kr_storage_policy();
+  const kr_storage_policy_t host_policies[] = {KR_STORAGE_BASELINE, KR_STORAGE_PAGEABLE,
+                                               KR_STORAGE_PINNED};
 
-  kr_set_host_budget(footprint - 1);
-  kr_snapshot_t* over = kr_snap(gpu0);
-  REQUIRE(over != NULL);
-  CHECK(kr_snapshot_decline_reason(over) == KR_DECLINE_HOST_MEMORY);
-  CHECK(kr_host_bytes_in_use() == 0);
-  kr_snapshot_free(over);
+  for (size_t i = 0; i < sizeof host_policies / sizeof host_policies[0]; ++i) {
+    const kr_storage_policy_t policy = host_policies[i];
+    REQUIRE(kr_set_storage_policy(policy));
+    kr_reset_stats();
 
-  kr_set_host_budget(footprint);
-  kr_snapshot_t* fits = kr_snap(gpu0);
-  CHECK(kr_snapshot_ok(fits));
-  CHECK(kr_host_bytes_in_use() == footprint);
-  kr_snapshot_t* second = kr_snap(gpu0); /* does not fit beside the first */
-  CHECK(kr_snapshot_decline_reason(second) == KR_DECLINE_HOST_MEMORY);
-  CHECK(kr_host_bytes_in_use() == footprint);
-  kr_snapshot_free(second);
-  kr_snapshot_free(fits);
-  CHECK(kr_host_bytes_in_use() == 0);
-  kr_set_host_budget(0);
+    kr_set_host_budget(footprint - 1);
+    kr_snapshot_t* over = kr_snap(gpu0);
+    REQUIRE(over != NULL);
+    CHECK(kr_snapshot_decline_reason(over) == KR_DECLINE_HOST_MEMORY);
+    CHECK(kr_test_held() == 0);
+    kr_snapshot_free(over);
+
+    kr_set_host_budget(footprint);
+    kr_snapshot_t* fits = kr_snap(gpu0);
+    CHECK(kr_snapshot_ok(fits));
+    CHECK(kr_host_bytes_in_use() == footprint);
+    CHECK(kr_device_bytes_in_use() == 0);
+    CHECK(kr_snapshot_tier_bytes(fits, kr_test_tier_of(policy)) == footprint);
+    kr_snapshot_t* second = kr_snap(gpu0); /* does not fit beside the first */
+    CHECK(kr_snapshot_decline_reason(second) == KR_DECLINE_HOST_MEMORY);
+    CHECK(kr_host_bytes_in_use() == footprint);
+    kr_snapshot_free(second);
+    kr_snapshot_free(fits);
+    CHECK(kr_test_leased() == 0);
+    /* Once the first is freed, a snapshot fits again (reusing its arena). */
+    kr_snapshot_t* again = kr_snap(gpu0);
+    CHECK(kr_snapshot_ok(again));
+    CHECK(kr_host_bytes_in_use() == footprint);
+    kr_snapshot_free(again);
+    const kr_stats_t stats = kr_test_stats();
+    CHECK(stats.snapshots == 2 && stats.declines[KR_DECLINE_HOST_MEMORY] == 2);
+    CHECK_NOTHING_HELD();
+    kr_set_host_budget(0);
+  }
+
+  REQUIRE(kr_set_storage_policy(process_policy));
   pool_free(a);
   pool_free(b);
+}
+
+/* The device budget bounds the device tier: a forced device tier that does
+ * not fit declines with KR_DECLINE_DEVICE_MEMORY and holds nothing; the
+ * host budget does not apply to it; and auto spills what does not fit
+ * into pinned host memory, region by region. */
+static void the_device_budget_bounds_the_device_tier(void) {
+  uint8_t* a = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
+  uint8_t* b = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 8192);
+  fill(a, 4096, 0x61);
+  fill(b, 8192, 0x62);
+  const uint64_t footprint = 4096 + 8192;
+  const kr_storage_policy_t process_policy = kr_storage_policy();
+
+  REQUIRE(kr_set_storage_policy(KR_STORAGE_DEVICE));
+  kr_reset_stats();
+  kr_set_device_budget(footprint - 1);
+  kr_snapshot_t* over = kr_snap(gpu0);
+  REQUIRE(over != NULL);
+  CHECK(kr_snapshot_decline_reason(over) == KR_DECLINE_DEVICE_MEMORY);
+  CHECK(kr_snapshot_byte_count(over) == 0 && kr_test_tier_total(over) == 0);
+  CHECK(kr_test_held() == 0);
+  CHECK(kr_test_stats().declines[KR_DECLINE_DEVICE_MEMORY] == 1);
+  kr_snapshot_free(over);
+
+  kr_set_device_budget(footprint);
+  kr_set_host_budget(1); /* host memory is not what this snapshot uses */
+  kr_snapshot_t* fits = kr_snap(gpu0);
+  CHECK(kr_snapshot_ok(fits));
+  CHECK(kr_snapshot_tier_bytes(fits, KR_TIER_DEVICE) == footprint);
+  CHECK(kr_device_bytes_in_use() == footprint && kr_host_bytes_in_use() == 0);
+  kr_snapshot_free(fits);
+  kr_set_host_budget(0);
+  CHECK_NOTHING_HELD();
+
+  /* Auto with room in device memory for the first region only. */
+  REQUIRE(kr_set_storage_policy(KR_STORAGE_AUTO));
+  kr_set_device_budget(4096);
+  kr_snapshot_t* spilled = kr_snap(gpu0);
+  CHECK(kr_snapshot_ok(spilled));
+  CHECK(kr_snapshot_byte_count(spilled) == footprint);
+  CHECK(kr_snapshot_tier_bytes(spilled, KR_TIER_DEVICE) == 4096);
+  CHECK(kr_snapshot_tier_bytes(spilled, KR_TIER_PINNED) == 8192);
+  CHECK(kr_snapshot_tier_bytes(spilled, KR_TIER_PAGEABLE) == 0);
+  CHECK(kr_test_tier_total(spilled) == kr_snapshot_byte_count(spilled));
+  CHECK(kr_device_bytes_in_use() == 4096 && kr_host_bytes_in_use() == 8192);
+  fill(a, 4096, 0xEE);
+  fill(b, 8192, 0xEE);
+  const uint64_t copies_before = copies();
+  CHECK(report_is(restore(spilled), 2, 0, 0));
+  CHECK(copies() - copies_before == 2);
+  CHECK(all_bytes(a, 4096, 0x61) && all_bytes(b, 8192, 0x62));
+  kr_snapshot_free(spilled);
+  CHECK_NOTHING_HELD();
+
+  /* A device budget of 0 keeps auto off the device tier altogether. */
+  kr_set_device_budget(0);
+  kr_snapshot_t* host_only = kr_snap(gpu0);
+  CHECK(kr_snapshot_ok(host_only));
+  CHECK(kr_snapshot_tier_bytes(host_only, KR_TIER_DEVICE) == 0);
+  CHECK(kr_snapshot_tier_bytes(host_only, KR_TIER_PINNED) == footprint);
+  CHECK(kr_device_bytes_in_use() == 0);
+  kr_snapshot_free(host_only);
+  CHECK_NOTHING_HELD();
+
+  kr_set_device_budget(KR_DEVICE_BUDGET_AUTO);
+  REQUIRE(kr_set_storage_policy(process_policy));
+  CHECK(hsa_sim_copy_violations() == 0);
+  pool_free(a);
+  pool_free(b);
+}
+
+/* The counters of kr_get_stats for restores that skip and fail regions. */
+static void the_stats_count_skipped_and_failed_regions(void) {
+  uint8_t* a = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
+  uint8_t* b = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 8192);
+  uint8_t* c = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
+  fill(a, 4096, 0x71);
+  fill(b, 8192, 0x72);
+  fill(c, 4096, 0x73);
+  kr_reset_stats();
+  kr_snapshot_t* snapshot = kr_snap(gpu0);
+  REQUIRE(kr_snapshot_ok(snapshot));
+  kr_stats_t stats = kr_test_stats();
+  CHECK(stats.snapshots == 1 && stats.bytes_captured == 4096 + 8192 + 4096);
+  /* What is held now, per tier: the baseline's buffers are not arenas. */
+  const uint64_t tier_held = stats.held_bytes[KR_TIER_DEVICE] +
+                             stats.held_bytes[KR_TIER_PINNED] +
+                             stats.held_bytes[KR_TIER_PAGEABLE];
+  CHECK(tier_held == (kr_test_is_baseline() ? 0 : kr_test_held()));
+  CHECK(stats.held_bytes[KR_TIER_DEVICE] == kr_device_bytes_in_use());
+  CHECK(stats.retained_bytes[KR_TIER_DEVICE] + stats.retained_bytes[KR_TIER_PINNED] +
+            stats.retained_bytes[KR_TIER_PAGEABLE] ==
+        0);
+
+  /* The copy into b fails: reported, the others still restored. */
+  fill(a, 4096, 0xEE);
+  fill(b, 8192, 0xEE);
+  fill(c, 4096, 0xEE);
+  hsa_sim_fail_copies_into(b);
+  CHECK(report_is(restore(snapshot), 2, 0, 1));
+  hsa_sim_fail_copies_into(NULL);
+  CHECK(all_bytes(a, 4096, 0x71) && all_bytes(b, 8192, 0xEE) && all_bytes(c, 4096, 0x73));
+  /* c is freed: skipped. */
+  pool_free(c);
+  CHECK(report_is(restore(snapshot), 2, 1, 0));
+  CHECK(all_bytes(b, 8192, 0x72));
+  stats = kr_test_stats();
+  CHECK(stats.restores == 2);
+  CHECK(stats.regions_restored == 4);
+  CHECK(stats.regions_failed == 1);
+  CHECK(stats.regions_skipped == 1);
+  CHECK(stats.snap_ns > 0 && stats.restore_ns > 0);
+  kr_snapshot_free(snapshot);
+  CHECK_NOTHING_HELD();
+  pool_free(a);
+  pool_free(b);
+}
+
+/* kr_set_storage_policy / kr_storage_policy: the policy comes from
+ * KERNEL_REPLAY_STORAGE, every known value is taken and keeps its snapshots'
+ * copies in its own tier, and an unknown value is refused and changes
+ * nothing. */
+static void the_storage_policy_round_trips(void) {
+  const kr_storage_policy_t process_policy = kr_storage_policy();
+  CHECK(process_policy == kr_test_policy_from_environment());
+  uint8_t* buffer = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
+  fill(buffer, 4096, 0x81);
+  const kr_storage_policy_t all[] = {KR_STORAGE_AUTO, KR_STORAGE_DEVICE, KR_STORAGE_PINNED,
+                                     KR_STORAGE_PAGEABLE, KR_STORAGE_BASELINE};
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; ++i) {
+    CHECK(kr_set_storage_policy(all[i]));
+    CHECK(kr_storage_policy() == all[i]);
+    kr_snapshot_t* snapshot = kr_snap(gpu0);
+    CHECK(kr_snapshot_ok(snapshot));
+    CHECK(kr_snapshot_tier_bytes(snapshot, kr_test_tier_of(all[i])) == 4096);
+    CHECK(kr_test_tier_total(snapshot) == 4096);
+    fill(buffer, 4096, 0xEE);
+    CHECK(report_is(restore(snapshot), 1, 0, 0));
+    CHECK(all_bytes(buffer, 4096, 0x81));
+    kr_snapshot_free(snapshot);
+    CHECK_NOTHING_HELD();
+  }
+
+  CHECK(kr_set_storage_policy(KR_STORAGE_PINNED));
+  CHECK(!kr_set_storage_policy((kr_storage_policy_t)99));
+  CHECK(kr_storage_policy() == KR_STORAGE_PINNED);
+  CHECK(!kr_set_storage_policy((kr_storage_policy_t)5));
+  CHECK(kr_storage_policy() == KR_STORAGE_PINNED);
+  kr_snapshot_t* still_pinned = kr_snap(gpu0);
+  CHECK(kr_snapshot_tier_bytes(still_pinned, KR_TIER_PINNED) == 4096);
+  kr_snapshot_free(still_pinned);
+  CHECK_NOTHING_HELD();
+
+  CHECK(kr_set_storage_policy(process_policy));
+  CHECK(kr_storage_policy() == process_policy);
+  pool_free(buffer);
 }
 
 static void nothing_is_recorded_with_tracking_off(void) {
@@ -433,7 +690,9 @@ static void nothing_is_recorded_with_tracking_off(void) {
   CHECK(kr_tracked_count(gpu0) == 0);
   kr_snapshot_t* snapshot = kr_snap(gpu0);
   CHECK(kr_snapshot_ok(snapshot) && kr_snapshot_region_count(snapshot) == 0);
+  CHECK(kr_test_tier_total(snapshot) == 0);
   kr_snapshot_free(snapshot);
+  CHECK_NOTHING_HELD();
   pool_free(untracked);
   CHECK(kr_set_tracking_enabled(true));
 }
@@ -444,6 +703,10 @@ int main(void) {
   gpu0 = hsa_sim_gpu_agent(0);
   gpu1 = hsa_sim_gpu_agent(1);
   install_the_tool();
+  /* ctest runs this program under each policy: make sure it is this one. */
+  const kr_storage_policy_t policy = kr_storage_policy();
+  CHECK(policy == kr_test_policy_from_environment());
+  printf("c_api_test: storage policy %s\n", kr_test_policy_name(policy));
 
   snapshot_restore_and_skip_after_free();
   a_reused_address_is_not_written();
@@ -451,21 +714,28 @@ int main(void) {
   replay_gate();
   a_decline_is_logged_through_the_callback();
   the_host_budget_declines();
+  the_device_budget_bounds_the_device_tier();
+  the_stats_count_skipped_and_failed_regions();
+  the_storage_policy_round_trips();
   nothing_is_recorded_with_tracking_off();
+  CHECK(kr_storage_policy() == policy);
 
-  /* Everything was freed through the wrappers: nothing left anywhere. */
+  /* Everything was freed through the wrappers, and every section trimmed
+   * what its snapshots retained: nothing left anywhere. */
   CHECK(kr_tracked_count(gpu0) == 0 && kr_tracked_count(gpu1) == 0);
   CHECK(hsa_sim_live_allocation_count() == 0);
   CHECK(hsa_sim_copy_violations() == 0);
   CHECK(hsa_sim_quarantine_intact());
-  CHECK(kr_host_bytes_in_use() == 0);
+  CHECK(kr_host_bytes_in_use() == 0 && kr_device_bytes_in_use() == 0);
+  CHECK(kr_trim_retained() == 0);
   kr_set_log_callback(NULL, NULL);
 
   if (failures != 0) {
-    fprintf(stderr, "c_api_test: %d check(s) failed; library log:\n", failures);
+    fprintf(stderr, "c_api_test (%s): %d check(s) failed; library log:\n",
+            kr_test_policy_name(policy), failures);
     print_logs();
     return 1;
   }
-  printf("c_api_test: all checks passed\n");
+  printf("c_api_test (%s): all checks passed\n", kr_test_policy_name(policy));
   return 0;
 }

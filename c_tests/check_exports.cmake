@@ -22,7 +22,9 @@ set(required_functions
   kr_snapshot_decline_reason kr_snapshot_region_count kr_snapshot_byte_count kr_restore
   kr_restore_with_report kr_snapshot_free kr_set_host_budget kr_host_bytes_in_use
   kr_tracked_count kr_tracked_bytes kr_replay kr_replay_gate kr_set_log_callback
-  kr_set_log_level kr_version)
+  kr_set_log_level kr_version kr_set_storage_policy kr_storage_policy kr_set_device_budget
+  kr_set_storage_pools kr_set_batched_copies kr_trim_retained kr_device_bytes_in_use
+  kr_snapshot_tier_bytes kr_get_stats kr_reset_stats)
 
 execute_process(
   COMMAND "${NM}" -D --defined-only "${LIBRARY}"

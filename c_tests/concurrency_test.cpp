@@ -12,6 +12,10 @@
 // A failing check never stops a thread early without telling the others:
 // every snapshot thread lowers the churn's run flag when it leaves, on every
 // path, so the test cannot hang on a failure.
+//
+// ctest runs it under every storage policy (see storage_policy.h). Arenas are
+// runtime allocations from the same device pool the churn uses (device tier)
+// or from a host pool (pinned), so they take part in the address reuse too.
 
 #include <atomic>
 #include <cstdio>
@@ -21,6 +25,7 @@
 
 #include "hsa_sim.h"
 #include "kernel_replay.h"
+#include "storage_policy.h"
 
 namespace {
 
@@ -126,6 +131,9 @@ int main() {
   kr_set_tracking_enabled(true);
   kr_set_log_level(KR_LOG_ERROR);  // skipped regions warn by design
   hsa_sim_set_address_reuse(true);
+  // ctest runs this program under each policy: make sure it is this one.
+  const kr_storage_policy_t policy = kr_storage_policy();
+  CHECK(policy == kr_test_policy_from_environment());
 
   std::vector<uint8_t*> stable;
   for (int i = 0; i < kStableBuffers; ++i) {
@@ -138,6 +146,7 @@ int main() {
     stable.push_back(static_cast<uint8_t*>(ptr));
   }
 
+  kr_reset_stats();
   std::atomic<bool> churn_runs{true};
   std::atomic<int> snapshot_threads_running{kSnapshotThreads};
   RestoreTotals totals;
@@ -162,14 +171,28 @@ int main() {
     CHECK(hsa_amd_memory_pool_free(stable[i]) == HSA_STATUS_SUCCESS);
   }
   CHECK(kr_tracked_count(gpu) == 0);
-  CHECK(kr_host_bytes_in_use() == 0);
+  // Every snapshot was freed: trimming what they left for reuse leaves
+  // nothing held, and nothing of the library's in the runtime.
+  CHECK(kr_test_leased() == 0);
+  CHECK(kr_test_trim_leaves_nothing_held());
   CHECK(hsa_sim_live_allocation_count() == 0);
+  // The counters saw every snapshot and restore of both threads.
+  const kr_stats_t stats = kr_test_stats();
+  constexpr uint64_t kSnapshots = static_cast<uint64_t>(kSnapshotThreads) * kSnapshotIterations;
+  CHECK(stats.snapshots == kSnapshots);
+  for (uint64_t declines : stats.declines) CHECK(declines == 0);
+  CHECK(stats.restores == kSnapshots);
+  CHECK(stats.regions_restored == totals.restored.load());
+  CHECK(stats.regions_skipped == totals.skipped.load());
+  CHECK(stats.regions_failed == 0);
 
-  std::printf("concurrency_test: restored %llu regions, skipped %llu freed or reused\n",
+  std::printf("concurrency_test (%s): restored %llu regions, skipped %llu freed or reused\n",
+              kr_test_policy_name(policy),
               static_cast<unsigned long long>(totals.restored.load()),
               static_cast<unsigned long long>(totals.skipped.load()));
   if (failures.load() != 0) {
-    std::fprintf(stderr, "concurrency_test: %d check(s) failed\n", failures.load());
+    std::fprintf(stderr, "concurrency_test (%s): %d check(s) failed\n",
+                 kr_test_policy_name(policy), failures.load());
     return 1;
   }
   return 0;

@@ -11,6 +11,10 @@
 // (hsa_sim_app.cpp), i.e. through the wrapped tables. A "dispatch" is a host
 // function that reads and accumulates into device memory, which the sim
 // keeps in host memory.
+//
+// ctest runs it under every storage policy (see storage_policy.h): copies are
+// counted in every direction, and what snapshots hold is host plus device
+// memory, arenas retained for reuse included until kr_trim_retained.
 
 #include <hsa_api_trace.h>
 
@@ -21,6 +25,7 @@
 
 #include "hsa_sim.h"
 #include "kernel_replay.hpp"
+#include "storage_policy.h"
 
 namespace {
 
@@ -113,12 +118,9 @@ struct AccumulatingDispatch {
   }
 };
 
-AccumulatingDispatch make_dispatch(hsa_agent_t gpu, hsa_executable_t exe, const char* name) {
-  AccumulatingDispatch dispatch{allocate_coarse(gpu, kInputBytes),
-                                static_cast<uint8_t*>(hsa_sim_executable_add_variable(
-                                    exe, gpu, name, 1, false)),
-                                {},
-                                {}};
+// `counter`: the kernel's module variable, in an executable already loaded.
+AccumulatingDispatch make_dispatch(hsa_agent_t gpu, uint8_t* counter) {
+  AccumulatingDispatch dispatch{allocate_coarse(gpu, kInputBytes), counter, {}, {}};
   for (std::size_t i = 0; i < kInputBytes; ++i) dispatch.input[i] = static_cast<uint8_t>(i);
   *dispatch.counter = 7;
   return dispatch;
@@ -126,43 +128,53 @@ AccumulatingDispatch make_dispatch(hsa_agent_t gpu, hsa_executable_t exe, const 
 
 // ---- the checks ---------------------------------------------------------------------
 
-void every_pass_sees_identical_inputs(hsa_agent_t gpu, hsa_executable_t exe) {
-  AccumulatingDispatch dispatch = make_dispatch(gpu, exe, "ok_path_counter");
+void every_pass_sees_identical_inputs(hsa_agent_t gpu, uint8_t* counter) {
+  AccumulatingDispatch dispatch = make_dispatch(gpu, counter);
   const std::vector<uint8_t> original(dispatch.input, dispatch.input + kInputBytes);
-  const uint64_t h2d_before = hsa_sim_copy_count(HSA_SIM_COPY_HOST_TO_DEVICE);
+  const uint64_t copies_before = kr_test_copies();
 
   const WindowOutcome outcome = replay_window(gpu, 4, dispatch);
   CHECK(outcome.snapshot_ok);
   CHECK(outcome.decline_reason == KR_DECLINE_NONE);
-  CHECK(outcome.regions == 2);  // the input buffer and the counter variable
+  // The input buffer and the counter variable, and the other kernel's
+  // counter (loaded, so visible to the agent; its input is not allocated yet).
+  CHECK(outcome.regions == 3);
   CHECK(outcome.runs == 4);
   CHECK(outcome.restored == std::vector<std::size_t>(3, outcome.regions));
   CHECK(dispatch.inputs_seen.size() == 4);
   for (const auto& seen : dispatch.inputs_seen) CHECK(seen == original);
   CHECK(dispatch.counters_seen == std::vector<uint8_t>(4, 7));
-  CHECK(hsa_sim_copy_count(HSA_SIM_COPY_HOST_TO_DEVICE) - h2d_before == 3 * 2);
+  // One copy per region for the snapshot, and per region for each restore.
+  CHECK(kr_test_copies() - copies_before == outcome.regions * (1 + 3));
   // The last pass's result stays: one ordinary execution's worth.
   CHECK(*dispatch.counter == 8);
   CHECK(dispatch.input[1] == static_cast<uint8_t>(1 * 5 + 3));
-  CHECK(kr_host_bytes_in_use() == 0);  // the window's snapshot was destroyed
+  CHECK(kr_test_leased() == 0);  // the window's snapshot was destroyed
+  CHECK(kr_test_trim_leaves_nothing_held());
 
   CHECK(hsa_amd_memory_pool_free(dispatch.input) == HSA_STATUS_SUCCESS);
 }
 
-void a_declined_snapshot_runs_the_dispatch_once(hsa_agent_t gpu, hsa_executable_t exe) {
-  AccumulatingDispatch dispatch = make_dispatch(gpu, exe, "declined_path_counter");
-  const uint64_t h2d_before = hsa_sim_copy_count(HSA_SIM_COPY_HOST_TO_DEVICE);
-  hsa_sim_fail_nth_d2h_copy(1);
+void a_declined_snapshot_runs_the_dispatch_once(hsa_agent_t gpu, uint8_t* counter) {
+  AccumulatingDispatch dispatch = make_dispatch(gpu, counter);
+  const uint64_t copies_before = kr_test_copies();
+  // The capture of this kernel's counter fails, whatever the tier and copy
+  // engine.
+  hsa_sim_fail_copies_from(dispatch.counter);
 
   const WindowOutcome outcome = replay_window(gpu, 4, dispatch);
+  hsa_sim_fail_copies_from(nullptr);
   CHECK(!outcome.snapshot_ok);
   CHECK(outcome.decline_reason == KR_DECLINE_COPY_FAILED);
   CHECK(outcome.regions == 0);
   CHECK(outcome.runs == 1);
   CHECK(dispatch.inputs_seen.size() == 1);
   CHECK(outcome.restored.empty());
-  CHECK(hsa_sim_copy_count(HSA_SIM_COPY_HOST_TO_DEVICE) == h2d_before);
-  CHECK(kr_host_bytes_in_use() == 0);
+  // At most one capture copy per region (the input and both counters: a
+  // blocking capture stops at the failure), and no restore.
+  const uint64_t copies = kr_test_copies() - copies_before;
+  CHECK(copies >= 1 && copies <= 3);
+  CHECK(kr_test_held() == 0);  // the decline gave back what it took, at once
 
   CHECK(hsa_amd_memory_pool_free(dispatch.input) == HSA_STATUS_SUCCESS);
 }
@@ -171,27 +183,33 @@ void moves_transfer_ownership_and_destructors_free(hsa_agent_t gpu) {
   namespace snapshot = kernel_replay::memory_snapshot;
   uint8_t* buffer = allocate_coarse(gpu, 4096);
   std::memset(buffer, 0x3C, 4096);
+  // What one snapshot holds: its captured bytes (the baseline, exactly), or
+  // an arena of at least that size. Freed, a snapshot's arena is retained for
+  // the next one, so "freed" is checked on what live snapshots hold.
   {
     auto first = snapshot::snap(gpu);
     CHECK(first.ok);
     const uint64_t footprint = first.bytes();
     CHECK(footprint >= 4096);
-    CHECK(kr_host_bytes_in_use() == footprint);
+    CHECK(kr_test_tier_total(first.get()) == footprint);
+    const uint64_t one = kr_test_leased();
+    CHECK(one >= footprint);
+    if (kr_test_is_baseline()) CHECK(one == footprint && kr_host_bytes_in_use() == footprint);
 
     auto moved = std::move(first);
     CHECK(!first.ok && first.get() == nullptr && first.empty());  // NOLINT: use after move
     CHECK(snapshot::restore(first) == 0);
     CHECK(moved.ok);
-    CHECK(kr_host_bytes_in_use() == footprint);  // moved, not copied
+    CHECK(kr_test_leased() == one);  // moved, not copied
 
     std::memset(buffer, 0x77, 4096);
     CHECK(snapshot::restore(moved) == moved.size());
     CHECK(all_bytes(buffer, 4096, 0x3C));
 
     auto other = snapshot::snap(gpu);
-    CHECK(kr_host_bytes_in_use() == 2 * footprint);
+    CHECK(kr_test_leased() == 2 * one);
     other = std::move(moved);  // frees the snapshot `other` held
-    CHECK(kr_host_bytes_in_use() == footprint);
+    CHECK(kr_test_leased() == one);
     CHECK(other.ok && !moved.ok);
     const kr_restore_report_t report = snapshot::restore_with_report(other);
     CHECK(report.restored == other.size() && report.skipped_not_live == 0 && report.failed == 0);
@@ -200,9 +218,10 @@ void moves_transfer_ownership_and_destructors_free(hsa_agent_t gpu) {
     std::vector<snapshot::device_snapshot_t> history;
     for (int i = 0; i < 5; ++i) history.push_back(snapshot::snap(gpu));
     for (const auto& kept : history) CHECK(kept.ok && kept.size() == other.size());
-    CHECK(kr_host_bytes_in_use() == 6 * footprint);
+    CHECK(kr_test_leased() == 6 * one);
   }
-  CHECK(kr_host_bytes_in_use() == 0);  // every destructor freed its snapshot
+  CHECK(kr_test_leased() == 0);  // every destructor freed its snapshot
+  CHECK(kr_test_trim_leaves_nothing_held());
   CHECK(hsa_amd_memory_pool_free(buffer) == HSA_STATUS_SUCCESS);
 }
 
@@ -217,20 +236,37 @@ int main() {
   api.amd_ext_ = hsa_sim_amd_ext_table();
   tool_on_load(&api, 0);
   kr_set_log_level(KR_LOG_ERROR);  // the declined path warns by design
+  // ctest runs this program under each policy: make sure it is this one.
+  const kr_storage_policy_t policy = kr_storage_policy();
+  CHECK(policy == kr_test_policy_from_environment());
+  const uint64_t live_at_start = hsa_sim_live_allocation_count();
 
-  const hsa_executable_t exe = hsa_sim_executable_create();
-  every_pass_sees_identical_inputs(gpu, exe);
-  a_declined_snapshot_runs_the_dispatch_once(gpu, exe);
+  // One code object per kernel, both loaded before the first dispatch: a
+  // loaded (frozen) executable never gains symbols, and snapshots other than
+  // the baseline's walk each loaded executable only once.
+  const hsa_executable_t ok_path_exe = hsa_sim_executable_create();
+  uint8_t* ok_path_counter = static_cast<uint8_t*>(
+      hsa_sim_executable_add_variable(ok_path_exe, gpu, "ok_path_counter", 1, false));
+  const hsa_executable_t declined_path_exe = hsa_sim_executable_create();
+  uint8_t* declined_path_counter = static_cast<uint8_t*>(hsa_sim_executable_add_variable(
+      declined_path_exe, gpu, "declined_path_counter", 1, false));
+  CHECK(ok_path_counter != nullptr && declined_path_counter != nullptr);
+  every_pass_sees_identical_inputs(gpu, ok_path_counter);
+  a_declined_snapshot_runs_the_dispatch_once(gpu, declined_path_counter);
   moves_transfer_ownership_and_destructors_free(gpu);
-  hsa_sim_executable_destroy(exe);
+  hsa_sim_executable_destroy(ok_path_exe);
+  hsa_sim_executable_destroy(declined_path_exe);
 
   CHECK(kernel_replay::memory_tracker::tracked_count(gpu) == 0);
   CHECK(hsa_sim_copy_violations() == 0);
   CHECK(hsa_sim_quarantine_intact());
+  CHECK(kr_test_trim_leaves_nothing_held());
+  CHECK(hsa_sim_live_allocation_count() == live_at_start);
   if (failures != 0) {
-    std::fprintf(stderr, "cxx_replay_window: %d check(s) failed\n", failures);
+    std::fprintf(stderr, "cxx_replay_window (%s): %d check(s) failed\n",
+                 kr_test_policy_name(policy), failures);
     return 1;
   }
-  std::printf("cxx_replay_window: all checks passed\n");
+  std::printf("cxx_replay_window (%s): all checks passed\n", kr_test_policy_name(policy));
   return 0;
 }

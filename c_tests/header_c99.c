@@ -48,7 +48,12 @@ static const any_function every_function[] = {
     (any_function)kr_tracked_count,        (any_function)kr_tracked_bytes,
     (any_function)kr_replay,               (any_function)kr_replay_gate,
     (any_function)kr_set_log_callback,     (any_function)kr_set_log_level,
-    (any_function)kr_version,
+    (any_function)kr_version,              (any_function)kr_set_storage_policy,
+    (any_function)kr_storage_policy,       (any_function)kr_set_device_budget,
+    (any_function)kr_set_storage_pools,    (any_function)kr_set_batched_copies,
+    (any_function)kr_trim_retained,        (any_function)kr_device_bytes_in_use,
+    (any_function)kr_snapshot_tier_bytes,  (any_function)kr_get_stats,
+    (any_function)kr_reset_stats,
 };
 
 /* The enum values cross the ABI as integers; they may never change. */
@@ -68,6 +73,19 @@ static void check_enum_values(void) {
   CHECK(KR_DECLINE_METADATA_MEMORY == 5);
   CHECK(KR_DECLINE_HOST_MEMORY == 6);
   CHECK(KR_DECLINE_COPY_FAILED == 7);
+  CHECK(KR_DECLINE_DEVICE_MEMORY == 8);
+
+  CHECK(KR_STORAGE_AUTO == 0);
+  CHECK(KR_STORAGE_DEVICE == 1);
+  CHECK(KR_STORAGE_PINNED == 2);
+  CHECK(KR_STORAGE_PAGEABLE == 3);
+  CHECK(KR_STORAGE_BASELINE == 4);
+
+  CHECK(KR_TIER_DEVICE == 0);
+  CHECK(KR_TIER_PINNED == 1);
+  CHECK(KR_TIER_PAGEABLE == 2);
+
+  CHECK(KR_DEVICE_BUDGET_AUTO == UINT64_MAX);
 
   CHECK(KR_LOG_ERROR == 1);
   CHECK(KR_LOG_WARN == 2);
@@ -92,6 +110,32 @@ static void check_structs(void) {
   result.restore_failures = 5;
   CHECK(result.replayed && result.passes_run == 4 && result.decline_reason == KR_DECLINE_NONE &&
         result.restore_failures == 5);
+
+  {
+    kr_stats_t stats;
+    memset(&stats, 0, sizeof stats);
+    stats.snapshots = 1;
+    stats.declines[KR_DECLINE_DEVICE_MEMORY] = 2;
+    stats.bytes_captured = 3;
+    stats.snap_ns = 4;
+    stats.restores = 5;
+    stats.regions_restored = 6;
+    stats.regions_skipped = 7;
+    stats.regions_failed = 8;
+    stats.bytes_restored = 9;
+    stats.restore_ns = 10;
+    stats.held_bytes[KR_TIER_PAGEABLE] = 11;
+    stats.retained_bytes[KR_TIER_PAGEABLE] = 12;
+    CHECK(stats.snapshots + stats.declines[KR_DECLINE_DEVICE_MEMORY] + stats.bytes_captured +
+              stats.snap_ns + stats.restores + stats.regions_restored + stats.regions_skipped +
+              stats.regions_failed + stats.bytes_restored + stats.restore_ns +
+              stats.held_bytes[KR_TIER_PAGEABLE] + stats.retained_bytes[KR_TIER_PAGEABLE] ==
+          78);
+    CHECK(sizeof stats.declines / sizeof stats.declines[0] == 10);
+    CHECK(sizeof stats.held_bytes / sizeof stats.held_bytes[0] == 3);
+    CHECK(sizeof stats.retained_bytes / sizeof stats.retained_bytes[0] == 3);
+    CHECK(sizeof(kr_stats_t) == (1 + 10 + 8 + 3 + 3) * sizeof(uint64_t));
+  }
 }
 
 static int log_calls = 0;
@@ -153,9 +197,37 @@ static void check_null_handling(void) {
   CHECK(kr_snapshot_region_count(declined) == 0 && kr_snapshot_byte_count(declined) == 0);
   CHECK(kr_restore_with_report(declined, NULL) == 0);
   CHECK(log_calls == 2 && last_log_level == KR_LOG_WARN);
+  CHECK(kr_snapshot_tier_bytes(declined, KR_TIER_PAGEABLE) == 0);
   kr_snapshot_free(declined);
   kr_set_log_callback(NULL, NULL);
   CHECK(kr_host_bytes_in_use() == 0);
+
+  /* The storage API without a runtime: nothing held, nothing to trim, no
+   * pools to choose; the stats accept NULL. */
+  CHECK(kr_snapshot_tier_bytes(NULL, KR_TIER_DEVICE) == 0);
+  CHECK(kr_device_bytes_in_use() == 0);
+  CHECK(kr_trim_retained() == 0);
+  CHECK(!kr_set_storage_pools(agent, 1, 2, agent));
+  kr_set_device_budget(KR_DEVICE_BUDGET_AUTO);
+  kr_set_batched_copies(true);
+  {
+    const kr_storage_policy_t original = kr_storage_policy();
+    CHECK(kr_set_storage_policy(KR_STORAGE_BASELINE));
+    CHECK(kr_storage_policy() == KR_STORAGE_BASELINE);
+    CHECK(!kr_set_storage_policy((kr_storage_policy_t)99)); /* refused, nothing changed */
+    CHECK(kr_storage_policy() == KR_STORAGE_BASELINE);
+    CHECK(kr_set_storage_policy(original));
+    CHECK(kr_storage_policy() == original);
+  }
+  kr_get_stats(NULL);
+  kr_reset_stats();
+  {
+    kr_stats_t stats;
+    memset(&stats, 0xA5, sizeof stats);
+    kr_get_stats(&stats);
+    CHECK(stats.snapshots == 0 && stats.restores == 0 && stats.held_bytes[KR_TIER_DEVICE] == 0);
+    CHECK(stats.declines[KR_DECLINE_NOT_INITIALIZED] == 0); /* reset after the decline above */
+  }
 }
 
 int main(void) {
@@ -165,7 +237,7 @@ int main(void) {
   for (i = 0; i < sizeof every_function / sizeof every_function[0]; ++i) {
     CHECK(every_function[i] != NULL);
   }
-  CHECK(sizeof every_function / sizeof every_function[0] == 23);
+  CHECK(sizeof every_function / sizeof every_function[0] == 33);
 
   CHECK(version != NULL);
   if (version != NULL && strcmp(version, KR_EXPECTED_VERSION) != 0) {

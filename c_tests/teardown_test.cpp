@@ -12,6 +12,11 @@
 // Exits 0 when every free succeeded and the library behaved as documented in
 // both cases; on any failure the last exit handler ends the process with
 // status 1.
+//
+// ctest runs both modes under every storage policy (see storage_policy.h).
+// The kept snapshot's arena (device or pinned: a runtime allocation) goes
+// back to the runtime when the snapshot is freed after kr_finalize; without
+// it, the freed snapshot's arena is retained until kr_trim_retained.
 
 #include <cstdio>
 #include <cstdlib>
@@ -19,6 +24,7 @@
 
 #include "hsa_sim.h"
 #include "kernel_replay.hpp"
+#include "storage_policy.h"
 
 namespace {
 
@@ -26,6 +32,7 @@ namespace {
 int failures = 0;
 bool finalize_at_exit = false;
 hsa_agent_t gpu{0};
+uint64_t signals_at_start = 0;
 
 void check(bool condition, const char* what, int line) {
   if (!condition) {
@@ -67,13 +74,13 @@ class StaticDeviceBuffer {
 struct StaticSnapshot {
   kernel_replay::memory_snapshot::device_snapshot_t snapshot;
   ~StaticSnapshot() {
-    const uint64_t h2d_before = hsa_sim_copy_count(HSA_SIM_COPY_HOST_TO_DEVICE);
+    const uint64_t copies_before = kr_test_copies();
     const kr_restore_report_t report =
         kernel_replay::memory_snapshot::restore_with_report(snapshot);
     CHECK(report.restored == 0);
     CHECK(report.skipped_not_live == snapshot.size());  // freed, or everything after finalize
     CHECK(report.failed == 0);
-    CHECK(hsa_sim_copy_count(HSA_SIM_COPY_HOST_TO_DEVICE) == h2d_before);
+    CHECK(kr_test_copies() == copies_before);
   }
 };
 
@@ -89,18 +96,28 @@ void finalize_the_tool() {
 // Registered before any static below exists, so it runs after all their
 // destructors: the verdict.
 void verdict_at_exit() {
+  const char* mode = finalize_at_exit ? "finalize" : "no-finalize";
+  const char* policy = kr_test_policy_name(kr_storage_policy());
+  if (finalize_at_exit) {
+    // kr_finalize released what was retained and its copy signals; the kept
+    // snapshot's storage went back when it was freed, after finalize.
+    CHECK(kr_test_held() == 0);
+    CHECK(kr_trim_retained() == 0);
+    CHECK(hsa_sim_live_signal_count() == signals_at_start);
+  } else {
+    // The freed snapshot's arena is retained for reuse until trimmed.
+    CHECK(kr_test_leased() == 0);
+    CHECK(kr_test_trim_leaves_nothing_held());
+  }
   CHECK(hsa_sim_live_allocation_count() == 0);
   CHECK(hsa_sim_copy_violations() == 0);
   CHECK(hsa_sim_quarantine_intact());
   CHECK(kr_tracked_count(gpu) == 0);
-  CHECK(kr_host_bytes_in_use() == 0);
   if (failures != 0) {
-    std::fprintf(stderr, "teardown_test (%s): %d check(s) failed\n",
-                 finalize_at_exit ? "finalize" : "no-finalize", failures);
+    std::fprintf(stderr, "teardown_test (%s, %s): %d check(s) failed\n", mode, policy, failures);
     std::_Exit(1);
   }
-  std::printf("teardown_test (%s): all checks passed\n",
-              finalize_at_exit ? "finalize" : "no-finalize");
+  std::printf("teardown_test (%s, %s): all checks passed\n", mode, policy);
 }
 
 }  // namespace
@@ -115,6 +132,7 @@ int main(int argc, char** argv) {
 
   hsa_sim_reset(1);
   gpu = hsa_sim_gpu_agent(0);
+  signals_at_start = hsa_sim_live_signal_count();
   if (kr_memory_tracker_init(hsa_sim_core_table(), hsa_sim_amd_ext_table(), 0) !=
       KR_STATUS_SUCCESS) {
     std::fprintf(stderr, "teardown_test: kr_memory_tracker_init failed\n");
@@ -123,6 +141,8 @@ int main(int argc, char** argv) {
   kr_set_executable_iterator(hsa_sim_iterate_executables);
   kernel_replay::memory_tracker::set_tracking_enabled(true);
   kr_set_log_level(KR_LOG_ERROR);  // skipped regions and the decline warn by design
+  // ctest runs this program under each policy: make sure it is this one.
+  CHECK(kr_storage_policy() == kr_test_policy_from_environment());
   std::atexit(verdict_at_exit);
 
   // Destroyed in reverse order: the buffers first, then the snapshot.
@@ -132,6 +152,10 @@ int main(int argc, char** argv) {
   kept.snapshot = kernel_replay::memory_snapshot::snap(gpu);
   CHECK(kept.snapshot.ok && kept.snapshot.size() == 2);
   CHECK(kr_tracked_count(gpu) == 2);
+  CHECK(kr_test_tier_total(kept.snapshot.get()) == kept.snapshot.bytes());
+  CHECK(kr_test_leased() >= kept.snapshot.bytes());
+  // The two buffers, and the snapshot's arena if the runtime holds it.
+  CHECK(hsa_sim_live_allocation_count() == 2 + kr_test_runtime_arenas(kr_storage_policy()));
 
   if (finalize_at_exit) std::atexit(finalize_the_tool);  // runs before the destructors
   return 0;

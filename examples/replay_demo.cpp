@@ -11,6 +11,10 @@
 //
 // The runtime keeps "device memory" in host memory, so the kernel is a
 // host function standing in for the GPU's loads and stores.
+//
+// Where a snapshot keeps its copies depends on the storage policy
+// (KERNEL_REPLAY_STORAGE=auto|device|pinned|pageable|baseline, default auto:
+// device memory while it fits); the demo prints where they went.
 
 #include <hsa/hsa.h>
 #include <hsa/hsa_api_trace.h>
@@ -87,6 +91,30 @@ T* device_alloc(hsa_amd_memory_pool_t pool, size_t count) {
   return static_cast<T*>(ptr);
 }
 
+const char* policy_name(kr_storage_policy_t policy) {
+  switch (policy) {
+    case KR_STORAGE_AUTO:
+      return "auto";
+    case KR_STORAGE_DEVICE:
+      return "device";
+    case KR_STORAGE_PINNED:
+      return "pinned";
+    case KR_STORAGE_PAGEABLE:
+      return "pageable";
+    case KR_STORAGE_BASELINE:
+      return "baseline";
+  }
+  return "unknown";
+}
+
+// Memory the library holds for snapshots: live snapshots' copies, and
+// arenas kept for reuse by the next snapshot (kr_trim_retained frees those).
+void print_memory_held(const char* when, const char* note) {
+  std::printf("%s: %" PRIu64 " bytes of host memory and %" PRIu64
+              " bytes of device memory held for snapshots%s\n",
+              when, kr_host_bytes_in_use(), kr_device_bytes_in_use(), note);
+}
+
 }  // namespace
 
 int main() {
@@ -94,8 +122,9 @@ int main() {
   HsaApiTable table{};
   table.core_ = hsa_sim_core_table();
   table.amd_ext_ = hsa_sim_amd_ext_table();
-  std::printf("kernel-replay %s on the software HSA runtime\n\n", kr_version());
+  std::printf("kernel-replay %s on the software HSA runtime\n", kr_version());
   if (!tool_on_load(&table)) return 1;
+  std::printf("storage policy: %s\n\n", policy_name(kr_storage_policy()));
 
   const hsa_agent_t gpu = hsa_sim_gpu_agent(0);
   const hsa_amd_memory_pool_t vram = hsa_sim_pool(gpu, HSA_SIM_POOL_DEVICE_COARSE);
@@ -123,9 +152,15 @@ int main() {
   if (!kr_replay_gate(/*packets=*/1, /*dispatches=*/1, /*graph_launch_active=*/false)) return 1;
   std::printf("\nreplaying the dispatch %u times:\n", passes);
   kr_snapshot_t* snapshot = kr_snap(gpu);
-  std::printf("  snapshot: ok = %s, %zu regions, %" PRIu64 " bytes held in host memory\n",
+  std::printf("  snapshot: ok = %s, %zu regions, %" PRIu64 " bytes captured\n",
               kr_snapshot_ok(snapshot) ? "true" : "false", kr_snapshot_region_count(snapshot),
-              kr_host_bytes_in_use());
+              kr_snapshot_byte_count(snapshot));
+  std::printf("  copies kept in device memory: %" PRIu64 " bytes, in pinned host memory: %" PRIu64
+              " bytes, in pageable host memory: %" PRIu64 " bytes\n",
+              kr_snapshot_tier_bytes(snapshot, KR_TIER_DEVICE),
+              kr_snapshot_tier_bytes(snapshot, KR_TIER_PINNED),
+              kr_snapshot_tier_bytes(snapshot, KR_TIER_PAGEABLE));
+  print_memory_held("  held now", "");
   for (uint32_t pass = 0; pass < passes; ++pass) {
     if (pass > 0) {
       kr_restore_report_t report{};
@@ -136,6 +171,9 @@ int main() {
     run_pass(pass, &k);
   }
   kr_snapshot_free(snapshot);
+  const bool kept = kr_host_bytes_in_use() + kr_device_bytes_in_use() > 0;
+  print_memory_held("  snapshot freed",
+                    kept ? " (its arena, kept for the next snapshot)" : "");
 
   // A snapshot outlives an allocation: the application frees x (and
   // allocates a new one) while an older snapshot is still held. Restoring
@@ -169,6 +207,9 @@ int main() {
   hsa_amd_memory_pool_free(k.y);
   hsa_amd_memory_pool_free(args);
   kr_finalize();
-  std::printf("\ncopy violations seen by the runtime: %" PRIu64 "\n", hsa_sim_copy_violations());
-  return hsa_sim_copy_violations() == 0 ? 0 : 1;
+  std::printf("\n");
+  print_memory_held("after kr_finalize", "");
+  std::printf("copy violations seen by the runtime: %" PRIu64 "\n", hsa_sim_copy_violations());
+  const bool released = kr_host_bytes_in_use() == 0 && kr_device_bytes_in_use() == 0;
+  return hsa_sim_copy_violations() == 0 && released ? 0 : 1;
 }

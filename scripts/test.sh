@@ -18,6 +18,18 @@ cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test (unit, integration, header drift)"
 cargo test --workspace
 
+# The integration tests hold for every storage policy and copy engine: run
+# them again under each forced policy, and with blocking copies.
+for policy in baseline device pinned pageable; do
+  step "integration tests under KERNEL_REPLAY_STORAGE=$policy"
+  KERNEL_REPLAY_STORAGE=$policy cargo test -p kernel-replay --tests -q
+done
+step "integration tests with blocking copies (KERNEL_REPLAY_COPY=blocking)"
+KERNEL_REPLAY_COPY=blocking cargo test -p kernel-replay --tests -q
+
+step "loom model checks of the inventory protocol"
+RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release --test loom_inventory -q
+
 step "CMake build and ctest (C/C++ tests, install, exports, valgrind memcheck)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKR_VALGRIND=ON
 cmake --build build -j2
