@@ -1,0 +1,217 @@
+/* cuda_driver.h: the subset of the CUDA driver API that the HSA-on-CUDA
+ * runtime and the GPU harness use, declared here and resolved at run time
+ * from libcuda.so.1 (dlopen + dlsym).
+ *
+ * Why not <cuda.h>: the harness must compile on machines without the CUDA
+ * toolkit (CI, the Rust build machine), and the GPU machine's toolkit is only
+ * needed for nvcc. Every declaration below is written from NVIDIA's public
+ * driver API documentation; only the types, constants and entry points the
+ * harness calls are present. Enumerations are plain ints here: the driver's
+ * enums are int-sized, so the calling convention is the same.
+ *
+ * Where the driver exports several versions of an entry point, the versioned
+ * symbol that <cuda.h> maps the plain name to is resolved (cuMemAlloc ->
+ * cuMemAlloc_v2 and so on); see hsa_cuda/cuda_driver.cpp for the list.
+ *
+ * Never include this header together with <cuda.h>: the names collide on
+ * purpose, so that code written against it reads like ordinary driver code.
+ */
+#ifndef HSA_CUDA_CUDA_DRIVER_H
+#define HSA_CUDA_CUDA_DRIVER_H
+
+#ifdef __cuda_cuda_h__
+#error "cuda_driver.h declares its own subset of the CUDA driver API; do not include <cuda.h> with it"
+#endif
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- types ------------------------------------------------------------------ */
+
+typedef int CUresult;                   /* enum cudaError_enum */
+typedef int CUdevice;                   /* CUdevice_v1 */
+typedef unsigned long long CUdeviceptr; /* CUdeviceptr_v2 */
+typedef struct CUctx_st* CUcontext;
+typedef struct CUmod_st* CUmodule;
+typedef struct CUfunc_st* CUfunction;
+typedef struct CUstream_st* CUstream;
+typedef struct CUevent_st* CUevent;
+typedef void (*CUhostFn)(void* user_data);
+
+/* ---- CUresult values -------------------------------------------------------- */
+
+#define CUDA_SUCCESS 0
+#define CUDA_ERROR_INVALID_VALUE 1
+#define CUDA_ERROR_OUT_OF_MEMORY 2
+#define CUDA_ERROR_NOT_INITIALIZED 3
+#define CUDA_ERROR_DEINITIALIZED 4
+#define CUDA_ERROR_NO_DEVICE 100
+#define CUDA_ERROR_INVALID_DEVICE 101
+#define CUDA_ERROR_INVALID_IMAGE 200
+#define CUDA_ERROR_INVALID_CONTEXT 201
+#define CUDA_ERROR_NO_BINARY_FOR_GPU 209
+#define CUDA_ERROR_FILE_NOT_FOUND 301
+#define CUDA_ERROR_NOT_FOUND 500
+#define CUDA_ERROR_NOT_READY 600
+#define CUDA_ERROR_ILLEGAL_ADDRESS 700
+
+/* ---- flags and attributes ----------------------------------------------------- */
+
+/* cuMemHostAlloc flags */
+#define CU_MEMHOSTALLOC_PORTABLE 0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
+#define CU_MEMHOSTALLOC_WRITECOMBINED 0x04
+
+/* cuStreamCreate flags */
+#define CU_STREAM_DEFAULT 0x0
+#define CU_STREAM_NON_BLOCKING 0x1
+
+/* cuEventCreate flags */
+#define CU_EVENT_DEFAULT 0x0
+#define CU_EVENT_BLOCKING_SYNC 0x1
+#define CU_EVENT_DISABLE_TIMING 0x2
+
+/* CUdevice_attribute values used by the runtime */
+#define CU_DEVICE_ATTRIBUTE_WARP_SIZE 10
+#define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
+#define CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY 19
+#define CU_DEVICE_ATTRIBUTE_PCI_BUS_ID 33
+#define CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID 34
+#define CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING 41
+#define CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID 50
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
+#define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
+
+/* CUpointer_attribute values */
+#define CU_POINTER_ATTRIBUTE_CONTEXT 1
+#define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
+#define CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
+
+/* CUmemorytype values (what CU_POINTER_ATTRIBUTE_MEMORY_TYPE reports, as an
+ * unsigned int) */
+#define CU_MEMORYTYPE_HOST 1
+#define CU_MEMORYTYPE_DEVICE 2
+#define CU_MEMORYTYPE_ARRAY 3
+#define CU_MEMORYTYPE_UNIFIED 4
+
+/* ---- entry points ------------------------------------------------------------ */
+
+typedef CUresult (*cuInit_t)(unsigned int flags);
+typedef CUresult (*cuDriverGetVersion_t)(int* driver_version);
+typedef CUresult (*cuGetErrorString_t)(CUresult error, const char** text);
+typedef CUresult (*cuGetErrorName_t)(CUresult error, const char** name);
+
+typedef CUresult (*cuDeviceGetCount_t)(int* count);
+typedef CUresult (*cuDeviceGet_t)(CUdevice* device, int ordinal);
+typedef CUresult (*cuDeviceGetName_t)(char* name, int length, CUdevice device);
+typedef CUresult (*cuDeviceGetAttribute_t)(int* value, int attribute, CUdevice device);
+typedef CUresult (*cuDeviceTotalMem_t)(size_t* bytes, CUdevice device);
+
+typedef CUresult (*cuDevicePrimaryCtxRetain_t)(CUcontext* context, CUdevice device);
+typedef CUresult (*cuDevicePrimaryCtxRelease_t)(CUdevice device);
+typedef CUresult (*cuCtxSetCurrent_t)(CUcontext context);
+typedef CUresult (*cuCtxGetCurrent_t)(CUcontext* context);
+typedef CUresult (*cuCtxSynchronize_t)(void);
+
+typedef CUresult (*cuMemAlloc_t)(CUdeviceptr* dptr, size_t bytes);
+typedef CUresult (*cuMemFree_t)(CUdeviceptr dptr);
+typedef CUresult (*cuMemGetInfo_t)(size_t* free_bytes, size_t* total_bytes);
+typedef CUresult (*cuMemHostAlloc_t)(void** host, size_t bytes, unsigned int flags);
+typedef CUresult (*cuMemFreeHost_t)(void* host);
+typedef CUresult (*cuMemcpy_t)(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
+typedef CUresult (*cuMemcpyAsync_t)(CUdeviceptr dst, CUdeviceptr src, size_t bytes,
+                                    CUstream stream);
+typedef CUresult (*cuMemcpyHtoD_t)(CUdeviceptr dst, const void* src, size_t bytes);
+typedef CUresult (*cuMemcpyDtoH_t)(void* dst, CUdeviceptr src, size_t bytes);
+typedef CUresult (*cuMemcpyDtoD_t)(CUdeviceptr dst, CUdeviceptr src, size_t bytes);
+typedef CUresult (*cuMemsetD8_t)(CUdeviceptr dst, unsigned char value, size_t count);
+typedef CUresult (*cuMemsetD32_t)(CUdeviceptr dst, unsigned int value, size_t count);
+typedef CUresult (*cuPointerGetAttribute_t)(void* data, int attribute, CUdeviceptr ptr);
+
+typedef CUresult (*cuModuleLoad_t)(CUmodule* module, const char* path);
+typedef CUresult (*cuModuleLoadData_t)(CUmodule* module, const void* image);
+typedef CUresult (*cuModuleUnload_t)(CUmodule module);
+typedef CUresult (*cuModuleGetGlobal_t)(CUdeviceptr* dptr, size_t* bytes, CUmodule module,
+                                        const char* name);
+typedef CUresult (*cuModuleGetFunction_t)(CUfunction* function, CUmodule module,
+                                          const char* name);
+typedef CUresult (*cuLaunchKernel_t)(CUfunction function, unsigned int grid_x,
+                                     unsigned int grid_y, unsigned int grid_z,
+                                     unsigned int block_x, unsigned int block_y,
+                                     unsigned int block_z, unsigned int shared_bytes,
+                                     CUstream stream, void** params, void** extra);
+
+typedef CUresult (*cuStreamCreate_t)(CUstream* stream, unsigned int flags);
+typedef CUresult (*cuStreamDestroy_t)(CUstream stream);
+typedef CUresult (*cuStreamSynchronize_t)(CUstream stream);
+typedef CUresult (*cuLaunchHostFunc_t)(CUstream stream, CUhostFn fn, void* user_data);
+typedef CUresult (*cuEventCreate_t)(CUevent* event, unsigned int flags);
+typedef CUresult (*cuEventDestroy_t)(CUevent event);
+typedef CUresult (*cuEventRecord_t)(CUevent event, CUstream stream);
+typedef CUresult (*cuEventSynchronize_t)(CUevent event);
+typedef CUresult (*cuEventQuery_t)(CUevent event);
+typedef CUresult (*cuEventElapsedTime_t)(float* milliseconds, CUevent start, CUevent end);
+
+/* The resolved driver. Members are named after the API's plain names; the
+ * symbol each one was resolved from is listed in cuda_driver.cpp. Members
+ * marked optional may be NULL (an older or newer driver without them);
+ * every other member is non-NULL once the driver loaded. */
+typedef struct cuda_driver_t {
+  cuInit_t cuInit;
+  cuDriverGetVersion_t cuDriverGetVersion;
+  cuGetErrorString_t cuGetErrorString;
+  cuGetErrorName_t cuGetErrorName;
+
+  cuDeviceGetCount_t cuDeviceGetCount;
+  cuDeviceGet_t cuDeviceGet;
+  cuDeviceGetName_t cuDeviceGetName;
+  cuDeviceGetAttribute_t cuDeviceGetAttribute;
+  cuDeviceTotalMem_t cuDeviceTotalMem;
+
+  cuDevicePrimaryCtxRetain_t cuDevicePrimaryCtxRetain;
+  cuDevicePrimaryCtxRelease_t cuDevicePrimaryCtxRelease;
+  cuCtxSetCurrent_t cuCtxSetCurrent;
+  cuCtxGetCurrent_t cuCtxGetCurrent;
+  cuCtxSynchronize_t cuCtxSynchronize;
+
+  cuMemAlloc_t cuMemAlloc;
+  cuMemFree_t cuMemFree;
+  cuMemGetInfo_t cuMemGetInfo;
+  cuMemHostAlloc_t cuMemHostAlloc;
+  cuMemFreeHost_t cuMemFreeHost;
+  cuMemcpy_t cuMemcpy;
+  cuMemcpyAsync_t cuMemcpyAsync;
+  cuMemcpyHtoD_t cuMemcpyHtoD;
+  cuMemcpyDtoH_t cuMemcpyDtoH;
+  cuMemcpyDtoD_t cuMemcpyDtoD;
+  cuMemsetD8_t cuMemsetD8;
+  cuMemsetD32_t cuMemsetD32;
+  cuPointerGetAttribute_t cuPointerGetAttribute;
+
+  cuModuleLoad_t cuModuleLoad;
+  cuModuleLoadData_t cuModuleLoadData;
+  cuModuleUnload_t cuModuleUnload;
+  cuModuleGetGlobal_t cuModuleGetGlobal;
+  cuModuleGetFunction_t cuModuleGetFunction;
+  cuLaunchKernel_t cuLaunchKernel;
+
+  cuStreamCreate_t cuStreamCreate;
+  cuStreamDestroy_t cuStreamDestroy;
+  cuStreamSynchronize_t cuStreamSynchronize;
+  cuLaunchHostFunc_t cuLaunchHostFunc; /* optional */
+  cuEventCreate_t cuEventCreate;
+  cuEventDestroy_t cuEventDestroy;
+  cuEventRecord_t cuEventRecord;
+  cuEventSynchronize_t cuEventSynchronize;
+  cuEventQuery_t cuEventQuery;
+  cuEventElapsedTime_t cuEventElapsedTime; /* optional */
+} cuda_driver_t;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HSA_CUDA_CUDA_DRIVER_H */

@@ -1,0 +1,252 @@
+/* hsa_cuda_internal.h: what the translation units of the HSA-on-CUDA runtime
+ * share (hsa_cuda.h is the public control interface).
+ *
+ * Layout:
+ *   cuda_driver.cpp        dlopen/dlsym of libcuda.so.1
+ *   hsa_cuda_runtime.cpp   init/shutdown, topology, agent and system queries,
+ *                          CUDA error reporting, contexts, counters
+ *   hsa_cuda_memory.cpp    pools/regions, allocation map, address reuse,
+ *                          hsa_memory_copy, pointer info, access grants
+ *   hsa_cuda_signals.cpp   signals and the per-GPU asynchronous copy engines
+ *   hsa_cuda_loader.cpp    executables (CUDA modules) and their symbols
+ *   hsa_cuda_tables.cpp    the CoreApiTable / AmdExtTable
+ *   hsa_cuda_app.cpp       the plain HSA names an application calls
+ *
+ * Locking: the topology is immutable while the runtime is ready (written only
+ * by init/shutdown, which must not race with anything). Memory has a
+ * reader-writer lock (copies read, allocation and free write); the loader,
+ * the signal table and each copy engine have a mutex each. No code path holds
+ * two of them at once except the memory lock taken inside the loader's
+ * variable registration (loader mutex, then memory lock; never the reverse),
+ * and no user callback runs while any of them is held.
+ */
+#ifndef HSA_CUDA_INTERNAL_H
+#define HSA_CUDA_INTERNAL_H
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "hsa_cuda.h"
+
+struct CoreApiTable;
+struct AmdExtTable;
+
+namespace hsa_cuda {
+
+// ---- constants ----------------------------------------------------------------
+
+// Allocation sizes are rounded up to this granule (ROCr rounds to the pool's
+// RUNTIME_ALLOC_GRANULE) and the rounded size is what is allocated and what
+// hsa_amd_pointer_info reports.
+constexpr size_t kGranule = 4096;
+// cuMemAlloc guarantees 256-byte alignment (small blocks are sub-allocated),
+// cuMemHostAlloc returns whole pages: each pool reports what it guarantees.
+constexpr size_t kDeviceAlignment = 256;
+constexpr size_t kHostAlignment = 4096;
+// The system timestamp runs at 1 GHz, so a signal timeout hint is in ns.
+constexpr uint64_t kTimestampFrequencyHz = 1000000000;
+// Agent index 0 is the CPU, 1..gpu_count the GPUs in CUDA ordinal order.
+constexpr uint32_t kCpuAgentIndex = 0;
+
+// ---- the driver and CUDA errors ------------------------------------------------
+
+bool load_driver(const char* library, std::string* error);
+const cuda_driver_t* loaded_driver();
+// The resolved driver; only valid while the runtime is ready (or during init
+// after the load succeeded).
+const cuda_driver_t& cu();
+
+// Checks a CUDA result: true on success; otherwise prints the call, the code,
+// its name and the driver's description on stderr, counts it
+// (hsa_cuda_cuda_error_count) and returns false.
+bool cuda_check(CUresult result, const char* call);
+#define HSA_CUDA_CHECK(call) ::hsa_cuda::cuda_check((call), #call)
+// "CUDA_ERROR_OUT_OF_MEMORY: out of memory" (never NULL).
+std::string cuda_error_text(CUresult result);
+
+// Makes `target` current on this thread for the scope and puts back whatever
+// was current before, so no runtime entry point changes the caller's context.
+class ScopedContext {
+ public:
+  explicit ScopedContext(CUcontext target);
+  ~ScopedContext();
+  ScopedContext(const ScopedContext&) = delete;
+  ScopedContext& operator=(const ScopedContext&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  CUcontext previous_ = nullptr;
+  bool switched_ = false;
+  bool ok_ = false;
+};
+
+// ---- handles -------------------------------------------------------------------
+
+// Every handle carries its kind in the top byte and the init epoch in the
+// next 16 bits, so a handle of one kind never validates as another and
+// handles from before a shutdown are unknown after it.
+enum class HandleTag : uint8_t {
+  kAgent = 0xA6,
+  kPool = 0xB7,  // also the hsa_region_t of the same memory, as in ROCr
+  kExecutable = 0xC8,
+  kSymbol = 0xD9,
+  kSignal = 0xE5,
+};
+constexpr unsigned kPayloadBits = 40;
+constexpr uint64_t kPayloadMask = (uint64_t{1} << kPayloadBits) - 1;
+uint64_t make_handle(HandleTag tag, uint64_t payload);
+bool decode_handle(uint64_t handle, HandleTag tag, uint64_t* payload);
+
+// ---- topology ------------------------------------------------------------------
+
+struct GpuDevice {
+  CUdevice device = 0;
+  int ordinal = 0;
+  CUcontext context = nullptr;  // the retained primary context
+  std::string name;             // cuDeviceGetName
+  std::string isa;              // "sm_90"
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  int warp_size = 32;
+  size_t total_memory = 0;
+};
+
+bool ready();
+uint32_t gpu_count();
+uint32_t agent_count();  // gpu_count() + 1
+inline bool is_gpu_index(uint32_t index) { return index != kCpuAgentIndex; }
+// index in 1..gpu_count()
+const GpuDevice& gpu_at(uint32_t agent_index);
+bool agent_index_from_handle(hsa_agent_t agent, uint32_t* index);
+hsa_agent_t agent_handle(uint32_t index);
+uint64_t host_memory_bytes();
+
+// ---- pools -------------------------------------------------------------------------
+
+struct PoolId {
+  uint32_t agent_index = kCpuAgentIndex;
+  hsa_cuda_pool_kind_t kind = HSA_CUDA_POOL_SYSTEM_FINE;
+  bool operator==(const PoolId& other) const {
+    return agent_index == other.agent_index && kind == other.kind;
+  }
+};
+inline bool is_device_kind(hsa_cuda_pool_kind_t kind) {
+  return kind == HSA_CUDA_POOL_DEVICE_COARSE;
+}
+uint32_t pool_global_flags(hsa_cuda_pool_kind_t kind);
+uint64_t pool_handle(PoolId pool);
+bool pool_from_handle(uint64_t handle, PoolId* pool);
+
+// ---- counters -------------------------------------------------------------------------
+
+struct Counters {
+  std::atomic<uint64_t> copies[4];
+  std::atomic<uint64_t> bytes[4];
+  std::atomic<uint64_t> async_copies;
+  std::atomic<uint64_t> violations;
+  std::atomic<uint64_t> cuda_errors;
+};
+Counters& counters();
+
+// ---- memory (hsa_cuda_memory.cpp) ---------------------------------------------------------
+
+// How a copy's two sides were classified, for the counters and for the
+// choice of the context / engine that performs it.
+struct CopyPlan {
+  hsa_cuda_copy_direction_t direction = HSA_CUDA_COPY_HOST_TO_HOST;
+  bool dst_is_device = false;
+  // The GPU agent whose context issues the copy: the source's owner if it
+  // is device memory, else the destination's, else GPU 1 (the first GPU).
+  uint32_t issuing_agent = 1;
+};
+// Classifies both ranges (under the memory lock) and counts the copy, or
+// counts a violation, prints why and returns false.
+bool plan_async_copy(void* dst, const void* src, size_t size, CopyPlan* plan);
+// Module variables of loaded executables, so that copies and pointer info
+// know them as device memory of their agent.
+void register_variable_range(uintptr_t base, size_t size, uint32_t agent_index);
+void unregister_variable_range(uintptr_t base);
+// Frees every allocation and the reuse cache (shutdown).
+void release_all_memory();
+uint64_t live_allocation_count();
+
+// ---- signals and copy engines (hsa_cuda_signals.cpp) ------------------------------------
+
+void signals_start(uint32_t gpus);  // builds the (idle) engines at init
+void signals_shutdown();            // stops the engines, destroys every signal
+uint64_t live_signal_count();
+
+// ---- loader (hsa_cuda_loader.cpp) ------------------------------------------------------------
+
+void unload_all_executables();
+
+// ---- entry points, by file, for the tables ------------------------------------------------
+
+namespace api {
+// runtime
+hsa_status_t init();
+hsa_status_t shut_down();
+hsa_status_t system_get_info(hsa_system_info_t attribute, void* value);
+hsa_status_t system_get_major_extension_table(uint16_t extension, uint16_t version_major,
+                                              size_t table_length, void* table);
+hsa_status_t iterate_agents(hsa_status_t (*callback)(hsa_agent_t, void*), void* data);
+hsa_status_t agent_get_info(hsa_agent_t agent, hsa_agent_info_t attribute, void* value);
+hsa_status_t status_string(hsa_status_t status, const char** status_string);
+// memory
+hsa_status_t agent_iterate_regions(hsa_agent_t agent,
+                                   hsa_status_t (*callback)(hsa_region_t, void*), void* data);
+hsa_status_t region_get_info(hsa_region_t region, hsa_region_info_t attribute, void* value);
+hsa_status_t memory_allocate(hsa_region_t region, size_t size, void** ptr);
+hsa_status_t memory_free(void* ptr);
+hsa_status_t memory_copy(void* dst, const void* src, size_t size);
+hsa_status_t amd_agent_iterate_memory_pools(hsa_agent_t agent,
+                                            hsa_status_t (*callback)(hsa_amd_memory_pool_t,
+                                                                     void*),
+                                            void* data);
+hsa_status_t amd_memory_pool_get_info(hsa_amd_memory_pool_t pool,
+                                      hsa_amd_memory_pool_info_t attribute, void* value);
+hsa_status_t amd_agent_memory_pool_get_info(hsa_agent_t agent, hsa_amd_memory_pool_t pool,
+                                            hsa_amd_agent_memory_pool_info_t attribute,
+                                            void* value);
+hsa_status_t amd_memory_pool_allocate(hsa_amd_memory_pool_t pool, size_t size, uint32_t flags,
+                                      void** ptr);
+hsa_status_t amd_memory_pool_free(void* ptr);
+hsa_status_t amd_agents_allow_access(uint32_t num_agents, const hsa_agent_t* agents,
+                                     const uint32_t* flags, const void* ptr);
+hsa_status_t amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
+                              void* (*alloc)(size_t), uint32_t* num_agents_accessible,
+                              hsa_agent_t** accessible);
+hsa_status_t amd_pointer_info_set_userdata(const void* ptr, void* userdata);
+// loader
+hsa_status_t executable_destroy(hsa_executable_t executable);
+hsa_status_t executable_iterate_agent_symbols(
+    hsa_executable_t executable, hsa_agent_t agent,
+    hsa_status_t (*callback)(hsa_executable_t, hsa_agent_t, hsa_executable_symbol_t, void*),
+    void* data);
+hsa_status_t executable_symbol_get_info(hsa_executable_symbol_t symbol,
+                                        hsa_executable_symbol_info_t attribute, void* value);
+}  // namespace api
+
+// Fill the signal and async-copy entries of the tables.
+void fill_signal_core_entries(CoreApiTable* core);
+void fill_signal_amd_entries(AmdExtTable* amd);
+
+// Writes a value of exactly the attribute's documented type.
+template <typename T>
+inline void write_value(void* out, const T& value) {
+  std::memcpy(out, &value, sizeof(T));
+}
+
+// HSA_STATUS_ERROR_INVALID_MEMORY_POOL lives in an anonymous enum of
+// hsa_ext_amd.h, so it needs a cast to be returned as an hsa_status_t.
+constexpr auto kInvalidMemoryPool =
+    static_cast<hsa_status_t>(HSA_STATUS_ERROR_INVALID_MEMORY_POOL);
+
+}  // namespace hsa_cuda
+
+#endif /* HSA_CUDA_INTERNAL_H */

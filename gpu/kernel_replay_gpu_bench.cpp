@@ -1,0 +1,687 @@
+// kernel_replay_gpu_bench: snapshot and restore throughput of kernel-replay
+// on a real GPU (through HSA-on-CUDA), next to the copy ceilings of the same
+// machine, all measured in one run so the ratios hold.
+//
+//   kernel_replay_gpu_bench --csv OUT.csv [--table OUT.md] [--gpu N] [--quick]
+//                           [--config NAME] [--toolkit "nvcc 13.0 ..."]
+//
+// For each tracked footprint (64 MiB, 1 GiB, 8 GiB as four regions each, and
+// 10,000 regions of 4 KiB) it measures:
+//   - the library: kr_snap and kr_restore of GPU 0, each timed with the host's
+//     steady clock after cuCtxSynchronize (both calls return only when their
+//     copies have landed), median of N repetitions, N chosen from a warm-up
+//     run so one operation takes about 1 s in total (at least 3, at most
+//     50); every snapshot is freed outside the timed region;
+//   - the ceilings, region by region with the same layout and one cuMemcpy
+//     per region, synchronised once at the end: pinned host <-> device
+//     (cuMemHostAlloc buffer), pageable host <-> device (a malloc'd buffer,
+//     touched beforehand and reused), device -> fresh pageable host memory
+//     (malloc'd per region on every repetition and freed after it, as a
+//     snapshot allocates its host copies), and device -> device.
+// GB/s are 10^9 bytes per second of footprint copied. For device -> device
+// both conventions are given: bytes copied per second, and read + write
+// traffic (twice that).
+//
+// The library is measured as configurations: a named setup run before its
+// measurements. With a library that has storage policies there is one per
+// policy (baseline: the design's original path; auto, device, pinned,
+// pageable); with an older library only the baseline, which is all it does.
+// A later setting is one more entry in kConfigs.
+//
+// The Markdown table comes last on stdout (and in --table); the raw numbers
+// go to --csv.
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+using harness::bytes_text;
+using harness::cu;
+
+namespace {
+
+constexpr uint64_t KiB = 1024;
+constexpr uint64_t MiB = 1024 * KiB;
+constexpr uint64_t GiB = 1024 * MiB;
+
+// ---- configurations ----------------------------------------------------------
+
+// An optional kr_* entry point, resolved at run time so the bench links
+// against libraries that do not have it yet; NULL when absent.
+template <typename Fn>
+Fn kr_optional(const char* symbol) {
+  void* address = dlsym(RTLD_DEFAULT, symbol);
+  Fn function = nullptr;
+  static_assert(sizeof(function) == sizeof(address), "function pointers are pointer-sized");
+  std::memcpy(&function, &address, sizeof(function));
+  return function;
+}
+
+struct Config {
+  const char* name;
+  const char* description;
+  // Runs before the configuration's measurements of every footprint; false
+  // (with a reason) marks its rows "not available". NULL: nothing to set up.
+  bool (*setup)(std::string* why);
+  // Undoes setup; NULL: nothing to undo.
+  void (*teardown)();
+};
+
+// Storage policies of libraries that have them (kr_set_storage_policy,
+// resolved at run time): a configuration per policy. Every teardown releases
+// the arenas the library retained (kr_trim_retained), so each configuration
+// and footprint starts from nothing and leaves nothing behind.
+bool set_policy(const char* name, std::string* why) {
+  for (const harness::StoragePolicy& policy : harness::storage_policies()) {
+    if (policy.name == name) {
+      if (harness::set_storage_policy(policy.value)) return true;
+      *why = std::string("kr_set_storage_policy refused '") + name + "'";
+      return false;
+    }
+  }
+  *why = "this libkernel_replay has no storage policies (kr_set_storage_policy)";
+  return false;
+}
+
+// The baseline is the library as the design first described it; a library
+// without storage policies has no other behaviour, so it needs no setup.
+bool setup_baseline(std::string* why) {
+  return harness::storage_policies().empty() || set_policy("baseline", why);
+}
+bool setup_auto(std::string* why) { return set_policy("auto", why); }
+bool setup_device(std::string* why) { return set_policy("device", why); }
+bool setup_pinned(std::string* why) { return set_policy("pinned", why); }
+bool setup_pageable(std::string* why) { return set_policy("pageable", why); }
+void release_retained() { harness::trim_retained(); }
+
+// Add configurations here: a name, a description, a setup that may refuse
+// with a reason (its rows then say "not available") and a teardown. A new
+// kr_* call is resolved with kr_optional() / harness::kr_symbol(), so this
+// program still builds and runs against libraries without it. A setting read
+// from an environment variable at the library's first use cannot change
+// inside one process: run the bench once per value with --config, and say
+// in the results that those rows come from separate runs.
+const Config kConfigs[] = {
+    {"baseline",
+     "the design's original path: a fresh pageable buffer and one blocking hsa_memory_copy per "
+     "region (KR_STORAGE_BASELINE, or a library without storage policies)",
+     setup_baseline, release_retained},
+    {"auto", "the library's default: device arena up to its budget, then pinned, then pageable",
+     setup_auto, release_retained},
+    {"device", "device-memory arena only (device-to-device copies)", setup_device,
+     release_retained},
+    {"pinned", "pinned host arena only (DMA over the host link)", setup_pinned, release_retained},
+    {"pageable", "pageable host arena only (driver-staged copies)", setup_pageable,
+     release_retained},
+};
+
+// ---- measurements ----------------------------------------------------------------
+
+struct Stats {
+  bool ok = false;
+  std::string error;
+  int reps = 0;
+  double median = 0;
+  double min = 0;
+  double max = 0;
+};
+
+// Runs `op` (which returns the seconds it measured, or a negative value on
+// failure after printing why) once to warm up and to estimate its cost, then
+// enough times to fill about target_seconds.
+Stats measure(const std::function<double()>& op, double target_seconds, int min_reps,
+              int max_reps) {
+  Stats stats;
+  const double warm = op();
+  if (warm < 0) {
+    stats.error = "failed in the warm-up run";
+    return stats;
+  }
+  const int wanted =
+      warm > 0 ? static_cast<int>(std::ceil(target_seconds / warm)) : max_reps;
+  stats.reps = std::clamp(wanted, min_reps, max_reps);
+  std::vector<double> times;
+  for (int i = 0; i < stats.reps; ++i) {
+    const double t = op();
+    if (t < 0) {
+      stats.error = "failed in repetition " + std::to_string(i + 1);
+      return stats;
+    }
+    times.push_back(t);
+  }
+  std::sort(times.begin(), times.end());
+  const size_t n = times.size();
+  stats.median = n % 2 == 1 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+  stats.min = times.front();
+  stats.max = times.back();
+  stats.ok = true;
+  return stats;
+}
+
+double gb_per_s(uint64_t bytes, double seconds) {
+  return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
+}
+
+// ---- the footprint ----------------------------------------------------------------
+
+struct Footprint {
+  std::string label;
+  uint64_t region_bytes;
+  size_t regions;
+  uint64_t bytes() const { return region_bytes * regions; }
+};
+
+// Ceiling operations, in table order.
+enum Ceiling { kPinnedH2D, kPinnedD2H, kPageableH2D, kPageableD2H, kFreshD2H, kD2D, kCeilings };
+const char* const kCeilingNames[kCeilings] = {"pinned H2D",   "pinned D2H",        "pageable H2D",
+                                              "pageable D2H", "fresh pageable D2H", "D2D"};
+
+struct Row {
+  Footprint footprint;
+  std::string config;
+  std::string unavailable;  // why this row has no library numbers
+  Stats snap;
+  Stats restore;
+  Stats ceilings[kCeilings];
+};
+
+class Bench {
+ public:
+  Bench(const harness::Gpu& gpu, std::FILE* csv) : gpu_(gpu), csv_(csv) {}
+
+  // Measures one footprint: ceilings once, then every selected configuration.
+  void run(const Footprint& footprint, const std::vector<const Config*>& configs,
+           std::vector<Row>* rows) {
+    std::printf("\n== %s: %zu regions of %s\n", footprint.label.c_str(), footprint.regions,
+                bytes_text(footprint.region_bytes).c_str());
+    std::string why;
+    if (!fits(footprint, &why)) {
+      std::printf("   skipped: %s\n", why.c_str());
+      for (const Config* config : configs) {
+        Row row;
+        row.footprint = footprint;
+        row.config = config->name;
+        row.unavailable = "skipped: " + why;
+        rows->push_back(row);
+      }
+      return;
+    }
+    if (!allocate(footprint)) {
+      release();
+      for (const Config* config : configs) {
+        Row row;
+        row.footprint = footprint;
+        row.config = config->name;
+        row.unavailable = "allocation failed";
+        rows->push_back(row);
+      }
+      return;
+    }
+    Stats ceilings[kCeilings];
+    measure_ceilings(footprint, ceilings);
+    for (const Config* config : configs) {
+      Row row;
+      row.footprint = footprint;
+      row.config = config->name;
+      std::copy(std::begin(ceilings), std::end(ceilings), std::begin(row.ceilings));
+      std::string reason;
+      if (config->setup != nullptr && !config->setup(&reason)) {
+        row.unavailable = "not available: " + reason;
+        std::printf("   %s: %s\n", config->name, row.unavailable.c_str());
+      } else {
+        measure_library(footprint, config->name, &row);
+        if (config->teardown != nullptr) config->teardown();
+      }
+      rows->push_back(row);
+    }
+    release();
+  }
+
+ private:
+  bool fits(const Footprint& f, std::string* why) {
+    // Device: the footprint, the D2D scratch region, a margin for the driver.
+    const uint64_t device_needed = f.bytes() + f.region_bytes + GiB;
+    const uint64_t device_free = harness::free_device_memory(gpu_.agent);
+    // Host: one snapshot, the pinned and pageable region buffers, a margin.
+    const uint64_t host_needed = f.bytes() + 2 * f.region_bytes + 2 * GiB;
+    const uint64_t host_free = harness::available_host_memory();
+    if (device_free < device_needed) {
+      *why = "needs " + bytes_text(device_needed) + " of device memory, " +
+             bytes_text(device_free) + " free";
+      return false;
+    }
+    if (host_free != 0 && host_free < host_needed) {
+      *why = "needs " + bytes_text(host_needed) + " of host memory, " + bytes_text(host_free) +
+             " available";
+      return false;
+    }
+    return true;
+  }
+
+  bool allocate(const Footprint& f) {
+    harness::ContextScope scope(gpu_.context);
+    if (!scope.ok()) return false;
+    const size_t tracked_before = kr_tracked_count(gpu_.agent);
+    regions_.reserve(f.regions);
+    for (size_t i = 0; i < f.regions; ++i) {
+      void* p = nullptr;
+      // Through the plain HSA name, so through kernel-replay's wrapper: these
+      // are the tracked regions.
+      if (!KR_HSA(hsa_amd_memory_pool_allocate(gpu_.vram, f.region_bytes, 0, &p))) return false;
+      regions_.push_back(p);
+      if (!KR_CU(cu().cuMemsetD32(reinterpret_cast<CUdeviceptr>(p), 0x01010101u * (i % 251 + 1),
+                                  f.region_bytes / 4))) {
+        return false;
+      }
+    }
+    if (kr_tracked_count(gpu_.agent) != tracked_before + f.regions) {
+      std::printf("   kernel-replay tracks %zu regions, expected %zu\n",
+                  kr_tracked_count(gpu_.agent), tracked_before + f.regions);
+      return false;
+    }
+    // Helpers for the ceilings come from CUDA directly: never tracked, never
+    // in a snapshot.
+    if (!KR_CU(cu().cuMemHostAlloc(&pinned_, f.region_bytes, CU_MEMHOSTALLOC_PORTABLE))) {
+      pinned_ = nullptr;
+      return false;
+    }
+    pageable_ = std::malloc(f.region_bytes);
+    if (pageable_ == nullptr) return false;
+    std::memset(pageable_, 0x5A, f.region_bytes);  // touched: a warm buffer
+    if (!KR_CU(cu().cuMemAlloc(&scratch_, f.region_bytes))) {
+      scratch_ = 0;
+      return false;
+    }
+    return KR_CU(cu().cuCtxSynchronize());
+  }
+
+  void release() {
+    harness::ContextScope scope(gpu_.context);
+    for (void* p : regions_) KR_HSA(hsa_amd_memory_pool_free(p));
+    regions_.clear();
+    if (pinned_ != nullptr) KR_CU(cu().cuMemFreeHost(pinned_));
+    pinned_ = nullptr;
+    std::free(pageable_);
+    pageable_ = nullptr;
+    if (scratch_ != 0) KR_CU(cu().cuMemFree(scratch_));
+    scratch_ = 0;
+  }
+
+  // One pass over every region with cuMemcpy, synchronised at the end.
+  double copy_pass(Ceiling kind, const Footprint& f) {
+    harness::ContextScope scope(gpu_.context);
+    if (!scope.ok() || !KR_CU(cu().cuCtxSynchronize())) return -1;
+    std::vector<void*> fresh;
+    if (kind == kFreshD2H) fresh.reserve(f.regions);
+    const double start = harness::now_seconds();
+    for (void* region : regions_) {
+      const auto device = reinterpret_cast<CUdeviceptr>(region);
+      CUdeviceptr dst = 0;
+      CUdeviceptr src = 0;
+      switch (kind) {
+        case kPinnedH2D:
+          dst = device;
+          src = reinterpret_cast<CUdeviceptr>(pinned_);
+          break;
+        case kPinnedD2H:
+          dst = reinterpret_cast<CUdeviceptr>(pinned_);
+          src = device;
+          break;
+        case kPageableH2D:
+          dst = device;
+          src = reinterpret_cast<CUdeviceptr>(pageable_);
+          break;
+        case kPageableD2H:
+          dst = reinterpret_cast<CUdeviceptr>(pageable_);
+          src = device;
+          break;
+        case kFreshD2H: {
+          void* host = std::malloc(f.region_bytes);
+          if (host == nullptr) {
+            std::printf("   malloc(%s) failed\n", bytes_text(f.region_bytes).c_str());
+            for (void* p : fresh) std::free(p);
+            return -1;
+          }
+          fresh.push_back(host);
+          dst = reinterpret_cast<CUdeviceptr>(host);
+          src = device;
+          break;
+        }
+        case kD2D:
+        case kCeilings:
+          dst = scratch_;
+          src = device;
+          break;
+      }
+      if (!KR_CU(cu().cuMemcpy(dst, src, f.region_bytes))) {
+        for (void* p : fresh) std::free(p);
+        return -1;
+      }
+    }
+    const bool synced = KR_CU(cu().cuCtxSynchronize());
+    const double seconds = harness::now_seconds() - start;
+    for (void* p : fresh) std::free(p);
+    return synced ? seconds : -1;
+  }
+
+  void measure_ceilings(const Footprint& f, Stats* ceilings) {
+    for (int kind = 0; kind < kCeilings; ++kind) {
+      const auto ceiling = static_cast<Ceiling>(kind);
+      ceilings[kind] = measure([&] { return copy_pass(ceiling, f); }, 0.4, 3, 50);
+      report(f, "ceiling", kCeilingNames[kind], ceilings[kind]);
+    }
+  }
+
+  void measure_library(const Footprint& f, const char* config, Row* row) {
+    const size_t expected_regions = f.regions;  // no executables are loaded
+    int declined = -1;
+    row->snap = measure(
+        [&]() -> double {
+          {
+            harness::ContextScope scope(gpu_.context);
+            if (!scope.ok() || !KR_CU(cu().cuCtxSynchronize())) return -1;
+          }
+          const double start = harness::now_seconds();
+          kr_snapshot_t* snapshot = kr_snap(gpu_.agent);
+          const double seconds = harness::now_seconds() - start;
+          if (!kr_snapshot_ok(snapshot)) {
+            declined = int(kr_snapshot_decline_reason(snapshot));
+            kr_snapshot_free(snapshot);
+            return -1;
+          }
+          const bool ok = kr_snapshot_region_count(snapshot) == expected_regions &&
+                          kr_snapshot_byte_count(snapshot) == f.bytes();
+          if (!ok) {
+            std::printf("   snapshot: %zu regions, %" PRIu64 " bytes; expected %zu, %" PRIu64 "\n",
+                        kr_snapshot_region_count(snapshot), kr_snapshot_byte_count(snapshot),
+                        expected_regions, f.bytes());
+          }
+          kr_snapshot_free(snapshot);  // outside the timed region
+          return ok ? seconds : -1;
+        },
+        1.0, 3, 50);
+    if (declined >= 0) {
+      // The library said no (too little device or host memory for this
+      // policy, say): a result, not a failure of the bench.
+      row->unavailable = "declined, reason " + std::to_string(declined);
+      std::printf("   %-10s snapshot declined (kr_decline_reason_t %d)\n", config, declined);
+      if (csv_ != nullptr) {
+        std::fprintf(csv_, "\"%s\",%" PRIu64 ",%zu,%" PRIu64 ",%s,\"snap\",declined-%d,0,0,0,0,0\n",
+                     f.label.c_str(), f.bytes(), f.regions, f.region_bytes, config, declined);
+        std::fflush(csv_);
+      }
+      return;
+    }
+    report(f, config, "snap", row->snap);
+
+    kr_snapshot_t* snapshot = kr_snap(gpu_.agent);
+    if (!kr_snapshot_ok(snapshot)) {
+      row->restore.error = "the snapshot to restore from declined";
+      std::printf("   %s\n", row->restore.error.c_str());
+    } else {
+      const std::string tiers = harness::snapshot_tiers(snapshot);
+      if (!tiers.empty()) std::printf("   %-10s snapshot held in: %s\n", config, tiers.c_str());
+      row->restore = measure(
+          [&]() -> double {
+            {
+              harness::ContextScope scope(gpu_.context);
+              if (!scope.ok() || !KR_CU(cu().cuCtxSynchronize())) return -1;
+            }
+            kr_restore_report_t result{};
+            const double start = harness::now_seconds();
+            kr_restore_with_report(snapshot, &result);
+            const double seconds = harness::now_seconds() - start;
+            if (result.restored != expected_regions || result.failed != 0) {
+              std::printf("   restore: %zu restored, %zu skipped, %zu failed\n", result.restored,
+                          result.skipped_not_live, result.failed);
+              return -1;
+            }
+            return seconds;
+          },
+          1.0, 3, 50);
+      report(f, config, "restore", row->restore);
+    }
+    kr_snapshot_free(snapshot);
+  }
+
+  void report(const Footprint& f, const char* config, const char* operation, const Stats& s) {
+    if (!s.ok) {
+      std::printf("   %-10s %-20s FAILED: %s\n", config, operation, s.error.c_str());
+    } else {
+      std::printf("   %-10s %-20s median %9.4f s over %3d reps = %8.2f GB/s (%.2f us/region)\n",
+                  config, operation, s.median, s.reps, gb_per_s(f.bytes(), s.median),
+                  s.median / double(f.regions) * 1e6);
+    }
+    std::fflush(stdout);
+    if (csv_ != nullptr) {
+      std::fprintf(csv_, "\"%s\",%" PRIu64 ",%zu,%" PRIu64 ",%s,\"%s\",%s,%d,%.9f,%.9f,%.9f,%.4f\n",
+                   f.label.c_str(), f.bytes(), f.regions, f.region_bytes, config, operation,
+                   s.ok ? "ok" : "failed", s.reps, s.median, s.min, s.max,
+                   s.ok ? gb_per_s(f.bytes(), s.median) : 0.0);
+      std::fflush(csv_);
+    }
+  }
+
+  harness::Gpu gpu_;
+  std::FILE* csv_;
+  std::vector<void*> regions_;
+  void* pinned_ = nullptr;
+  void* pageable_ = nullptr;
+  CUdeviceptr scratch_ = 0;
+};
+
+// ---- output -------------------------------------------------------------------
+
+std::string cell(const Stats& s, uint64_t bytes, double factor = 1.0) {
+  if (!s.ok) return "—";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f", gb_per_s(bytes, s.median) * factor);
+  return text;
+}
+
+std::string per_region(const Stats& s, size_t regions) {
+  if (!s.ok) return "—";
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f", s.median / double(regions) * 1e6);
+  return text;
+}
+
+std::string markdown_table(const std::vector<Row>& rows) {
+  std::ostringstream out;
+  out << "| footprint | regions | config | snap GB/s | restore GB/s | snap µs/region | "
+         "restore µs/region | pinned H2D | pinned D2H | pageable H2D | pageable D2H | "
+         "fresh pageable D2H | D2D copied | D2D r+w |\n";
+  out << "|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  std::map<std::string, std::string> not_measured;  // configuration -> why
+  for (const Row& row : rows) {
+    if (row.unavailable.rfind("not available", 0) == 0) {
+      not_measured[row.config] = row.unavailable;
+      continue;
+    }
+    const uint64_t bytes = row.footprint.bytes();
+    out << "| " << row.footprint.label << " | " << row.footprint.regions << " | " << row.config;
+    if (!row.unavailable.empty()) {
+      out << " (" << row.unavailable << ")";
+    }
+    out << " | " << cell(row.snap, bytes) << " | " << cell(row.restore, bytes) << " | "
+        << per_region(row.snap, row.footprint.regions) << " | "
+        << per_region(row.restore, row.footprint.regions);
+    for (int kind = 0; kind < kCeilings; ++kind) out << " | " << cell(row.ceilings[kind], bytes);
+    out << " | " << cell(row.ceilings[kD2D], bytes, 2.0) << " |\n";
+  }
+  out << "\nGB/s = 10^9 bytes of footprint per second, median of the repetitions in the CSV. "
+         "Library: kr_snap / kr_restore of the whole footprint, host steady clock. Ceilings: one "
+         "cuMemcpy per region with the same layout, synchronised once; \"pageable\" reuses one "
+         "touched malloc'd buffer, \"fresh pageable\" mallocs every region's buffer anew each "
+         "repetition (as a snapshot does). D2D copied = bytes copied per second; D2D r+w counts "
+         "the read and the write (2x).\n";
+  for (const auto& [config, why] : not_measured) {
+    out << "\nConfiguration " << config << " was " << why << ".\n";
+  }
+  return out.str();
+}
+
+void log_to_stdout(kr_log_level_t level, const char* message, void*) {
+  std::printf("   [kernel-replay %s] %s\n", level == KR_LOG_ERROR ? "ERROR" : "WARN", message);
+}
+
+void usage(const char* program) {
+  std::printf(
+      "usage: %s --csv PATH [--table PATH] [--gpu N] [--quick] [--config NAME] "
+      "[--toolkit TEXT]\n",
+      program);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  const int no_runtime = harness::start_runtime("kernel_replay_gpu_bench");
+  if (no_runtime >= 0) return no_runtime;
+
+  const char* csv_path = nullptr;
+  const char* table_path = nullptr;
+  const char* only_config = nullptr;
+  std::string toolkit = "not given (--toolkit)";
+  uint32_t gpu_index = 0;
+  bool quick = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--csv" && i + 1 < argc) {
+      csv_path = argv[++i];
+    } else if (arg == "--table" && i + 1 < argc) {
+      table_path = argv[++i];
+    } else if (arg == "--gpu" && i + 1 < argc) {
+      gpu_index = static_cast<uint32_t>(std::strtoul(argv[++i], nullptr, 10));
+    } else if (arg == "--config" && i + 1 < argc) {
+      only_config = argv[++i];
+    } else if (arg == "--toolkit" && i + 1 < argc) {
+      toolkit = argv[++i];
+    } else if (arg == "--quick") {
+      quick = true;
+    } else {
+      usage(argv[0]);
+      hsa_cuda_shutdown();
+      return 2;
+    }
+  }
+  const std::vector<harness::Gpu> gpus = harness::gpus();
+  if (csv_path == nullptr || gpu_index >= gpus.size()) {
+    usage(argv[0]);
+    hsa_cuda_shutdown();
+    return 2;
+  }
+  std::FILE* csv = std::fopen(csv_path, "w");
+  if (csv == nullptr) {
+    std::printf("cannot write %s: %s\n", csv_path, std::strerror(errno));
+    hsa_cuda_shutdown();
+    return 1;
+  }
+  std::fprintf(csv,
+               "footprint,footprint_bytes,regions,region_bytes,config,operation,status,reps,"
+               "median_s,min_s,max_s,median_GBps\n");
+
+  std::string command;
+  for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
+  char host[256] = {};
+  gethostname(host, sizeof(host) - 1);
+  const harness::Gpu& gpu = gpus[gpu_index];
+  std::ostringstream header;
+  header << "date: " << harness::utc_date() << "\n"
+         << "command: " << command << "\n"
+         << "device: " << gpu.name << " (CUDA device " << gpu.ordinal << ", "
+         << bytes_text(harness::free_device_memory(gpu.agent)) << " free), " << gpus.size()
+         << " GPU(s) in the machine\n"
+         << "driver: kernel module " << harness::kernel_module_version()
+         << ", CUDA driver API " << harness::cuda_driver_api_version() << "\n"
+         << "toolkit: " << toolkit << "\n"
+         << "host: " << host << ", " << harness::cpu_model() << ", "
+         << bytes_text(harness::available_host_memory()) << " available\n"
+         << "library: kernel-replay " << kr_version() << " (libkernel_replay.so, unchanged)\n";
+  std::printf("%s", header.str().c_str());
+
+  if (!harness::install_kernel_replay(log_to_stdout, nullptr)) {
+    std::fclose(csv);
+    hsa_cuda_shutdown();
+    return 1;
+  }
+  kr_set_log_level(KR_LOG_WARN);
+
+  std::vector<Footprint> footprints;
+  if (quick) {
+    footprints = {{"64 MiB", 16 * MiB, 4}, {"256 MiB", 64 * MiB, 4}, {"1,000 x 4 KiB", 4 * KiB, 1000}};
+  } else {
+    footprints = {{"64 MiB", 16 * MiB, 4},
+                  {"1 GiB", 256 * MiB, 4},
+                  {"8 GiB", 2 * GiB, 4},
+                  {"10,000 x 4 KiB", 4 * KiB, 10000}};
+  }
+  std::vector<const Config*> configs;
+  for (const Config& config : kConfigs) {
+    if (only_config == nullptr || std::strcmp(only_config, config.name) == 0) {
+      configs.push_back(&config);
+    }
+  }
+  if (configs.empty()) {
+    std::printf("no configuration named %s\n", only_config);
+    std::fclose(csv);
+    hsa_cuda_shutdown();
+    return 2;
+  }
+  std::printf("configurations:\n");
+  for (const Config* config : configs) std::printf("  %s: %s\n", config->name, config->description);
+
+  const double started = harness::now_seconds();
+  std::vector<Row> rows;
+  Bench bench(gpu, csv);
+  for (const Footprint& footprint : footprints) bench.run(footprint, configs, &rows);
+  std::fclose(csv);
+
+  std::printf("\n");
+  bool failed = false;
+  for (const Row& row : rows) {
+    failed |= row.unavailable.empty() && (!row.snap.ok || !row.restore.ok);
+  }
+  const uint64_t cuda_errors = hsa_cuda_cuda_error_count();
+  const uint64_t violations = hsa_cuda_copy_violations();
+  failed |= cuda_errors != 0 || violations != 0;
+  for (const Row& row : rows) {
+    if (row.footprint.regions >= 1000 && row.restore.ok) {
+      std::printf("per-region cost at %s, %s: restore %.2f us/region, snap %.2f us/region\n",
+                  row.footprint.label.c_str(), row.config.c_str(),
+                  row.restore.median / double(row.footprint.regions) * 1e6,
+                  row.snap.median / double(row.footprint.regions) * 1e6);
+    }
+  }
+  std::printf("\nbench time %.0f s; runtime CUDA errors %" PRIu64 ", refused copies %" PRIu64
+              "\n",
+              harness::now_seconds() - started, cuda_errors, violations);
+
+  kr_finalize();
+  hsa_cuda_shutdown();
+
+  const std::string table = markdown_table(rows);
+  if (table_path != nullptr) {
+    std::ofstream out(table_path);
+    out << header.str() << "\n" << table;
+    if (!out) std::printf("cannot write %s\n", table_path);
+  }
+  std::printf("\n%s", table.c_str());
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,1282 @@
+// kernel_replay_gpu_test: kernel-replay against real device memory and real
+// kernels, on an NVIDIA GPU through the HSA-on-CUDA runtime.
+//
+// The program is a tool and an application in one process, like the demo:
+// the tool half installs libkernel_replay.so (unchanged, built on a Rust
+// machine) over HSA-on-CUDA's tables; the application half allocates through
+// the plain HSA names (so through kernel-replay's wrappers), loads a cubin
+// per GPU and launches CUDA kernels that mutate their inputs in place. Each
+// check is a named test that prints PASS / FAIL / SKIP with its details; the
+// exit code is 0 when nothing failed, 1 otherwise, 77 without a GPU.
+//
+//   kernel_replay_gpu_test --cubin gpu/out/kernels.cubin [--only TEXT]
+//                          [--storage auto,device,pinned,pageable,baseline]
+//                          [--quick]   (smaller buffers, for the fake driver)
+//
+// When the library has storage policies (kr_set_storage_policy, resolved at
+// run time), the replay tests run once per policy (all of them unless
+// --storage names some); with an older library, once with its behaviour.
+//
+// Readbacks use cuMemcpy (unified addressing) straight from the driver, never
+// the runtime under test, so a wrong copy in the runtime cannot hide itself.
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <hsa/hsa_api_trace.h>
+
+#include "harness.h"
+#include "pattern.h"
+
+using harness::bytes_text;
+using harness::cu;
+
+namespace {
+
+constexpr uint64_t KiB = 1024;
+constexpr uint64_t MiB = 1024 * KiB;
+constexpr uint64_t GiB = 1024 * MiB;
+constexpr uint32_t kSalt = 0x5A17;
+constexpr uint32_t kConstTableWords = 256;
+// Module variables every snapshot of a GPU captures: pass_counter (8 bytes)
+// and const_table (1 KiB).
+constexpr size_t kModuleVariables = 2;
+constexpr uint64_t kModuleVariableBytes = 8 + kConstTableWords * 4;
+
+// Copies the tests make the runtime refuse on purpose; the final accounting
+// expects exactly these.
+uint64_t g_expected_violations = 0;
+// --quick (CI on the fake driver, which runs kernels on the host): test c's
+// largest buffer is 16 MiB instead of 256 MiB.
+bool g_quick = false;
+
+// ---- reporting ----------------------------------------------------------------
+
+class Reporter {
+ public:
+  void begin(const std::string& name) {
+    name_ = name;
+    state_ = State::kPass;
+    started_ = harness::now_seconds();
+    std::printf("[ RUN  ] %s\n", name.c_str());
+    std::fflush(stdout);
+  }
+
+  __attribute__((format(printf, 2, 3))) void note(const char* format, ...) {
+    std::va_list args;
+    va_start(args, format);
+    print("      ", format, args);
+    va_end(args);
+  }
+
+  __attribute__((format(printf, 2, 3))) void fail(const char* format, ...) {
+    std::va_list args;
+    va_start(args, format);
+    print("      FAILED: ", format, args);
+    va_end(args);
+    state_ = State::kFail;
+  }
+
+  __attribute__((format(printf, 3, 4))) bool expect(bool condition, const char* format, ...) {
+    if (condition) return true;
+    std::va_list args;
+    va_start(args, format);
+    print("      FAILED: ", format, args);
+    va_end(args);
+    state_ = State::kFail;
+    return false;
+  }
+
+  __attribute__((format(printf, 2, 3))) void skip(const char* format, ...) {
+    std::va_list args;
+    va_start(args, format);
+    print("      SKIPPED: ", format, args);
+    va_end(args);
+    if (state_ == State::kPass) state_ = State::kSkip;
+  }
+
+  bool cuda(CUresult result, const char* call, int line) {
+    if (harness::cuda_ok(result, call, __FILE__, line)) return true;
+    state_ = State::kFail;
+    return false;
+  }
+
+  bool hsa(hsa_status_t status, const char* call, int line) {
+    if (harness::hsa_ok(status, call, __FILE__, line)) return true;
+    state_ = State::kFail;
+    return false;
+  }
+
+  bool failed() const { return state_ == State::kFail; }
+
+  void end() {
+    const double seconds = harness::now_seconds() - started_;
+    const char* tag = state_ == State::kPass ? "[ PASS ]" : state_ == State::kFail ? "[ FAIL ]"
+                                                                                  : "[ SKIP ]";
+    std::printf("%s %s (%.2f s)\n", tag, name_.c_str(), seconds);
+    std::fflush(stdout);
+    (state_ == State::kPass ? passed_ : state_ == State::kFail ? failed_ : skipped_)
+        .push_back(name_);
+  }
+
+  int summary() const {
+    std::printf("\n%zu passed, %zu failed, %zu skipped\n", passed_.size(), failed_.size(),
+                skipped_.size());
+    for (const std::string& name : failed_) std::printf("  FAILED: %s\n", name.c_str());
+    for (const std::string& name : skipped_) std::printf("  skipped: %s\n", name.c_str());
+    return failed_.empty() ? 0 : 1;
+  }
+
+ private:
+  enum class State { kPass, kFail, kSkip };
+
+  void print(const char* prefix, const char* format, std::va_list args) {
+    std::printf("%s", prefix);
+    std::vprintf(format, args);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+
+  std::string name_;
+  State state_ = State::kPass;
+  double started_ = 0;
+  std::vector<std::string> passed_, failed_, skipped_;
+};
+
+#define T_CU(r, call) (r).cuda((call), #call, __LINE__)
+#define T_HSA(r, call) (r).hsa((call), #call, __LINE__)
+#define T_CU_REQUIRE(r, call) \
+  do {                        \
+    if (!T_CU(r, call)) return; \
+  } while (0)
+#define T_HSA_REQUIRE(r, call) \
+  do {                         \
+    if (!T_HSA(r, call)) return; \
+  } while (0)
+
+// ---- kernel-replay's log ------------------------------------------------------------
+
+std::mutex g_log_mutex;
+std::vector<std::string> g_log;
+
+void on_log(kr_log_level_t level, const char* message, void*) {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  std::printf("      [kernel-replay %s] %s\n",
+              level == KR_LOG_ERROR ? "ERROR" : level == KR_LOG_WARN ? "WARN" : "INFO", message);
+  std::fflush(stdout);
+  g_log.emplace_back(message);
+}
+
+size_t log_size() {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  return g_log.size();
+}
+
+// True when a message logged since `from` contains `text`.
+bool logged_since(size_t from, const char* text) {
+  std::lock_guard<std::mutex> lock(g_log_mutex);
+  for (size_t i = from; i < g_log.size(); ++i) {
+    if (g_log[i].find(text) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// ---- per-GPU module and scratch --------------------------------------------------------
+
+struct Module {
+  harness::Gpu gpu;
+  hsa_executable_t executable{0};
+  CUstream stream = nullptr;
+  CUfunction saxpy = nullptr;
+  CUfunction bump_pass_counter = nullptr;
+  CUfunction read_const_table = nullptr;
+  CUfunction fill_pattern = nullptr;
+  CUfunction mutate = nullptr;
+  CUfunction count_mismatches = nullptr;
+  uint64_t pass_counter = 0;  // device address of the __device__ variable
+  uint64_t const_table = 0;   // device address of the __constant__ table
+  // Scratch straight from CUDA (not from the runtime, so never tracked and
+  // never in a snapshot). The mismatch counter is device memory: kernels add
+  // to it atomically, and atomics on mapped host memory are not guaranteed
+  // over every host link. Pinned host memory holds what kernels only store:
+  // the counter values they observed and the constant table as they read it.
+  CUdeviceptr counter = 0;
+  unsigned char* scratch = nullptr;
+  unsigned long long* observed() const {
+    return reinterpret_cast<unsigned long long*>(scratch + 64);
+  }
+  unsigned int* const_copy() const { return reinterpret_cast<unsigned int*>(scratch + 4096); }
+};
+constexpr size_t kScratchBytes = 64 * KiB;
+constexpr uint32_t kMaxObservedPasses = 16;
+
+std::vector<Module> g_modules;
+
+bool load_module(Reporter& r, const harness::Gpu& gpu, const char* cubin, Module* m) {
+  m->gpu = gpu;
+  if (!T_HSA(r, hsa_cuda_executable_load(gpu.agent, cubin, &m->executable))) return false;
+  uint32_t size = 0;
+  if (!T_HSA(r, hsa_cuda_executable_register_variable(m->executable, "pass_counter", false,
+                                                      &m->pass_counter, &size))) {
+    return false;
+  }
+  if (!r.expect(size == 8, "pass_counter is %u bytes, expected 8", size)) return false;
+  if (!T_HSA(r, hsa_cuda_executable_register_variable(m->executable, "const_table", true,
+                                                      &m->const_table, &size))) {
+    return false;
+  }
+  if (!r.expect(size == kConstTableWords * 4, "const_table is %u bytes, expected %u", size,
+                kConstTableWords * 4)) {
+    return false;
+  }
+  const struct {
+    const char* name;
+    CUfunction* function;
+  } kernels[] = {{"saxpy", &m->saxpy},
+                 {"bump_pass_counter", &m->bump_pass_counter},
+                 {"read_const_table", &m->read_const_table},
+                 {"fill_pattern", &m->fill_pattern},
+                 {"mutate", &m->mutate},
+                 {"count_mismatches", &m->count_mismatches}};
+  for (const auto& kernel : kernels) {
+    if (!T_HSA(r, hsa_cuda_executable_register_kernel(m->executable, kernel.name,
+                                                      kernel.function))) {
+      return false;
+    }
+  }
+  harness::ContextScope scope(gpu.context);
+  if (!scope.ok()) return false;
+  if (!T_CU(r, cu().cuStreamCreate(&m->stream, CU_STREAM_DEFAULT))) return false;
+  void* scratch = nullptr;
+  if (!T_CU(r, cu().cuMemHostAlloc(&scratch, kScratchBytes,
+                                   CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP))) {
+    return false;
+  }
+  m->scratch = static_cast<unsigned char*>(scratch);
+  std::memset(m->scratch, 0, kScratchBytes);
+  return T_CU(r, cu().cuMemAlloc(&m->counter, sizeof(unsigned long long)));
+}
+
+void unload_module(Module& m) {
+  harness::ContextScope scope(m.gpu.context);
+  if (m.counter != 0) KR_CU(cu().cuMemFree(m.counter));
+  if (m.scratch != nullptr) KR_CU(cu().cuMemFreeHost(m.scratch));
+  if (m.stream != nullptr) KR_CU(cu().cuStreamDestroy(m.stream));
+  // Through the table, as an application unloads: a tool's wrapper (the
+  // library wraps hsa_executable_destroy when it tracks unloads) sees it.
+  if (m.executable.handle != 0) KR_HSA(hsa_executable_destroy(m.executable));
+  m = Module{};
+}
+
+// ---- launches ------------------------------------------------------------------------
+
+// Launches a grid-stride kernel over n elements on the module's stream and
+// waits for it; any launch or execution error fails the test.
+bool launch(Reporter& r, const Module& m, CUfunction function, unsigned long long n,
+            void** params, const char* what) {
+  harness::ContextScope scope(m.gpu.context);
+  if (!scope.ok()) return false;
+  const unsigned int block = 256;
+  const unsigned long long blocks = std::max<unsigned long long>(1, (n + block - 1) / block);
+  const auto grid = static_cast<unsigned int>(std::min<unsigned long long>(blocks, 32768));
+  const CUresult launched =
+      cu().cuLaunchKernel(function, grid, 1, 1, block, 1, 1, 0, m.stream, params, nullptr);
+  if (!r.cuda(launched, what, __LINE__)) return false;
+  return r.cuda(cu().cuStreamSynchronize(m.stream), what, __LINE__);
+}
+
+bool fill(Reporter& r, const Module& m, void* p, uint64_t bytes, uint32_t seed) {
+  unsigned long long n = bytes / 4;
+  CUdeviceptr ptr = reinterpret_cast<CUdeviceptr>(p);
+  unsigned int s = seed;
+  void* params[] = {&ptr, &n, &s};
+  return launch(r, m, m.fill_pattern, n, params, "fill_pattern");
+}
+
+bool mutate(Reporter& r, const Module& m, void* p, uint64_t bytes) {
+  unsigned long long n = bytes / 4;
+  CUdeviceptr ptr = reinterpret_cast<CUdeviceptr>(p);
+  unsigned int salt = kSalt;
+  void* params[] = {&ptr, &n, &salt};
+  return launch(r, m, m.mutate, n, params, "mutate");
+}
+
+// Elements of the buffer that differ from the pattern (or from the mutated
+// pattern); UINT64_MAX on a launch error (already reported).
+uint64_t mismatches(Reporter& r, const Module& m, const void* p, uint64_t bytes, uint32_t seed,
+                    bool mutated) {
+  harness::ContextScope scope(m.gpu.context);
+  // On the legacy stream, which the kernel's (blocking) stream waits for.
+  if (!T_CU(r, cu().cuMemsetD32(m.counter, 0, 2))) return UINT64_MAX;
+  unsigned long long n = bytes / 4;
+  CUdeviceptr ptr = reinterpret_cast<CUdeviceptr>(p);
+  unsigned int s = seed;
+  unsigned int is_mutated = mutated ? 1 : 0;
+  unsigned int salt = kSalt;
+  CUdeviceptr out = m.counter;
+  void* params[] = {&ptr, &n, &s, &is_mutated, &salt, &out};
+  if (!launch(r, m, m.count_mismatches, n, params, "count_mismatches")) return UINT64_MAX;
+  unsigned long long count = 0;
+  if (!T_CU(r, cu().cuMemcpy(reinterpret_cast<CUdeviceptr>(&count), m.counter, sizeof(count)))) {
+    return UINT64_MAX;
+  }
+  return count;
+}
+
+uint32_t expected_word(uint32_t seed, uint64_t index, bool mutated) {
+  const uint32_t value = kr_pattern(seed, index);
+  return mutated ? kr_mutate(value, kSalt) : value;
+}
+
+// Reads windows of the buffer back with cuMemcpy (first, last, and `windows`
+// pseudo-random ones of up to 4 KiB) and compares them on the host.
+bool sampled_check(Reporter& r, const Module& m, const void* p, uint64_t bytes, uint32_t seed,
+                   bool mutated, int windows, const char* what) {
+  harness::ContextScope scope(m.gpu.context);
+  if (!scope.ok()) return false;
+  const uint64_t words = bytes / 4;
+  const uint64_t window = std::min<uint64_t>(1024, words);
+  std::vector<uint64_t> starts{0, words - window};
+  uint64_t state = 0x9E3779B97F4A7C15ull ^ seed;
+  for (int i = 0; i < windows; ++i) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    starts.push_back(words > window ? (state >> 11) % (words - window + 1) : 0);
+  }
+  std::vector<uint32_t> host(window);
+  for (uint64_t start : starts) {
+    const auto source = reinterpret_cast<CUdeviceptr>(p) + start * 4;
+    if (!T_CU(r, cu().cuMemcpy(reinterpret_cast<CUdeviceptr>(host.data()), source, window * 4))) {
+      return false;
+    }
+    for (uint64_t i = 0; i < window; ++i) {
+      const uint32_t expected = expected_word(seed, start + i, mutated);
+      if (host[i] != expected) {
+        r.fail("%s: word %" PRIu64 " reads 0x%08x, expected 0x%08x (%s pattern, seed 0x%x)", what,
+               start + i, host[i], expected, mutated ? "mutated" : "original", seed);
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// Both checks: on the device over every element, and sampled on the host.
+bool verify(Reporter& r, const Module& m, const void* p, uint64_t bytes, uint32_t seed,
+            bool mutated, const char* what) {
+  const uint64_t bad = mismatches(r, m, p, bytes, seed, mutated);
+  if (bad == UINT64_MAX) return false;
+  if (!r.expect(bad == 0, "%s (%s): %" PRIu64 " of %" PRIu64 " words differ from the %s pattern",
+                what, bytes_text(bytes).c_str(), bad, bytes / 4,
+                mutated ? "mutated" : "original")) {
+    return false;
+  }
+  return sampled_check(r, m, p, bytes, seed, mutated, 14, what);
+}
+
+// ---- memory -----------------------------------------------------------------------------
+
+// A block from an HSA pool, allocated and freed through the application's
+// plain HSA names, so through kernel-replay's wrappers.
+class PoolBuffer {
+ public:
+  PoolBuffer() = default;
+  ~PoolBuffer() { reset(); }
+  PoolBuffer(const PoolBuffer&) = delete;
+  PoolBuffer& operator=(const PoolBuffer&) = delete;
+  PoolBuffer(PoolBuffer&& other) noexcept : ptr_(other.ptr_), bytes_(other.bytes_) {
+    other.ptr_ = nullptr;
+  }
+
+  bool allocate(Reporter& r, hsa_amd_memory_pool_t pool, uint64_t bytes) {
+    reset();
+    if (!T_HSA(r, hsa_amd_memory_pool_allocate(pool, bytes, 0, &ptr_))) {
+      r.note("(allocating %s)", bytes_text(bytes).c_str());
+      ptr_ = nullptr;
+      return false;
+    }
+    bytes_ = bytes;
+    return true;
+  }
+
+  void reset() {
+    if (ptr_ != nullptr) KR_HSA(hsa_amd_memory_pool_free(ptr_));
+    ptr_ = nullptr;
+  }
+
+  void* get() const { return ptr_; }
+  uint64_t bytes() const { return bytes_; }
+  CUdeviceptr dptr() const { return reinterpret_cast<CUdeviceptr>(ptr_); }
+
+ private:
+  void* ptr_ = nullptr;
+  uint64_t bytes_ = 0;
+};
+
+// A snapshot freed on scope exit.
+struct Snapshot {
+  kr_snapshot_t* s = nullptr;
+  explicit Snapshot(kr_snapshot_t* snapshot) : s(snapshot) {}
+  ~Snapshot() { kr_snapshot_free(s); }
+  Snapshot(const Snapshot&) = delete;
+  Snapshot& operator=(const Snapshot&) = delete;
+};
+
+// Checks a fresh snapshot: complete, with exactly the agent's tracked
+// allocations plus the module variables.
+bool expect_complete(Reporter& r, const Snapshot& snapshot, hsa_agent_t agent) {
+  if (!r.expect(kr_snapshot_ok(snapshot.s), "snapshot declined (reason %d)",
+                static_cast<int>(kr_snapshot_decline_reason(snapshot.s)))) {
+    return false;
+  }
+  const size_t regions = kr_tracked_count(agent) + kModuleVariables;
+  const uint64_t bytes = kr_tracked_bytes(agent) + kModuleVariableBytes;
+  bool ok = r.expect(kr_snapshot_region_count(snapshot.s) == regions,
+                     "snapshot has %zu regions, expected %zu (tracked + 2 module variables)",
+                     kr_snapshot_region_count(snapshot.s), regions);
+  ok &= r.expect(kr_snapshot_byte_count(snapshot.s) == bytes,
+                 "snapshot holds %" PRIu64 " bytes, expected %" PRIu64,
+                 kr_snapshot_byte_count(snapshot.s), bytes);
+  return ok;
+}
+
+bool expect_report(Reporter& r, const kr_restore_report_t& report, size_t restored,
+                   size_t skipped) {
+  return r.expect(report.restored == restored && report.skipped_not_live == skipped &&
+                      report.failed == 0,
+                  "restore report: %zu restored, %zu skipped, %zu failed; expected %zu, %zu, 0",
+                  report.restored, report.skipped_not_live, report.failed, restored, skipped);
+}
+
+// ---- (h) the runtime itself ----------------------------------------------------------------
+
+hsa_status_t collect_pool(hsa_amd_memory_pool_t pool, void* data) {
+  static_cast<std::vector<hsa_amd_memory_pool_t>*>(data)->push_back(pool);
+  return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t count_region(hsa_region_t, void* data) {
+  ++*static_cast<size_t*>(data);
+  return HSA_STATUS_SUCCESS;
+}
+
+void test_runtime(Reporter& r, const Module& m) {
+  const hsa_agent_t gpu = m.gpu.agent;
+  const hsa_agent_t cpu = hsa_cuda_cpu_agent();
+  hsa_device_type_t type = HSA_DEVICE_TYPE_CPU;
+  T_HSA_REQUIRE(r, hsa_agent_get_info(gpu, HSA_AGENT_INFO_DEVICE, &type));
+  r.expect(type == HSA_DEVICE_TYPE_GPU, "GPU agent reports device type %d", int(type));
+  char name[64] = {};
+  T_HSA_REQUIRE(r, hsa_agent_get_info(gpu, HSA_AGENT_INFO_NAME, name));
+  r.note("GPU agent %s (%s), %s free", name, m.gpu.name.c_str(),
+         bytes_text(harness::free_device_memory(gpu)).c_str());
+  r.expect(std::strncmp(name, "sm_", 3) == 0, "GPU agent name '%s' is not an sm_ target", name);
+
+  // Pools: one coarse-grained pool on the GPU, fine / kernarg / coarse on the CPU.
+  std::vector<hsa_amd_memory_pool_t> gpu_pools, cpu_pools;
+  T_HSA_REQUIRE(r, hsa_amd_agent_iterate_memory_pools(gpu, collect_pool, &gpu_pools));
+  T_HSA_REQUIRE(r, hsa_amd_agent_iterate_memory_pools(cpu, collect_pool, &cpu_pools));
+  r.expect(gpu_pools.size() == 1 && cpu_pools.size() == 3, "pools: GPU %zu, CPU %zu (want 1, 3)",
+           gpu_pools.size(), cpu_pools.size());
+  const uint32_t expected_cpu_flags[] = {
+      HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED,
+      HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED,
+      HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED};
+  for (size_t i = 0; i < cpu_pools.size() && i < 3; ++i) {
+    uint32_t flags = 0;
+    T_HSA(r, hsa_amd_memory_pool_get_info(cpu_pools[i], HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS,
+                                          &flags));
+    r.expect(flags == expected_cpu_flags[i], "CPU pool %zu flags 0x%x, expected 0x%x", i, flags,
+             expected_cpu_flags[i]);
+  }
+  hsa_amd_memory_pool_access_t access = HSA_AMD_MEMORY_POOL_ACCESS_NEVER_ALLOWED;
+  T_HSA(r, hsa_amd_agent_memory_pool_get_info(gpu, m.gpu.vram,
+                                              HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS, &access));
+  r.expect(access == HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT, "GPU -> own pool access %d",
+           int(access));
+  T_HSA(r, hsa_amd_agent_memory_pool_get_info(gpu, cpu_pools.at(0),
+                                              HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS, &access));
+  r.expect(access == HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT,
+           "GPU -> system pool access %d", int(access));
+  size_t regions = 0;
+  T_HSA(r, hsa_agent_iterate_regions(gpu, count_region, &regions));
+  r.expect(regions == 4, "GPU lists %zu regions, expected its own + 3 system", regions);
+
+  // Pointer info from the runtime's map; only coarse-grained device memory
+  // (and the coarse host pool, owned by the CPU) is tracked.
+  const size_t tracked_gpu = kr_tracked_count(gpu);
+  const size_t tracked_cpu = kr_tracked_count(cpu);
+  PoolBuffer device, fine, kernarg, coarse_host;
+  if (!device.allocate(r, m.gpu.vram, MiB + 100) ||
+      !fine.allocate(r, hsa_cuda_pool(cpu, HSA_CUDA_POOL_SYSTEM_FINE), 64 * KiB) ||
+      !kernarg.allocate(r, hsa_cuda_pool(cpu, HSA_CUDA_POOL_SYSTEM_KERNARG), 4 * KiB) ||
+      !coarse_host.allocate(r, hsa_cuda_pool(cpu, HSA_CUDA_POOL_SYSTEM_COARSE), 64 * KiB)) {
+    return;
+  }
+  r.expect(kr_tracked_count(gpu) == tracked_gpu + 1, "device block not tracked once");
+  r.expect(kr_tracked_count(cpu) == tracked_cpu + 1,
+           "CPU agent tracks %zu new blocks, expected 1 (the coarse host block only)",
+           kr_tracked_count(cpu) - tracked_cpu);
+  hsa_amd_pointer_info_t info{};
+  info.size = sizeof(info);
+  const auto* interior = static_cast<const char*>(device.get()) + 12345;
+  T_HSA_REQUIRE(r, hsa_amd_pointer_info(interior, &info, nullptr, nullptr, nullptr));
+  r.expect(info.type == HSA_EXT_POINTER_TYPE_HSA && info.agentBaseAddress == device.get() &&
+               info.sizeInBytes == MiB + 4096 && info.agentOwner.handle == gpu.handle &&
+               info.global_flags == HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
+           "pointer info of an interior pointer: type %d base %p size %zu owner 0x%" PRIx64
+           " flags 0x%x",
+           int(info.type), info.agentBaseAddress, info.sizeInBytes, info.agentOwner.handle,
+           info.global_flags);
+  int on_stack = 0;
+  info = hsa_amd_pointer_info_t{};
+  info.size = sizeof(info);
+  T_HSA(r, hsa_amd_pointer_info(&on_stack, &info, nullptr, nullptr, nullptr));
+  r.expect(info.type == HSA_EXT_POINTER_TYPE_UNKNOWN, "a stack address is type %d, not UNKNOWN",
+           int(info.type));
+  T_HSA(r, hsa_amd_agents_allow_access(1, &cpu, nullptr, device.get()));
+  uint32_t count = 0;
+  hsa_agent_t* agents = nullptr;
+  info.size = sizeof(info);
+  T_HSA(r, hsa_amd_pointer_info(device.get(), &info, std::malloc, &count, &agents));
+  r.expect(count == 2 && agents != nullptr && agents[0].handle == gpu.handle &&
+               agents[1].handle == cpu.handle,
+           "accessible agents after a grant: %u", count);
+  std::free(agents);
+
+  // hsa_memory_copy both ways, pageable host memory on the host side.
+  std::vector<uint32_t> out(MiB / 4), back(MiB / 4, 0);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = kr_pattern(7, i);
+  const uint64_t h2d = hsa_cuda_copy_count(HSA_CUDA_COPY_HOST_TO_DEVICE);
+  const uint64_t d2h = hsa_cuda_copy_count(HSA_CUDA_COPY_DEVICE_TO_HOST);
+  T_HSA_REQUIRE(r, hsa_memory_copy(device.get(), out.data(), MiB));
+  T_HSA_REQUIRE(r, hsa_memory_copy(back.data(), device.get(), MiB));
+  r.expect(back == out, "hsa_memory_copy round trip through device memory changed the data");
+  r.expect(hsa_cuda_copy_count(HSA_CUDA_COPY_HOST_TO_DEVICE) == h2d + 1 &&
+               hsa_cuda_copy_count(HSA_CUDA_COPY_DEVICE_TO_HOST) == d2h + 1,
+           "copy counters did not see one H2D and one D2H copy");
+  const uint64_t violations = hsa_cuda_copy_violations();
+  r.note("a copy past the end of an allocation must be refused (the runtime prints why):");
+  r.expect(hsa_memory_copy(back.data(), device.get(), MiB + 8192) ==
+               HSA_STATUS_ERROR_INVALID_ARGUMENT,
+           "a copy running past the end of an allocation was not refused");
+  r.expect(hsa_cuda_copy_violations() == violations + 1, "the refused copy was not counted");
+  ++g_expected_violations;
+
+  // An asynchronous copy waits for its dependency and then signals.
+  hsa_signal_t dependency{0}, completion{0};
+  T_HSA_REQUIRE(r, hsa_signal_create(1, 0, nullptr, &dependency));
+  T_HSA(r, hsa_signal_create(1, 0, nullptr, &completion));
+  for (size_t i = 0; i < 64 * KiB / 4; ++i) static_cast<uint32_t*>(fine.get())[i] = kr_pattern(9, i);
+  if (T_HSA(r, hsa_amd_memory_async_copy(device.get(), gpu, fine.get(), cpu, 64 * KiB, 1,
+                                         &dependency, completion))) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    r.expect(hsa_signal_load_scacquire(completion) == 1,
+             "the async copy completed before its dependency was satisfied");
+    hsa_signal_store_screlease(dependency, 0);
+    const hsa_signal_value_t value = hsa_signal_wait_scacquire(
+        completion, HSA_SIGNAL_CONDITION_LT, 1, 10ull * 1000 * 1000 * 1000, HSA_WAIT_STATE_BLOCKED);
+    r.expect(value == 0, "async copy completion signal reads %" PRId64 ", expected 0",
+             int64_t(value));
+    sampled_check(r, m, device.get(), 64 * KiB, 9, false, 4, "async copy destination");
+  }
+  T_HSA(r, hsa_signal_destroy(dependency));
+  T_HSA(r, hsa_signal_destroy(completion));
+}
+
+// ---- (a) saxpy accumulating into y --------------------------------------------------
+
+struct SaxpyState {
+  const Module* m = nullptr;
+  CUdeviceptr x = 0;
+  CUdeviceptr y = 0;
+  unsigned long long n = 0;
+  float a = 2.0f;
+  std::vector<float> y0;                // y as pass 0 found it
+  std::vector<int> entry_matches;       // per pass: 1 if y == y0 at entry
+  std::vector<std::string> errors;
+  uint32_t passes = 0;
+};
+
+void saxpy_pass(uint32_t pass, void* user_data) {
+  auto& s = *static_cast<SaxpyState*>(user_data);
+  ++s.passes;
+  harness::ContextScope scope(s.m->gpu.context);
+  std::vector<float> entry(s.n);
+  const CUresult read = cu().cuMemcpy(reinterpret_cast<CUdeviceptr>(entry.data()), s.y,
+                                      s.n * sizeof(float));
+  if (read != CUDA_SUCCESS) {
+    s.errors.push_back("pass " + std::to_string(pass) + ": reading y: " +
+                       harness::cuda_error_text(read));
+    return;
+  }
+  if (s.entry_matches.size() <= pass) s.entry_matches.resize(pass + 1, 0);
+  s.entry_matches[pass] = std::memcmp(entry.data(), s.y0.data(), s.n * sizeof(float)) == 0;
+  float a = s.a;
+  CUdeviceptr x = s.x;
+  CUdeviceptr y = s.y;
+  unsigned long long n = s.n;
+  void* params[] = {&a, &x, &y, &n};
+  const unsigned int grid = 4096;
+  CUresult result =
+      cu().cuLaunchKernel(s.m->saxpy, grid, 1, 1, 256, 1, 1, 0, s.m->stream, params, nullptr);
+  if (result == CUDA_SUCCESS) result = cu().cuStreamSynchronize(s.m->stream);
+  if (result != CUDA_SUCCESS) {
+    s.errors.push_back("pass " + std::to_string(pass) + ": saxpy: " +
+                       harness::cuda_error_text(result));
+  }
+}
+
+void test_saxpy(Reporter& r, const Module& m) {
+  const unsigned long long n = 4 * MiB;  // 16 MiB per vector
+  const uint64_t bytes = n * sizeof(float);
+  PoolBuffer x, y;
+  if (!x.allocate(r, m.gpu.vram, bytes) || !y.allocate(r, m.gpu.vram, bytes)) return;
+  // Small integers and halves: every a * x + y below is exact in float, with
+  // or without FMA contraction, so host and device agree bit for bit.
+  std::vector<float> hx(n), hy(n);
+  for (unsigned long long i = 0; i < n; ++i) {
+    hx[i] = static_cast<float>(i % 13) * 0.5f;
+    hy[i] = static_cast<float>(i % 7) + 0.25f;
+  }
+  T_HSA_REQUIRE(r, hsa_memory_copy(x.get(), hx.data(), bytes));
+  T_HSA_REQUIRE(r, hsa_memory_copy(y.get(), hy.data(), bytes));
+
+  SaxpyState s;
+  s.m = &m;
+  s.x = x.dptr();
+  s.y = y.dptr();
+  s.n = n;
+  s.y0 = hy;
+  const uint32_t passes = 5;
+  const kr_replay_result_t result = kr_replay(m.gpu.agent, passes, saxpy_pass, &s);
+  r.expect(result.replayed && result.passes_run == passes &&
+               result.decline_reason == KR_DECLINE_NONE && result.restore_failures == 0,
+           "kr_replay: replayed %d, passes %u, decline %d, restore failures %zu",
+           int(result.replayed), result.passes_run, int(result.decline_reason),
+           result.restore_failures);
+  for (const std::string& error : s.errors) r.fail("%s", error.c_str());
+  r.expect(s.passes == passes, "%u passes ran, expected %u", s.passes, passes);
+  for (uint32_t pass = 0; pass < s.entry_matches.size(); ++pass) {
+    r.expect(s.entry_matches[pass] == 1, "pass %u saw a y different from pass 0's", pass);
+  }
+  // After the window y holds exactly one pass's effect on pass 0's input.
+  harness::ContextScope scope(m.gpu.context);
+  std::vector<float> after(n);
+  T_CU_REQUIRE(r, cu().cuMemcpy(reinterpret_cast<CUdeviceptr>(after.data()), y.dptr(), bytes));
+  unsigned long long wrong = 0;
+  for (unsigned long long i = 0; i < n; ++i) wrong += after[i] != s.a * hx[i] + hy[i] ? 1 : 0;
+  r.expect(wrong == 0, "%llu elements of y after the window are not y0 + a*x", wrong);
+
+  // The control: the same passes without restores see a different y from
+  // pass 1 on, so the comparison above really detects an unrestored input.
+  T_HSA_REQUIRE(r, hsa_memory_copy(y.get(), hy.data(), bytes));
+  SaxpyState control = s;
+  control.entry_matches.clear();
+  control.errors.clear();
+  control.passes = 0;
+  saxpy_pass(0, &control);
+  saxpy_pass(1, &control);
+  for (const std::string& error : control.errors) r.fail("control: %s", error.c_str());
+  r.expect(control.entry_matches.size() == 2 && control.entry_matches[0] == 1 &&
+               control.entry_matches[1] == 0,
+           "without a restore, pass 1 should see a y different from pass 0's");
+  r.note("5 passes replayed over %s of x and y; each pass saw pass 0's y",
+         bytes_text(2 * bytes).c_str());
+}
+
+// ---- (b) __device__ counter and __constant__ table ----------------------------------------
+
+struct CounterState {
+  const Module* m = nullptr;
+  std::vector<uint32_t> table;
+  std::vector<std::string> errors;
+  std::vector<unsigned long long> counter_at_entry;  // read from the host
+  std::vector<int> table_matches;                    // as kernels read it
+  uint32_t passes = 0;
+};
+
+void counter_pass(uint32_t pass, void* user_data) {
+  auto& s = *static_cast<CounterState*>(user_data);
+  const Module& m = *s.m;
+  ++s.passes;
+  harness::ContextScope scope(m.gpu.context);
+  auto error = [&](const char* what, CUresult result) {
+    s.errors.push_back("pass " + std::to_string(pass) + ": " + what + ": " +
+                       harness::cuda_error_text(result));
+  };
+  unsigned long long counter = ~0ull;
+  CUresult result = cu().cuMemcpy(reinterpret_cast<CUdeviceptr>(&counter), m.pass_counter, 8);
+  if (result != CUDA_SUCCESS) return error("reading pass_counter", result);
+  s.counter_at_entry.push_back(counter);
+  // The constant table as a kernel sees it.
+  unsigned int* out = m.const_copy();
+  std::memset(out, 0, kConstTableWords * 4);
+  unsigned int words = kConstTableWords;
+  void* read_params[] = {&out, &words};
+  result = cu().cuLaunchKernel(m.read_const_table, 1, 1, 1, 256, 1, 1, 0, m.stream, read_params,
+                               nullptr);
+  if (result == CUDA_SUCCESS) result = cu().cuStreamSynchronize(m.stream);
+  if (result != CUDA_SUCCESS) return error("read_const_table", result);
+  s.table_matches.push_back(std::memcmp(out, s.table.data(), kConstTableWords * 4) == 0);
+  // The kernel under replay: reports the counter it found and bumps it.
+  unsigned long long* observed = m.observed() + std::min(pass, kMaxObservedPasses - 1);
+  void* bump_params[] = {&observed};
+  result = cu().cuLaunchKernel(m.bump_pass_counter, 1, 1, 1, 32, 1, 1, 0, m.stream, bump_params,
+                               nullptr);
+  if (result == CUDA_SUCCESS) result = cu().cuStreamSynchronize(m.stream);
+  if (result != CUDA_SUCCESS) return error("bump_pass_counter", result);
+  // Constant memory is written by the host only; the pass overwrites it so
+  // the next pass sees the snapshot's table only if restore wrote it back.
+  std::vector<uint32_t> scribble(kConstTableWords);
+  for (uint32_t i = 0; i < kConstTableWords; ++i) scribble[i] = ~s.table[i];
+  result = cu().cuMemcpy(m.const_table, reinterpret_cast<CUdeviceptr>(scribble.data()),
+                         kConstTableWords * 4);
+  if (result != CUDA_SUCCESS) return error("overwriting const_table", result);
+}
+
+void test_module_variables(Reporter& r, const Module& m) {
+  harness::ContextScope scope(m.gpu.context);
+  std::vector<uint32_t> table(kConstTableWords);
+  for (uint32_t i = 0; i < kConstTableWords; ++i) table[i] = kr_pattern(0xC0DE, i);
+  const unsigned long long zero = 0;
+  T_CU_REQUIRE(r, cu().cuMemcpy(m.const_table, reinterpret_cast<CUdeviceptr>(table.data()),
+                                kConstTableWords * 4));
+  T_CU_REQUIRE(r, cu().cuMemcpy(m.pass_counter, reinterpret_cast<CUdeviceptr>(&zero), 8));
+  std::memset(m.observed(), 0xFF, kMaxObservedPasses * 8);
+
+  {
+    // The snapshot captures both variables as regions of their own.
+    Snapshot snapshot(kr_snap(m.gpu.agent));
+    expect_complete(r, snapshot, m.gpu.agent);
+    r.note("snapshot of %s: %zu regions (%zu tracked allocations + pass_counter + const_table)",
+           m.gpu.name.c_str(), kr_snapshot_region_count(snapshot.s),
+           kr_tracked_count(m.gpu.agent));
+  }
+
+  CounterState s;
+  s.m = &m;
+  s.table = table;
+  const uint32_t passes = 5;
+  const kr_replay_result_t result = kr_replay(m.gpu.agent, passes, counter_pass, &s);
+  r.expect(result.replayed && result.passes_run == passes && result.restore_failures == 0,
+           "kr_replay: replayed %d, passes %u, restore failures %zu", int(result.replayed),
+           result.passes_run, result.restore_failures);
+  for (const std::string& error : s.errors) r.fail("%s", error.c_str());
+  r.expect(s.passes == passes, "%u passes ran, expected %u", s.passes, passes);
+  for (uint32_t pass = 0; pass < s.counter_at_entry.size(); ++pass) {
+    r.expect(s.counter_at_entry[pass] == 0, "pass %u: pass_counter reads %llu at entry", pass,
+             s.counter_at_entry[pass]);
+    r.expect(m.observed()[pass] == 0, "pass %u: the kernel found pass_counter = %llu", pass,
+             m.observed()[pass]);
+  }
+  for (uint32_t pass = 0; pass < s.table_matches.size(); ++pass) {
+    r.expect(s.table_matches[pass] == 1, "pass %u: kernels saw a different const_table", pass);
+  }
+  // After the window: one bump, and the last pass's scribble (no restore
+  // follows the last pass).
+  unsigned long long counter = 0;
+  T_CU_REQUIRE(r, cu().cuMemcpy(reinterpret_cast<CUdeviceptr>(&counter), m.pass_counter, 8));
+  r.expect(counter == 1, "pass_counter is %llu after the window, expected 1", counter);
+  std::vector<uint32_t> now(kConstTableWords);
+  T_CU_REQUIRE(r, cu().cuMemcpy(reinterpret_cast<CUdeviceptr>(now.data()), m.const_table,
+                                kConstTableWords * 4));
+  r.expect(now[0] == ~table[0], "const_table was not left as the last pass wrote it");
+  T_CU(r, cu().cuMemcpy(m.const_table, reinterpret_cast<CUdeviceptr>(table.data()),
+                        kConstTableWords * 4));
+  T_CU(r, cu().cuMemcpy(m.pass_counter, reinterpret_cast<CUdeviceptr>(&zero), 8));
+}
+
+// ---- (c) several buffers, and memory left alone ---------------------------------------------
+
+void test_buffers(Reporter& r, const Module& m, const Module* peer) {
+  const uint64_t sizes[] = {4 * KiB, 64 * KiB + 4, MiB, 16 * MiB, g_quick ? 16 * MiB : 256 * MiB};
+  uint64_t total = 0;
+  for (uint64_t size : sizes) total += size;
+  const uint64_t free_bytes = harness::free_device_memory(m.gpu.agent);
+  if (free_bytes < total + GiB) {
+    r.skip("%s has %s free; this test needs %s", m.gpu.name.c_str(),
+           bytes_text(free_bytes).c_str(), bytes_text(total + GiB).c_str());
+    return;
+  }
+  const hsa_agent_t cpu = hsa_cuda_cpu_agent();
+  std::vector<PoolBuffer> tracked(std::size(sizes));
+  for (size_t k = 0; k < tracked.size(); ++k) {
+    if (!tracked[k].allocate(r, m.gpu.vram, sizes[k])) return;
+    if (!fill(r, m, tracked[k].get(), sizes[k], 0x100 + uint32_t(k))) return;
+  }
+  // Left alone by a snapshot of this GPU: fine-grained pinned host memory
+  // (not tracked), the coarse-grained host pool (tracked, but owned by the
+  // CPU agent) and a block on the other GPU.
+  PoolBuffer fine, coarse_host, other;
+  const uint64_t side = MiB;
+  if (!fine.allocate(r, hsa_cuda_pool(cpu, HSA_CUDA_POOL_SYSTEM_FINE), side) ||
+      !coarse_host.allocate(r, hsa_cuda_pool(cpu, HSA_CUDA_POOL_SYSTEM_COARSE), side)) {
+    return;
+  }
+  if (!fill(r, m, fine.get(), side, 0x200)) return;
+  auto* coarse_words = static_cast<uint32_t*>(coarse_host.get());
+  for (uint64_t i = 0; i < side / 4; ++i) coarse_words[i] = kr_pattern(0x201, i);
+  if (peer != nullptr) {
+    if (!other.allocate(r, peer->gpu.vram, side) || !fill(r, *peer, other.get(), side, 0x202)) {
+      return;
+    }
+  }
+
+  Snapshot snapshot(kr_snap(m.gpu.agent));
+  if (!expect_complete(r, snapshot, m.gpu.agent)) return;
+  const size_t regions = kr_snapshot_region_count(snapshot.s);
+  r.note("snapshot of %s: %zu regions, %s", m.gpu.name.c_str(), regions,
+         bytes_text(kr_snapshot_byte_count(snapshot.s)).c_str());
+
+  // The "kernel" writes everything, tracked or not.
+  for (size_t k = 0; k < tracked.size(); ++k) {
+    if (!mutate(r, m, tracked[k].get(), sizes[k])) return;
+  }
+  if (!mutate(r, m, fine.get(), side)) return;
+  for (uint64_t i = 0; i < side / 4; ++i) coarse_words[i] = kr_mutate(coarse_words[i], kSalt);
+  if (peer != nullptr && !mutate(r, *peer, other.get(), side)) return;
+  for (size_t k = 0; k < tracked.size(); ++k) {
+    if (!verify(r, m, tracked[k].get(), sizes[k], 0x100 + uint32_t(k), true, "mutated buffer")) {
+      return;
+    }
+  }
+
+  kr_restore_report_t report{};
+  kr_restore_with_report(snapshot.s, &report);
+  expect_report(r, report, regions, 0);
+  for (size_t k = 0; k < tracked.size(); ++k) {
+    const std::string what = "restored " + bytes_text(sizes[k]) + " buffer";
+    verify(r, m, tracked[k].get(), sizes[k], 0x100 + uint32_t(k), false, what.c_str());
+  }
+  verify(r, m, fine.get(), side, 0x200, true, "fine-grained host buffer (left alone)");
+  uint64_t coarse_wrong = 0;
+  for (uint64_t i = 0; i < side / 4; ++i) {
+    coarse_wrong += coarse_words[i] != kr_mutate(kr_pattern(0x201, i), kSalt) ? 1 : 0;
+  }
+  r.expect(coarse_wrong == 0, "coarse host buffer (CPU agent's) changed by the GPU restore");
+  if (peer != nullptr) verify(r, *peer, other.get(), side, 0x202, true, "other GPU's buffer");
+}
+
+void test_two_agents(Reporter& r, const Module& m0, const Module& m1) {
+  const uint64_t size = 16 * MiB;
+  PoolBuffer a0, a1;
+  if (!a0.allocate(r, m0.gpu.vram, size) || !a1.allocate(r, m1.gpu.vram, size)) return;
+  if (!fill(r, m0, a0.get(), size, 0x300) || !fill(r, m1, a1.get(), size, 0x301)) return;
+  Snapshot s0(kr_snap(m0.gpu.agent));
+  Snapshot s1(kr_snap(m1.gpu.agent));
+  if (!expect_complete(r, s0, m0.gpu.agent) || !expect_complete(r, s1, m1.gpu.agent)) return;
+  if (!mutate(r, m0, a0.get(), size) || !mutate(r, m1, a1.get(), size)) return;
+  kr_restore_report_t report{};
+  kr_restore_with_report(s0.s, &report);
+  expect_report(r, report, kr_snapshot_region_count(s0.s), 0);
+  verify(r, m0, a0.get(), size, 0x300, false, "GPU 0 buffer after GPU 0's restore");
+  verify(r, m1, a1.get(), size, 0x301, true, "GPU 1 buffer after GPU 0's restore (left alone)");
+  kr_restore_with_report(s1.s, &report);
+  expect_report(r, report, kr_snapshot_region_count(s1.s), 0);
+  verify(r, m1, a1.get(), size, 0x301, false, "GPU 1 buffer after GPU 1's restore");
+}
+
+// ---- (d) freed between snap and restore ------------------------------------------------------
+
+void test_freed_buffer(Reporter& r, const Module& m) {
+  PoolBuffer a, b;
+  if (!a.allocate(r, m.gpu.vram, MiB) || !b.allocate(r, m.gpu.vram, MiB)) return;
+  if (!fill(r, m, a.get(), MiB, 0x400) || !fill(r, m, b.get(), MiB, 0x401)) return;
+  Snapshot snapshot(kr_snap(m.gpu.agent));
+  if (!expect_complete(r, snapshot, m.gpu.agent)) return;
+  const size_t regions = kr_snapshot_region_count(snapshot.s);
+  void* freed = b.get();
+  b.reset();  // hsa_amd_memory_pool_free: the block goes back to CUDA
+  if (!mutate(r, m, a.get(), MiB)) return;
+  const uint64_t violations = hsa_cuda_copy_violations();
+  const size_t log_mark = log_size();
+  kr_restore_report_t report{};
+  kr_restore_with_report(snapshot.s, &report);
+  expect_report(r, report, regions - 1, 1);
+  // The runtime refuses (and counts) any copy into memory freed through it,
+  // whatever the direction or tier the library copies from.
+  r.expect(hsa_cuda_copy_violations() == violations,
+           "restore tried to copy into freed memory (%p)", freed);
+  r.expect(logged_since(log_mark, "skipped"), "no log line about the skipped region");
+  verify(r, m, a.get(), MiB, 0x400, false, "the buffer still allocated");
+  harness::ContextScope scope(m.gpu.context);
+  T_CU(r, cu().cuCtxSynchronize());  // nothing faulted on the device
+}
+
+// ---- (e) a reused address is not written ---------------------------------------------------------
+
+struct AddressReuse {
+  AddressReuse() { hsa_cuda_set_address_reuse(true); }
+  ~AddressReuse() { hsa_cuda_set_address_reuse(false); }
+};
+
+void test_address_reuse(Reporter& r, const Module& m) {
+  AddressReuse reuse;
+  const uint64_t size = 2 * MiB;
+  PoolBuffer first;
+  if (!first.allocate(r, m.gpu.vram, size) || !fill(r, m, first.get(), size, 0x500)) return;
+  Snapshot snapshot(kr_snap(m.gpu.agent));
+  if (!expect_complete(r, snapshot, m.gpu.agent)) return;
+  const size_t regions = kr_snapshot_region_count(snapshot.s);
+  void* const old_address = first.get();
+  first.reset();
+  PoolBuffer second;
+  if (!second.allocate(r, m.gpu.vram, size)) return;
+  if (!r.expect(second.get() == old_address,
+                "address reuse mode gave %p, not the freed %p: cannot test reuse", second.get(),
+                old_address)) {
+    return;
+  }
+  if (!fill(r, m, second.get(), size, 0x501)) return;  // the new owner's data
+  const uint64_t violations = hsa_cuda_copy_violations();
+  kr_restore_report_t report{};
+  kr_restore_with_report(snapshot.s, &report);
+  expect_report(r, report, regions - 1, 1);
+  r.expect(hsa_cuda_copy_violations() == violations, "restore copy refused by the runtime");
+  verify(r, m, second.get(), size, 0x501, false, "the new allocation at the reused address");
+  r.note("%p was freed and handed out again; restore left the new owner's data alone",
+         old_address);
+}
+
+// ---- (f) a footprint of at least 4 GiB -------------------------------------------------------------
+
+void test_large_footprint(Reporter& r, const Module& m) {
+  constexpr int kBuffers = 4;
+  const uint64_t wanted = 5 * GiB / kBuffers;  // 1.25 GiB each
+  const uint64_t free_bytes = harness::free_device_memory(m.gpu.agent);
+  const uint64_t host_bytes = harness::available_host_memory();
+  const uint64_t margin = GiB;
+  uint64_t each = wanted;
+  if (free_bytes < kBuffers * each + margin) {
+    each = free_bytes > margin ? (free_bytes - margin) / kBuffers / (2 * MiB) * (2 * MiB) : 0;
+  }
+  const uint64_t footprint = kBuffers * each;
+  r.note("%s free on %s, %s available on the host; footprint %s (%d x %s)",
+         bytes_text(free_bytes).c_str(), m.gpu.name.c_str(), bytes_text(host_bytes).c_str(),
+         bytes_text(footprint).c_str(), kBuffers, bytes_text(each).c_str());
+  if (footprint < 4 * GiB) {
+    r.skip("not enough free device memory for a 4 GiB footprint");
+    return;
+  }
+  if (host_bytes != 0 && host_bytes < footprint + 2 * GiB) {
+    r.skip("not enough host memory to hold a %s snapshot", bytes_text(footprint).c_str());
+    return;
+  }
+  std::vector<PoolBuffer> buffers(kBuffers);
+  for (int k = 0; k < kBuffers; ++k) {
+    if (!buffers[k].allocate(r, m.gpu.vram, each)) return;
+    if (!fill(r, m, buffers[k].get(), each, 0x600 + uint32_t(k))) return;
+  }
+  {
+    harness::ContextScope scope(m.gpu.context);
+    T_CU_REQUIRE(r, cu().cuCtxSynchronize());
+  }
+  double start = harness::now_seconds();
+  Snapshot snapshot(kr_snap(m.gpu.agent));
+  const double snap_seconds = harness::now_seconds() - start;
+  if (!expect_complete(r, snapshot, m.gpu.agent)) return;
+  const uint64_t captured = kr_snapshot_byte_count(snapshot.s);
+  r.note("snap: %s in %.2f s (%.2f GB/s)", bytes_text(captured).c_str(), snap_seconds,
+         static_cast<double>(captured) / snap_seconds / 1e9);
+  for (int k = 0; k < kBuffers; ++k) {
+    if (!mutate(r, m, buffers[k].get(), each)) return;
+    // kr_mutate has no fixed point: every word must have changed.
+    const uint64_t changed = mismatches(r, m, buffers[k].get(), each, 0x600 + uint32_t(k), false);
+    if (!r.expect(changed == each / 4, "mutation changed %" PRIu64 " of %" PRIu64 " words",
+                  changed, each / 4)) {
+      return;
+    }
+  }
+  start = harness::now_seconds();
+  kr_restore_report_t report{};
+  kr_restore_with_report(snapshot.s, &report);
+  const double restore_seconds = harness::now_seconds() - start;
+  expect_report(r, report, kr_snapshot_region_count(snapshot.s), 0);
+  r.note("restore: %s in %.2f s (%.2f GB/s)", bytes_text(captured).c_str(), restore_seconds,
+         static_cast<double>(captured) / restore_seconds / 1e9);
+  for (int k = 0; k < kBuffers; ++k) {
+    const std::string what = "restored buffer " + std::to_string(k);
+    if (!verify(r, m, buffers[k].get(), each, 0x600 + uint32_t(k), false, what.c_str())) break;
+    // More host-side samples on the big buffers: 64 windows of 4 KiB each.
+    sampled_check(r, m, buffers[k].get(), each, 0x600 + uint32_t(k), false, 64, what.c_str());
+  }
+}
+
+// ---- (g) a declined snapshot runs the dispatch once ----------------------------------------------
+
+struct CountingPass {
+  const Module* m = nullptr;
+  uint32_t passes = 0;
+  std::string error;
+};
+
+void counting_pass(uint32_t, void* user_data) {
+  auto& s = *static_cast<CountingPass*>(user_data);
+  ++s.passes;
+  harness::ContextScope scope(s.m->gpu.context);
+  unsigned long long* observed = s.m->observed();
+  void* params[] = {&observed};
+  CUresult result = cu().cuLaunchKernel(s.m->bump_pass_counter, 1, 1, 1, 32, 1, 1, 0, s.m->stream,
+                                        params, nullptr);
+  if (result == CUDA_SUCCESS) result = cu().cuStreamSynchronize(s.m->stream);
+  if (result != CUDA_SUCCESS) s.error = harness::cuda_error_text(result);
+}
+
+void test_declined(Reporter& r, const Module& m) {
+  harness::ContextScope scope(m.gpu.context);
+  unsigned long long before = 0;
+  T_CU_REQUIRE(r, cu().cuMemcpy(reinterpret_cast<CUdeviceptr>(&before), m.pass_counter, 8));
+  const size_t log_mark = log_size();
+  kr_set_executable_iterator(nullptr);  // snapshots now decline
+  CountingPass s;
+  s.m = &m;
+  const kr_replay_result_t result = kr_replay(m.gpu.agent, 5, counting_pass, &s);
+  kr_set_executable_iterator(hsa_cuda_iterate_executables);
+  r.expect(!result.replayed && result.passes_run == 1 &&
+               result.decline_reason == KR_DECLINE_NO_EXECUTABLE_ITERATOR,
+           "kr_replay: replayed %d, passes %u, decline %d (expected 0, 1, %d)",
+           int(result.replayed), result.passes_run, int(result.decline_reason),
+           int(KR_DECLINE_NO_EXECUTABLE_ITERATOR));
+  r.expect(s.passes == 1, "the pass function ran %u times, expected once", s.passes);
+  if (!s.error.empty()) r.fail("bump_pass_counter: %s", s.error.c_str());
+  unsigned long long after = 0;
+  T_CU_REQUIRE(r, cu().cuMemcpy(reinterpret_cast<CUdeviceptr>(&after), m.pass_counter, 8));
+  r.expect(after == before + 1, "pass_counter went from %llu to %llu, expected one launch",
+           before, after);
+  r.expect(logged_since(log_mark, "declined"), "the decline was not logged");
+  const unsigned long long zero = 0;
+  T_CU(r, cu().cuMemcpy(m.pass_counter, reinterpret_cast<CUdeviceptr>(&zero), 8));
+  Snapshot again(kr_snap(m.gpu.agent));
+  r.expect(kr_snapshot_ok(again.s), "a snapshot after restoring the iterator declined");
+}
+
+// ---- (i) an executable unloaded between snap and restore --------------------------------------------
+
+// True when the library wrapped hsa_executable_destroy in the runtime's table
+// (it tracks unloads); older libraries restore module variables unchecked.
+bool library_tracks_unloads() {
+  CoreApiTable fresh;
+  hsa_cuda_fill_core_table(&fresh);
+  return hsa_cuda_core_table()->hsa_executable_destroy_fn != fresh.hsa_executable_destroy_fn;
+}
+
+void test_unloaded_executable(Reporter& r, const Module& m, const char* cubin, bool baseline) {
+  if (!library_tracks_unloads()) {
+    r.skip("this libkernel_replay does not wrap hsa_executable_destroy (module variables are "
+           "restored unchecked, as the design allows)");
+    return;
+  }
+  if (baseline) {
+    r.skip("the baseline policy is the original design, which restores module variables "
+           "unchecked (it assumes executables stay loaded during a replay window)");
+    return;
+  }
+  // A second executable on the same GPU: its own pass_counter and const_table.
+  hsa_executable_t second{0};
+  T_HSA_REQUIRE(r, hsa_cuda_executable_load(m.gpu.agent, cubin, &second));
+  uint64_t counter = 0;
+  uint64_t table = 0;
+  bool registered =
+      T_HSA(r, hsa_cuda_executable_register_variable(second, "pass_counter", false, &counter,
+                                                     nullptr)) &&
+      T_HSA(r, hsa_cuda_executable_register_variable(second, "const_table", true, &table, nullptr));
+  if (!registered) {
+    KR_HSA(hsa_executable_destroy(second));
+    return;
+  }
+  PoolBuffer buffer;
+  if (!buffer.allocate(r, m.gpu.vram, MiB) || !fill(r, m, buffer.get(), MiB, 0x700)) {
+    KR_HSA(hsa_executable_destroy(second));
+    return;
+  }
+  Snapshot snapshot(kr_snap(m.gpu.agent));
+  const size_t regions = kr_tracked_count(m.gpu.agent) + 2 * kModuleVariables;
+  const bool complete =
+      r.expect(kr_snapshot_ok(snapshot.s) && kr_snapshot_region_count(snapshot.s) == regions,
+               "snapshot with two executables: ok %d, %zu regions, expected %zu",
+               int(kr_snapshot_ok(snapshot.s)), kr_snapshot_region_count(snapshot.s), regions);
+  // Unloaded through the table, so through the library's wrapper.
+  T_HSA(r, hsa_executable_destroy(second));
+  if (!complete || !mutate(r, m, buffer.get(), MiB)) return;
+  const uint64_t violations = hsa_cuda_copy_violations();
+  kr_restore_report_t report{};
+  kr_restore_with_report(snapshot.s, &report);
+  expect_report(r, report, regions - kModuleVariables, kModuleVariables);
+  r.expect(hsa_cuda_copy_violations() == violations,
+           "restore wrote the unloaded module's variables (0x%" PRIx64 ", 0x%" PRIx64 ")", counter,
+           table);
+  verify(r, m, buffer.get(), MiB, 0x700, false, "the buffer next to the unloaded module");
+}
+
+// ---- final accounting ------------------------------------------------------------------------------
+
+// Runs after kr_finalize and kr_trim_retained: nothing of the library's
+// (arenas, signals, snapshot buffers) may remain in the runtime.
+void test_accounting(Reporter& r) {
+  r.expect(hsa_cuda_copy_violations() == g_expected_violations,
+           "the runtime refused %" PRIu64 " copies (freed or out-of-bounds memory), %" PRIu64
+           " on purpose",
+           hsa_cuda_copy_violations(), g_expected_violations);
+  r.expect(hsa_cuda_reuse_cache_bytes() == 0, "the address-reuse cache still holds %s",
+           bytes_text(hsa_cuda_reuse_cache_bytes()).c_str());
+  r.expect(hsa_cuda_cuda_error_count() == 0, "%" PRIu64 " CUDA calls failed inside the runtime",
+           hsa_cuda_cuda_error_count());
+  r.expect(kr_host_bytes_in_use() == 0, "snapshots still hold %" PRIu64 " host bytes",
+           kr_host_bytes_in_use());
+  r.expect(hsa_cuda_live_allocation_count() == 0, "%" PRIu64 " allocations still live",
+           hsa_cuda_live_allocation_count());
+  r.expect(hsa_cuda_live_signal_count() == 0, "%" PRIu64 " signals still live",
+           hsa_cuda_live_signal_count());
+  r.expect(kr_tracked_count(hsa_cuda_cpu_agent()) == 0, "the CPU agent still has tracked blocks");
+  for (const Module& m : g_modules) {
+    r.expect(kr_tracked_count(m.gpu.agent) == 0, "%s still has %zu tracked blocks",
+             m.gpu.name.c_str(), kr_tracked_count(m.gpu.agent));
+  }
+  r.note("copies issued by the runtime: H2D %" PRIu64 " (%s), D2H %" PRIu64 " (%s), D2D %" PRIu64
+         ", H2H %" PRIu64,
+         hsa_cuda_copy_count(HSA_CUDA_COPY_HOST_TO_DEVICE),
+         bytes_text(hsa_cuda_copy_bytes(HSA_CUDA_COPY_HOST_TO_DEVICE)).c_str(),
+         hsa_cuda_copy_count(HSA_CUDA_COPY_DEVICE_TO_HOST),
+         bytes_text(hsa_cuda_copy_bytes(HSA_CUDA_COPY_DEVICE_TO_HOST)).c_str(),
+         hsa_cuda_copy_count(HSA_CUDA_COPY_DEVICE_TO_DEVICE),
+         hsa_cuda_copy_count(HSA_CUDA_COPY_HOST_TO_HOST));
+}
+
+void usage(const char* program) {
+  std::printf("usage: %s --cubin PATH [--only TEXT] [--storage NAME[,NAME...]] [--quick]\n",
+              program);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  // First, so that a machine without a GPU exits 77 whatever the arguments.
+  const int no_runtime = harness::start_runtime("kernel_replay_gpu_test");
+  if (no_runtime >= 0) return no_runtime;
+
+  const char* cubin = nullptr;
+  const char* only = nullptr;
+  std::string storage;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--cubin") == 0 && i + 1 < argc) {
+      cubin = argv[++i];
+    } else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc) {
+      only = argv[++i];
+    } else if (std::strcmp(argv[i], "--storage") == 0 && i + 1 < argc) {
+      storage = std::string(",") + argv[++i] + ",";
+    } else if (std::strcmp(argv[i], "--quick") == 0) {
+      g_quick = true;
+    } else {
+      usage(argv[0]);
+      hsa_cuda_shutdown();
+      return 2;
+    }
+  }
+  if (cubin == nullptr) {
+    usage(argv[0]);
+    hsa_cuda_shutdown();
+    return 2;
+  }
+
+  std::printf("kernel-replay %s on HSA-on-CUDA; CUDA driver API %s, kernel module %s\n",
+              kr_version(), harness::cuda_driver_api_version().c_str(),
+              harness::kernel_module_version().c_str());
+  const std::vector<harness::Gpu> gpus = harness::gpus();
+  for (const harness::Gpu& gpu : gpus) {
+    std::printf("GPU %u: %s (CUDA device %d), %s free\n", gpu.index, gpu.name.c_str(),
+                gpu.ordinal, bytes_text(harness::free_device_memory(gpu.agent)).c_str());
+  }
+  // Storage policies to run the replay tests under.
+  std::vector<harness::StoragePolicy> policies;
+  for (const harness::StoragePolicy& policy : harness::storage_policies()) {
+    if (storage.empty() || storage.find("," + policy.name + ",") != std::string::npos) {
+      policies.push_back(policy);
+    }
+  }
+  const bool have_policies = !policies.empty();
+  if (!have_policies) policies.push_back({"library default", -1});
+  std::printf("storage policies: ");
+  for (const auto& policy : policies) std::printf("%s ", policy.name.c_str());
+  std::printf("%s\n\n", have_policies ? "" : "(kr_set_storage_policy not in this library)");
+
+  Reporter r;
+  r.begin("setup: install kernel-replay, load the cubin on every GPU");
+  bool ready = harness::install_kernel_replay(on_log, nullptr);
+  if (!ready) r.fail("kernel-replay could not be installed over HSA-on-CUDA's tables");
+  for (size_t i = 0; ready && i < gpus.size(); ++i) {
+    Module m;
+    ready = load_module(r, gpus[i], cubin, &m);
+    g_modules.push_back(m);
+  }
+  r.end();
+  if (!ready) {
+    for (Module& m : g_modules) unload_module(m);
+    hsa_cuda_shutdown();
+    r.summary();
+    return 1;
+  }
+
+  auto run = [&](const std::string& name, auto&& body) {
+    if (only != nullptr && name.find(only) == std::string::npos) return;
+    r.begin(name);
+    body();
+    r.end();
+  };
+  const Module& m0 = g_modules[0];
+  run("runtime: pools, pointer info, copies, async copy", [&] { test_runtime(r, m0); });
+  for (const harness::StoragePolicy& policy : policies) {
+    const std::string tag = have_policies ? " [storage " + policy.name + "]" : "";
+    if (have_policies && !harness::set_storage_policy(policy.value)) {
+      run("storage policy " + policy.name,
+          [&] { r.fail("kr_set_storage_policy(%d) refused", policy.value); });
+      continue;
+    }
+    run("a: saxpy accumulating into y, 5 passes" + tag, [&] { test_saxpy(r, m0); });
+    run("b: __device__ counter restored, __constant__ table captured" + tag,
+        [&] { test_module_variables(r, m0); });
+    for (size_t i = 0; i < g_modules.size(); ++i) {
+      const Module* peer =
+          g_modules.size() > 1 ? &g_modules[(i + 1) % g_modules.size()] : nullptr;
+      run("c: buffers of 4 KiB..256 MiB on GPU " + std::to_string(i) +
+              ", host and peer memory left alone" + tag,
+          [&] { test_buffers(r, g_modules[i], peer); });
+    }
+    if (g_modules.size() >= 2) {
+      run("c: two GPU agents, each snapshot restores only its own" + tag,
+          [&] { test_two_agents(r, g_modules[0], g_modules[1]); });
+    }
+    run("d: a buffer freed between snap and restore is skipped" + tag,
+        [&] { test_freed_buffer(r, m0); });
+    run("e: an address reused by a new allocation is not written" + tag,
+        [&] { test_address_reuse(r, m0); });
+    run("f: a footprint of at least 4 GiB restored exactly" + tag,
+        [&] { test_large_footprint(r, m0); });
+    run("g: a declined snapshot runs the dispatch once" + tag, [&] { test_declined(r, m0); });
+    run("i: an executable unloaded between snap and restore is skipped" + tag,
+        [&] { test_unloaded_executable(r, m0, cubin, policy.name == "baseline"); });
+    // Arenas kept for reuse go back between policies, so each starts afresh.
+    harness::trim_retained();
+  }
+
+  // Teardown as a tool's finalizer would: the guard first (the library then
+  // releases what it keeps), then what the application holds, then the
+  // runtime.
+  kr_finalize();
+  harness::trim_retained();
+  run("accounting: no refused copies, no CUDA errors, nothing left over",
+      [&] { test_accounting(r); });
+  for (Module& m : g_modules) unload_module(m);
+  hsa_cuda_shutdown();
+  return r.summary();
+}

@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# gpu/run.sh: builds and runs the GPU validation harness on a machine with an
+# NVIDIA GPU, nvcc and g++ (no Rust: the library comes prebuilt in the carry
+# folder). Run from the repository root:
+#
+#   bash gpu/run.sh                       # CARRY=gpu/.carry, OUT=$OUT or gpu/out
+#
+# The carry folder (made on a Rust machine, see gpu/prepare_carry.sh) holds
+#   lib/libkernel_replay.so     the unchanged library (cargo build --release)
+#   include/hsa/*.h             the HSA headers it was built against
+#
+# Steps: print the machine (nvidia-smi, nvcc, g++); compile gpu/kernels.cu to
+# a cubin with nvcc; compile HSA-on-CUDA, the test, the bench and the
+# self-check with g++; run the self-check, the tests, then the bench; print
+# the bench's Markdown table last. Raw output goes to $OUT (or gpu/out):
+# environment.txt, build.log, selfcheck.log, test.log, bench.log, bench.csv,
+# bench_table.md, summary.txt.
+#
+# Variables: CARRY, OUT, BUILD_DIR (default gpu/.build), NVCC, CXX, ARCH
+# (sm_XY; default from nvidia-smi, else sm_90), WERROR=1 (add -Werror),
+# SKIP_TESTS=1, SKIP_BENCH=1, BENCH_ARGS (extra bench arguments, e.g.
+# --quick), TEST_ARGS (e.g. "--only f:"), TEST_TIMEOUT (200 s),
+# BENCH_TIMEOUT (300 s).
+#
+# Exit status: 0 all passed; 1 a test failed; 2 the build failed; 3 the bench
+# failed (tests passed); 4 the carry folder or a tool is missing.
+set -uo pipefail
+
+cd "$(dirname "$0")/.." || exit 4
+REPO=$(pwd)
+CARRY=${CARRY:-${1:-gpu/.carry}}
+OUT=${OUT:-gpu/out}
+BUILD_DIR=${BUILD_DIR:-gpu/.build}
+CXX=${CXX:-g++}
+TEST_TIMEOUT=${TEST_TIMEOUT:-200}
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-300}
+STARTED=$(date +%s)
+
+mkdir -p "$OUT" "$BUILD_DIR" || exit 4
+CARRY=$(cd "$CARRY" 2>/dev/null && pwd) || { echo "!! run.sh: carry folder '${CARRY}' not found (see gpu/README.md)"; exit 4; }
+OUT=$(cd "$OUT" && pwd)
+BUILD_DIR=$(cd "$BUILD_DIR" && pwd)
+
+banner() { printf '\n==== %s\n' "$*"; }
+die() {
+  local code=$1; shift
+  printf '\n!!!! run.sh FAILED: %s\n' "$*" | tee -a "$OUT/summary.txt"
+  exit "$code"
+}
+
+# ---- inputs ---------------------------------------------------------------------
+
+[ -f "$CARRY/lib/libkernel_replay.so" ] || die 4 "$CARRY/lib/libkernel_replay.so is missing"
+[ -f "$CARRY/include/hsa/hsa_api_trace.h" ] || die 4 "$CARRY/include/hsa/hsa_api_trace.h is missing"
+[ -f include/kernel_replay.h ] || die 4 "include/kernel_replay.h is missing (run from the repository)"
+if [ -z "${NVCC:-}" ]; then
+  NVCC=$(command -v nvcc || true)
+  [ -n "$NVCC" ] || { [ -x /usr/local/cuda/bin/nvcc ] && NVCC=/usr/local/cuda/bin/nvcc; }
+fi
+[ -n "${NVCC:-}" ] && [ -x "$NVCC" ] || die 4 "nvcc not found (set NVCC)"
+command -v "$CXX" >/dev/null || die 4 "$CXX not found (set CXX)"
+
+# ---- the machine ----------------------------------------------------------------
+
+banner "machine"
+{
+  echo "date: $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+  echo "host: $(hostname) $(uname -srm)"
+  grep -m1 'model name' /proc/cpuinfo 2>/dev/null
+  grep -E 'MemTotal|MemAvailable' /proc/meminfo 2>/dev/null
+  echo "--- nvidia-smi"
+  nvidia-smi 2>&1 || echo "(nvidia-smi failed)"
+  echo "--- nvidia-smi topo"
+  nvidia-smi topo -m 2>&1 | head -20 || true
+  echo "--- /proc/driver/nvidia/version"
+  cat /proc/driver/nvidia/version 2>&1 || true
+  echo "--- $NVCC --version"
+  "$NVCC" --version 2>&1
+  echo "--- $CXX --version"
+  "$CXX" --version 2>&1 | head -1
+  echo "--- repository"
+  git -C "$REPO" log -1 --format='%H %s' 2>/dev/null || echo "(not a git checkout)"
+  echo "--- carry"
+  ls -l "$CARRY/lib/libkernel_replay.so"
+  ls "$CARRY/include/hsa" | tr '\n' ' '; echo
+} 2>&1 | tee "$OUT/environment.txt"
+
+if [ -z "${ARCH:-}" ]; then
+  CC_CAP=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1 | tr -d ' .')
+  if [[ "${CC_CAP}" =~ ^[0-9]+$ ]]; then ARCH="sm_${CC_CAP}"; else ARCH=sm_90; fi
+fi
+TOOLKIT=$("$NVCC" --version 2>/dev/null | grep -E 'release' | sed 's/^.*release/release/' | head -1)
+echo "target architecture: $ARCH; toolkit: ${TOOLKIT:-unknown}"
+
+# ---- build ----------------------------------------------------------------------------
+
+banner "build (log: $OUT/build.log)"
+: > "$OUT/build.log"
+CUBIN="$BUILD_DIR/kernels.cubin"
+rm -f "$CUBIN"
+# Lazy module loading (the CUDA 12.2+ default) would load the module on the
+# first launch, inside a test; eager loading makes cuModuleLoad do it all.
+export CUDA_MODULE_LOADING=EAGER
+
+NVCC_CMD=("$NVCC" -cubin "-arch=$ARCH" -O3 -I gpu -o "$CUBIN" gpu/kernels.cu)
+echo "+ ${NVCC_CMD[*]}" | tee -a "$OUT/build.log"
+if ! "${NVCC_CMD[@]}" >>"$OUT/build.log" 2>&1; then
+  cat "$OUT/build.log"
+  echo "!! cubin build failed; trying a fatbin with PTX" | tee -a "$OUT/build.log"
+  CC_NUM=${ARCH#sm_}
+  # No -O3 here (a host-compiler option): one thing fewer that could be refused.
+  NVCC_CMD=("$NVCC" -fatbin "-gencode=arch=compute_${CC_NUM},code=[sm_${CC_NUM},compute_${CC_NUM}]"
+            -I gpu -o "$CUBIN" gpu/kernels.cu)
+  echo "+ ${NVCC_CMD[*]}" | tee -a "$OUT/build.log"
+  "${NVCC_CMD[@]}" >>"$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; die 2 "nvcc could not compile gpu/kernels.cu"; }
+fi
+ls -l "$CUBIN" | tee -a "$OUT/build.log"
+
+CXXFLAGS=(-std=c++17 -O2 -g -Wall -Wextra -Wpedantic -DAMD_INTERNAL_BUILD
+          -isystem "$CARRY/include/hsa" -isystem "$CARRY/include"
+          -I include -I gpu -I gpu/hsa_cuda)
+[ "${WERROR:-0}" = 1 ] && CXXFLAGS+=(-Werror)
+LDFLAGS=(-L "$CARRY/lib" -lkernel_replay "-Wl,-rpath,$CARRY/lib" -ldl -pthread)
+
+# Every translation unit compiled once, in parallel; each failure is printed.
+SOURCES=(gpu/hsa_cuda/cuda_driver.cpp gpu/hsa_cuda/hsa_cuda_runtime.cpp
+         gpu/hsa_cuda/hsa_cuda_memory.cpp gpu/hsa_cuda/hsa_cuda_signals.cpp
+         gpu/hsa_cuda/hsa_cuda_loader.cpp gpu/hsa_cuda/hsa_cuda_tables.cpp
+         gpu/hsa_cuda/hsa_cuda_app.cpp gpu/harness.cpp gpu/kernel_replay_gpu_test.cpp
+         gpu/kernel_replay_gpu_bench.cpp gpu/hsa_cuda_selfcheck.cpp)
+declare -A JOBS=()
+for src in "${SOURCES[@]}"; do
+  obj="$BUILD_DIR/$(basename "${src%.cpp}").o"
+  echo "+ $CXX ${CXXFLAGS[*]} -c $src -o $obj" >>"$OUT/build.log"
+  "$CXX" "${CXXFLAGS[@]}" -c "$src" -o "$obj" >"$obj.log" 2>&1 &
+  JOBS[$!]="$src"
+done
+BUILD_FAILED=0
+for pid in "${!JOBS[@]}"; do
+  src=${JOBS[$pid]}
+  obj_log="$BUILD_DIR/$(basename "${src%.cpp}").o.log"
+  if ! wait "$pid"; then
+    echo "!! compiling $src failed:" | tee -a "$OUT/build.log"
+    BUILD_FAILED=1
+  fi
+  cat "$obj_log" | tee -a "$OUT/build.log"
+done
+[ "$BUILD_FAILED" = 0 ] || die 2 "g++ could not compile the harness (see above)"
+
+RUNTIME_OBJS=()
+for name in cuda_driver hsa_cuda_runtime hsa_cuda_memory hsa_cuda_signals hsa_cuda_loader \
+            hsa_cuda_tables hsa_cuda_app; do
+  RUNTIME_OBJS+=("$BUILD_DIR/$name.o")
+done
+link() {
+  local program=$1; shift
+  echo "+ $CXX -o $BUILD_DIR/$program $* ${RUNTIME_OBJS[*]} ${LDFLAGS[*]}" | tee -a "$OUT/build.log"
+  "$CXX" -o "$BUILD_DIR/$program" "$@" "${RUNTIME_OBJS[@]}" "${LDFLAGS[@]}" >>"$OUT/build.log" 2>&1 \
+    || { cat "$OUT/build.log"; die 2 "linking $program failed"; }
+}
+link kernel_replay_gpu_test "$BUILD_DIR/kernel_replay_gpu_test.o" "$BUILD_DIR/harness.o"
+link kernel_replay_gpu_bench "$BUILD_DIR/kernel_replay_gpu_bench.o" "$BUILD_DIR/harness.o"
+link hsa_cuda_selfcheck "$BUILD_DIR/hsa_cuda_selfcheck.o"
+# The library must load here (glibc version, SONAME, rpath): say so now, not
+# as a cryptic loader error in the middle of the tests.
+if ldd "$BUILD_DIR/kernel_replay_gpu_test" 2>&1 | grep -E 'not found|version .* not found'; then
+  ldd "$BUILD_DIR/kernel_replay_gpu_test"
+  die 2 "libkernel_replay.so (or one of its dependencies) does not load on this machine"
+fi
+echo "built in $(( $(date +%s) - STARTED )) s"
+
+# ---- run ---------------------------------------------------------------------------------
+
+banner "self-check (log: $OUT/selfcheck.log)"
+"$BUILD_DIR/hsa_cuda_selfcheck" "$BUILD_DIR/kernel_replay_gpu_test" "$BUILD_DIR/kernel_replay_gpu_bench" \
+  2>&1 | tee "$OUT/selfcheck.log"
+SELFCHECK_RC=${PIPESTATUS[0]}
+[ "$SELFCHECK_RC" = 0 ] || echo "!! self-check failed (exit $SELFCHECK_RC); running the tests anyway"
+
+TEST_RC=skipped
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  banner "tests (log: $OUT/test.log)"
+  # shellcheck disable=SC2086
+  timeout --kill-after=10 "$TEST_TIMEOUT" "$BUILD_DIR/kernel_replay_gpu_test" --cubin "$CUBIN" ${TEST_ARGS:-} \
+    2>&1 | tee "$OUT/test.log"
+  TEST_RC=${PIPESTATUS[0]}
+  [ "$TEST_RC" = 124 ] && echo "!! the tests timed out after ${TEST_TIMEOUT} s"
+  [ "$TEST_RC" = 0 ] || echo "!! tests failed (exit $TEST_RC); running the bench anyway"
+fi
+
+BENCH_RC=skipped
+if [ "${SKIP_BENCH:-0}" != 1 ]; then
+  banner "bench (log: $OUT/bench.log)"
+  # shellcheck disable=SC2086
+  timeout --kill-after=10 "$BENCH_TIMEOUT" "$BUILD_DIR/kernel_replay_gpu_bench" \
+    --csv "$OUT/bench.csv" --table "$OUT/bench_table.md" --toolkit "nvcc ${TOOLKIT:-unknown}" \
+    ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
+  BENCH_RC=${PIPESTATUS[0]}
+  [ "$BENCH_RC" = 124 ] && echo "!! the bench timed out after ${BENCH_TIMEOUT} s"
+fi
+
+# ---- summary, the table last -----------------------------------------------------------
+
+{
+  echo "run.sh finished in $(( $(date +%s) - STARTED )) s"
+  echo "self-check: exit $SELFCHECK_RC"
+  echo "tests: exit $TEST_RC"
+  echo "bench: exit $BENCH_RC"
+  echo "raw output: $OUT"
+} | tee "$OUT/summary.txt"
+if [ -f "$OUT/bench_table.md" ] && [ "$BENCH_RC" != skipped ]; then
+  banner "bench table ($OUT/bench_table.md)"
+  cat "$OUT/bench_table.md"
+fi
+
+if [ "$TEST_RC" != 0 ] && [ "$TEST_RC" != skipped ]; then exit 1; fi
+if [ "$SELFCHECK_RC" != 0 ]; then exit 1; fi
+if [ "$BENCH_RC" != 0 ] && [ "$BENCH_RC" != skipped ]; then exit 3; fi
+exit 0
