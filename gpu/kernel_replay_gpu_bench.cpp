@@ -5,7 +5,7 @@
 //   kernel_replay_gpu_bench --csv OUT.csv [--table OUT.md] [--gpu N] [--quick]
 //                           [--config NAME] [--toolkit "nvcc 13.0 ..."]
 //
-// For each tracked footprint (64 MiB, 1 GiB, 8 GiB as four regions each, and
+// For each tracked footprint (64 MiB, 1 GiB, 4 GiB, 8 GiB as four regions each, and
 // 10,000 regions of 4 KiB) it measures:
 //   - the library: kr_snap and kr_restore of GPU 0, each timed with the host's
 //     steady clock after cuCtxSynchronize (both calls return only when their
@@ -629,6 +629,7 @@ int main(int argc, char** argv) {
   } else {
     footprints = {{"64 MiB", 16 * MiB, 4},
                   {"1 GiB", 256 * MiB, 4},
+                  {"4 GiB", 1 * GiB, 4},
                   {"8 GiB", 2 * GiB, 4},
                   {"10,000 x 4 KiB", 4 * KiB, 10000}};
   }

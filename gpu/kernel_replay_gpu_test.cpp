@@ -1070,17 +1070,14 @@ bool library_tracks_unloads() {
   return hsa_cuda_core_table()->hsa_executable_destroy_fn != fresh.hsa_executable_destroy_fn;
 }
 
-void test_unloaded_executable(Reporter& r, const Module& m, const char* cubin, bool baseline) {
+void test_unloaded_executable(Reporter& r, const Module& m, const char* cubin) {
   if (!library_tracks_unloads()) {
     r.skip("this libkernel_replay does not wrap hsa_executable_destroy (module variables are "
            "restored unchecked, as the design allows)");
     return;
   }
-  if (baseline) {
-    r.skip("the baseline policy is the original design, which restores module variables "
-           "unchecked (it assumes executables stay loaded during a replay window)");
-    return;
-  }
+  // Every policy, the baseline included, checks the registry when the
+  // library wraps hsa_executable_destroy.
   // A second executable on the same GPU: its own pass_counter and const_table.
   hsa_executable_t second{0};
   T_HSA_REQUIRE(r, hsa_cuda_executable_load(m.gpu.agent, cubin, &second));
@@ -1264,7 +1261,7 @@ int main(int argc, char** argv) {
         [&] { test_large_footprint(r, m0); });
     run("g: a declined snapshot runs the dispatch once" + tag, [&] { test_declined(r, m0); });
     run("i: an executable unloaded between snap and restore is skipped" + tag,
-        [&] { test_unloaded_executable(r, m0, cubin, policy.name == "baseline"); });
+        [&] { test_unloaded_executable(r, m0, cubin); });
     // Arenas kept for reuse go back between policies, so each starts afresh.
     harness::trim_retained();
   }

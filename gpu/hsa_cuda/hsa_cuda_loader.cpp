@@ -42,6 +42,9 @@ struct LoaderState {
   std::mutex mutex;
   std::map<uint32_t, Executable> executables;  // by id, which is load order
   uint32_t next_id = 1;
+  // Destroyed executables' modules, unloaded at shutdown (see
+  // executable_destroy).
+  std::vector<std::pair<uint32_t, CUmodule>> zombies;
 };
 
 LoaderState& loader() {
@@ -241,12 +244,15 @@ bool write_symbol_info(const Symbol& symbol, uint32_t agent_index, uint32_t attr
 void unload_all_executables() {
   LoaderState& l = loader();
   std::map<uint32_t, Executable> executables;
+  std::vector<std::pair<uint32_t, CUmodule>> zombies;
   {
     std::lock_guard<std::mutex> lock(l.mutex);
     executables.swap(l.executables);
+    zombies.swap(l.zombies);
     for (const auto& entry : executables) unregister_variables(entry.second);
   }
   for (const auto& entry : executables) unload_module(entry.second.agent_index, entry.second.module);
+  for (const auto& [agent_index, module] : zombies) unload_module(agent_index, module);
 }
 
 namespace api {
@@ -266,7 +272,13 @@ hsa_status_t executable_destroy(hsa_executable_t executable) {
     // storage once the unload starts.
     unregister_variables(exe);
   }
-  return unload_module(exe.agent_index, exe.module) ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR;
+  // The module stays loaded until shutdown (unloaded modules are kept as
+  // zombies): unloading would let the driver hand the variables' addresses
+  // out again, and then a copy into them would no longer be recognisable as
+  // a copy into an unloaded executable's storage.
+  std::lock_guard<std::mutex> lock(l.mutex);
+  l.zombies.emplace_back(exe.agent_index, exe.module);
+  return HSA_STATUS_SUCCESS;
 }
 
 hsa_status_t executable_iterate_agent_symbols(

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <deque>
+#include <tuple>
 #include <limits>
 #include <map>
 #include <mutex>
@@ -29,6 +30,12 @@ namespace {
 constexpr uint32_t kNoAgent = std::numeric_limits<uint32_t>::max();
 // Freed ranges remembered for copy checking; the oldest are forgotten beyond.
 constexpr size_t kFreedRangesMax = 65536;
+// Freed device blocks are quarantined (kept allocated) up to these limits
+// before cuMemFree: once the driver has the address back it may map it as
+// host memory (seen on an H200: malloc handed out a freed device range), and
+// a copy there could no longer be told from a copy into freed device memory.
+constexpr uint64_t kQuarantineBytesMax = uint64_t{8} << 30;
+constexpr size_t kQuarantineBlocksMax = 4096;
 
 struct Allocation {
   size_t extent = 0;  // the granule-rounded size actually allocated
@@ -62,6 +69,9 @@ struct MemoryState {
   // (agent index, rounded size) -> bases, most recently freed last.
   std::map<std::pair<uint32_t, size_t>, std::vector<uintptr_t>> reuse_cache;
   uint64_t reuse_cache_bytes = 0;
+  // Freed device blocks not yet given back to the driver, oldest first.
+  std::deque<std::tuple<uintptr_t, size_t, PoolId>> quarantine;
+  uint64_t quarantine_bytes = 0;
 };
 
 MemoryState& memory() {
@@ -319,9 +329,28 @@ hsa_status_t free_allocation(void* ptr) {
       m.reuse_cache_bytes += extent;
       return HSA_STATUS_SUCCESS;
     }
+    if (is_device_kind(pool.kind)) {
+      // Quarantined; what goes over the limits (the oldest blocks, or this
+      // one if it alone is too large) is released below and forgotten.
+      m.quarantine.emplace_back(base, extent, pool);
+      m.quarantine_bytes += extent;
+      std::vector<std::pair<uintptr_t, PoolId>> released;
+      while (!m.quarantine.empty() && (m.quarantine_bytes > kQuarantineBytesMax ||
+                                       m.quarantine.size() > kQuarantineBlocksMax)) {
+        const auto [old_base, old_extent, old_pool] = m.quarantine.front();
+        m.quarantine.pop_front();
+        m.quarantine_bytes -= old_extent;
+        forget_freed_overlapping_locked(m, old_base, old_extent);
+        released.emplace_back(old_base, old_pool);
+      }
+      lock.unlock();
+      bool ok = true;
+      for (const auto& [old_base, old_pool] : released) ok &= release_block(old_base, old_pool);
+      return ok ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR;
+    }
   }
-  // Outside the lock: cuMemFree waits for the device, and copies in other
-  // threads need not wait for that.
+  // Outside the lock: cuMemFreeHost may wait for the device, and copies in
+  // other threads need not wait for that.
   return release_block(base, pool) ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR;
 }
 
@@ -489,6 +518,9 @@ void release_all_memory() {
         blocks.emplace_back(base, PoolId{entry.first.first, HSA_CUDA_POOL_DEVICE_COARSE});
       }
     }
+    for (const auto& [base, extent, pool] : m.quarantine) blocks.emplace_back(base, pool);
+    m.quarantine.clear();
+    m.quarantine_bytes = 0;
     m.live.clear();
     m.variables.clear();
     m.freed.clear();
