@@ -264,9 +264,17 @@ fn fixed_cost_child(memory_signals: bool) {
             sim.add_kernel(exe, gpu, &format!("kernel_{e}_{k}"));
         }
     }
-    for policy in FIXED_POLICIES {
+    // KR_BENCH_ONLY=<policy number> measures one policy, many times: for a
+    // profiler.
+    let only: Option<u32> = std::env::var("KR_BENCH_ONLY")
+        .ok()
+        .and_then(|v| v.parse().ok());
+    for policy in FIXED_POLICIES
+        .into_iter()
+        .filter(|p| only.is_none_or(|o| o == *p as u32))
+    {
         assert!(kr_set_storage_policy(policy as u32));
-        let t = measure(agent, 3, 200);
+        let t = measure(agent, 3, if only.is_some() { 5000 } else { 200 });
         println!("{} {:.3}", policy as u32, t.as_secs_f64() * 1e6);
     }
     for p in small {

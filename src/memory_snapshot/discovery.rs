@@ -106,29 +106,33 @@ pub fn module_variables(
 ) -> Result<Vec<DiscoveredVariable>, DiscoveryError> {
     let executables = loaded_executables(iterate)?;
     let mut found: Vec<DiscoveredVariable> = Vec::new();
-    for handle in executables {
-        let identity = ctx.executables.identify(handle);
-        let cached = match identity {
-            Some(exe) if use_cache => ctx.executables.cached(exe, agent.handle),
-            _ => None,
-        };
-        let variables = match cached {
-            Some(variables) => variables,
-            None => {
-                let walked = walk_symbols(core, hsa_executable_t { handle }, agent)?;
-                if let (Some(exe), true) = (identity, use_cache) {
-                    ctx.executables.remember(exe, agent.handle, &walked);
-                }
-                walked
-            }
-        };
+    let mut add = |variables: &[ModuleVariable], executable| {
         found
             .try_reserve(variables.len())
             .map_err(|_| DiscoveryError::Metadata)?;
-        found.extend(variables.into_iter().map(|variable| DiscoveredVariable {
+        found.extend(variables.iter().map(|&variable| DiscoveredVariable {
             variable,
-            executable: identity,
+            executable,
         }));
+        Ok(())
+    };
+    for handle in executables {
+        let identity = ctx.executables.identify(handle);
+        let cacheable = identity.filter(|_| use_cache);
+        if let Some(exe) = cacheable {
+            if let Some(added) = ctx
+                .executables
+                .with_cached(exe, agent.handle, |v| add(v, identity))
+            {
+                added?;
+                continue;
+            }
+        }
+        let walked = walk_symbols(core, hsa_executable_t { handle }, agent)?;
+        if let Some(exe) = cacheable {
+            ctx.executables.remember(exe, agent.handle, &walked);
+        }
+        add(&walked, identity)?;
     }
     found.sort_unstable_by_key(|v| (v.variable.address, std::cmp::Reverse(v.variable.size)));
     found.dedup_by_key(|v| v.variable.address);

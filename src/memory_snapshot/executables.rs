@@ -135,16 +135,18 @@ impl Executables {
         result
     }
 
-    /// The cached variables of an executable for an agent.
-    pub fn cached(&self, exe: LoadedExecutable, agent: u64) -> Option<Vec<ModuleVariable>> {
+    /// Runs `use_variables` on the cached variables of an executable for an
+    /// agent, if the cache has them (without copying them out).
+    pub fn with_cached<R>(
+        &self,
+        exe: LoadedExecutable,
+        agent: u64,
+        use_variables: impl FnOnce(&[ModuleVariable]) -> R,
+    ) -> Option<R> {
         let cache = self.cache.lock().unwrap_or_else(PoisonError::into_inner);
         let key = (exe.handle, exe.generation, agent);
         let found = cache.binary_search_by_key(&key, |e| e.0).ok()?;
-        let variables = &cache[found].1;
-        let mut copy = Vec::new();
-        copy.try_reserve_exact(variables.len()).ok()?;
-        copy.extend_from_slice(variables);
-        Some(copy)
+        Some(use_variables(&cache[found].1))
     }
 
     /// Stores the result of one complete walk.
@@ -229,15 +231,19 @@ mod tests {
                 size: 8,
             }],
         );
-        assert!(registry.cached(first, 1).is_some());
+        assert!(registry.with_cached(first, 1, |v| v.len()) == Some(1));
         assert!(registry.live_view().contains(first));
 
         registry.retire_then_destroy(0x10, || true, |ok| *ok);
         assert!(!registry.live_view().contains(first));
-        assert_eq!(registry.cached(first, 1), None, "the cache forgets it");
+        assert_eq!(
+            registry.with_cached(first, 1, |_| ()),
+            None,
+            "the cache forgets it"
+        );
         let second = registry.identify(0x10).unwrap();
         assert_ne!(first.generation, second.generation);
-        assert_eq!(registry.cached(second, 1), None);
+        assert_eq!(registry.with_cached(second, 1, |_| ()), None);
     }
 
     #[test]

@@ -145,8 +145,9 @@ impl Inventory {
         out: &mut Vec<TrackedRegion>,
     ) -> Result<(), TryReserveError> {
         let entries = self.read();
-        let owned = entries.values().filter(|a| a.agent == agent).count();
-        out.try_reserve(owned)?;
+        // One pass: room for every entry (a few bytes each) rather than a
+        // counting pass first.
+        out.try_reserve(entries.len())?;
         out.extend(
             entries
                 .iter()

@@ -55,10 +55,17 @@ pub fn lay_out(
         ],
         None => [device_usable, pinned_usable, true],
     };
+    // What the whole snapshot needs if it all goes to the device: when the
+    // retained device arena already holds that, the steady state, no runtime
+    // query is needed to size the device tier.
+    let all_device: u64 = sizes
+        .iter()
+        .map(|&s| s.next_multiple_of(REGION_ALIGNMENT) as u64)
+        .sum();
     loop {
         let rooms = Rooms {
             device: if allowed[0] && device_usable {
-                device_room(ctx, agent, &view)
+                device_room(ctx, agent, &view, all_device)
             } else {
                 0
             },
@@ -163,13 +170,15 @@ fn assign(sizes: &[usize], allowed: [bool; 3], rooms: Rooms) -> Result<Assignmen
 /// How large a device arena this snapshot may have: the device budget less
 /// what other snapshots of the agent hold, or (auto) the agent's free memory
 /// less the safety margin, plus the retained arena this snapshot can reuse.
-fn device_room(ctx: &Context, agent: hsa_agent_t, view: &AgentView) -> u64 {
+/// Under auto, a retained arena of at least `wanted` bytes answers at once.
+fn device_room(ctx: &Context, agent: hsa_agent_t, view: &AgentView, wanted: u64) -> u64 {
     let Some((_, pool_size)) = view.pools.device_pool else {
         return 0;
     };
     let held = view.held[0];
     let retained = view.retained[0] as u64;
     match ctx.storage.device_budget.get() {
+        DEVICE_BUDGET_AUTO if retained >= wanted => retained,
         DEVICE_BUDGET_AUTO => {
             let available = ctx
                 .core()
