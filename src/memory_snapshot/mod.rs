@@ -29,11 +29,11 @@ use log::warn;
 use crate::context::Context;
 use crate::hsa::entries::CoreEntries;
 use crate::hsa::hsa_agent_t;
-use crate::memory_tracker::inventory::TrackedRegion;
+use crate::memory_tracker::inventory::{LiveCursor, TrackedRegion};
 use copy::{Copier, Transfer};
 use decline::Decline;
 use discovery::DiscoveredVariable;
-use executables::LoadedExecutable;
+use executables::{LiveExecutables, LoadedExecutable};
 use host_buffer::HostBuffer;
 use storage::arena::Lease;
 use storage::layout::{self, Layout, LayoutError};
@@ -409,11 +409,7 @@ fn fill_arenas(
         let mut live = live.cursor();
         let loaded = ctx.executables.live_view();
         for (index, region) in captured.regions.iter().enumerate() {
-            let still_there = match region.origin {
-                Origin::Tracked(ref t) => live.contains(t),
-                Origin::ModuleVariable(Some(exe)) => loaded.contains(exe),
-                Origin::ModuleVariable(None) => true,
-            };
+            let still_there = is_live(&region.origin, &mut live, &loaded);
             kept.push(still_there);
             if still_there {
                 let transfer = captured.transfer(agent, region, false);
@@ -440,6 +436,17 @@ fn fill_arenas(
         kept[index - 1]
     });
     Ok(())
+}
+
+/// Whether a captured region is still what was captured, under the read
+/// views a batch of copies holds: a tracked allocation still that allocation,
+/// a module variable's executable still loaded (when the registry knows it).
+fn is_live(origin: &Origin, tracked: &mut LiveCursor<'_>, loaded: &LiveExecutables<'_>) -> bool {
+    match origin {
+        Origin::Tracked(region) => tracked.contains(region),
+        Origin::ModuleVariable(Some(exe)) => loaded.contains(*exe),
+        Origin::ModuleVariable(None) => true,
+    }
 }
 
 fn host_buffer_for(

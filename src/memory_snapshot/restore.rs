@@ -17,7 +17,7 @@ use std::time::Instant;
 use log::warn;
 
 use super::copy::Copier;
-use super::{Captured, Origin, Region, Snapshot};
+use super::{is_live, Captured, Origin, Region, Snapshot};
 use crate::context::Context;
 use crate::hsa::hsa_status_t;
 
@@ -126,11 +126,7 @@ fn restore_batched(
         let mut live = live.cursor();
         let loaded = ctx.executables.live_view();
         for (index, region) in captured.regions.iter().enumerate() {
-            let still_there = match region.origin {
-                Origin::Tracked(ref t) => live.contains(t),
-                Origin::ModuleVariable(Some(exe)) => loaded.contains(exe),
-                Origin::ModuleVariable(None) => true,
-            };
+            let still_there = is_live(&region.origin, &mut live, &loaded);
             if still_there {
                 let transfer = captured.transfer(snapshot.agent, region, true);
                 // SAFETY: the source is the snapshot's own copy; the
