@@ -34,7 +34,15 @@ pub struct Transfer {
 }
 
 /// The outcome of one transfer, by the caller's index.
-pub type Outcome = (usize, Result<(), hsa_status_t>);
+type Outcome = (usize, Result<(), hsa_status_t>);
+
+/// What a set of transfers did: how many succeeded, and which failed (by the
+/// caller's index) with what status. Only failures are listed: they are rare.
+#[derive(Debug, Default)]
+pub struct Finished {
+    pub succeeded: usize,
+    pub failures: Vec<(usize, hsa_status_t)>,
+}
 
 /// The value a completion signal starts from. Each copy on a signal takes it
 /// down by one; the signal is only reset after a failure, so a copy costs a
@@ -62,15 +70,15 @@ pub struct Copier<'a> {
     ctx: &'a Context,
     core: &'a CoreEntries,
     batched: Option<Batched>,
-    outcomes: Vec<Outcome>,
+    finished: Finished,
 }
 
 impl<'a> Copier<'a> {
     /// A copier for up to `count` transfers, batched when `batch` and the
     /// runtime supports it. Fails only if its bookkeeping cannot be allocated.
     pub fn new(ctx: &'a Context, core: &'a CoreEntries, count: usize, batch: bool) -> Option<Self> {
-        let mut outcomes = Vec::new();
-        outcomes.try_reserve_exact(count).ok()?;
+        let mut failures = Vec::new();
+        failures.try_reserve_exact(count).ok()?;
         let batched = if batch {
             Self::batched(ctx, core, count)
         } else {
@@ -80,7 +88,10 @@ impl<'a> Copier<'a> {
             ctx,
             core,
             batched,
-            outcomes,
+            finished: Finished {
+                succeeded: 0,
+                failures,
+            },
         })
     }
 
@@ -133,11 +144,13 @@ impl<'a> Copier<'a> {
     /// (e.g. by holding the inventory's read lock) until then.
     pub unsafe fn copy(&mut self, index: usize, transfer: &Transfer) {
         let Copier {
-            batched, outcomes, ..
+            batched, finished, ..
         } = self;
         if let (true, Some(batched)) = (transfer.async_ok, batched.as_mut()) {
             if batched.idle.is_empty() {
-                outcomes.push(Self::complete_oldest(batched));
+                if let Some(done) = Self::complete_oldest(batched) {
+                    finished.record(done);
+                }
             }
             if let Some(slot) = batched.idle.pop() {
                 // SAFETY: the caller's promise about both sides; no
@@ -177,14 +190,12 @@ impl<'a> Copier<'a> {
                 transfer.size,
             )
         };
-        self.outcomes.push((index, result));
+        self.finished.record((index, result));
     }
 
     /// Waits for the oldest copy in flight.
-    fn complete_oldest(batched: &mut Batched) -> Outcome {
-        let Some((index, mut slot)) = batched.in_flight.pop_front() else {
-            return (usize::MAX, Ok(()));
-        };
+    fn complete_oldest(batched: &mut Batched) -> Option<Outcome> {
+        let (index, mut slot) = batched.in_flight.pop_front()?;
         // SAFETY: a signal of ours with one copy in flight: it drops below
         // its value when the copy completes, by one on success; ROCr marks a
         // failed copy by a negative value.
@@ -207,21 +218,30 @@ impl<'a> Copier<'a> {
             Err(HSA_STATUS_ERROR)
         };
         batched.idle.push(slot);
-        (index, outcome)
+        Some((index, outcome))
     }
 
-    /// Waits for every copy in flight and returns all outcomes.
-    pub fn finish(mut self) -> Vec<Outcome> {
+    /// Waits for every copy in flight and returns what they all did.
+    pub fn finish(mut self) -> Finished {
         self.drain();
-        std::mem::take(&mut self.outcomes)
+        std::mem::take(&mut self.finished)
     }
 
     fn drain(&mut self) {
         if let Some(batched) = self.batched.as_mut() {
-            while !batched.in_flight.is_empty() {
-                let done = Self::complete_oldest(batched);
-                self.outcomes.push(done);
+            while let Some(done) = Self::complete_oldest(batched) {
+                self.finished.record(done);
             }
+        }
+    }
+}
+
+impl Finished {
+    fn record(&mut self, (index, result): Outcome) {
+        match result {
+            Ok(()) => self.succeeded += 1,
+            // Capacity for every transfer was reserved up front.
+            Err(status) => self.failures.push((index, status)),
         }
     }
 }

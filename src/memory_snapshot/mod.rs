@@ -421,7 +421,7 @@ fn fill_arenas(
         }
         copier.finish()
     };
-    if let Some(&(index, Err(status))) = outcomes.iter().find(|o| o.1.is_err()) {
+    if let Some(&(index, status)) = outcomes.failures.first() {
         let region = &captured.regions[index];
         return Err(Decline::Copy {
             address: region.device_address,

@@ -139,9 +139,10 @@ fn restore_batched(
         }
         copier.finish()
     };
-    for (index, result) in outcomes {
+    report.restored += outcomes.succeeded;
+    for (index, status) in outcomes.failures {
         if let Some(region) = captured.regions.get(index) {
-            log.record(region, Some(result), report);
+            log.record(region, Some(Err(status)), report);
         }
     }
     Some(())
