@@ -143,6 +143,13 @@ impl<'a> Copier<'a> {
     /// returns (or the copier is dropped), and the caller must keep them so
     /// (e.g. by holding the inventory's read lock) until then.
     pub unsafe fn copy(&mut self, index: usize, transfer: &Transfer) {
+        if transfer.size == 0 {
+            // Nothing to move; and a runtime need not signal a zero-byte
+            // async copy at all (ROCr does not), which would leave a waiter
+            // hanging.
+            self.finished.succeeded += 1;
+            return;
+        }
         let Copier {
             batched, finished, ..
         } = self;

@@ -1,0 +1,232 @@
+//! The deterministic runner: op sequences from a fixed-seed PRNG, decoded
+//! with the fuzz target's own decoder (`arbitrary::Unstructured` over the
+//! random bytes) and run against the model. No cargo-fuzz, no nightly.
+//!
+//! Build it with `RUSTFLAGS="--cfg fuzzing"` (what `fuzz/ci.sh` does): that
+//! compiles the library's fuzzing-only reset hook (`Gate::reset_for_fuzzing`),
+//! which lets one sequence finalize without finalizing the next. Without the
+//! cfg everything still runs except `Finalize` ops, which are skipped (a
+//! finalize is irreversible in a normal build); the run says so.
+//!
+//! `KR_FUZZ_SEQUENCES` (default 2000), `KR_FUZZ_OPS` (default 60) and
+//! `KR_FUZZ_SEED` change the run; a failure names the sequence's seed, and
+//! `KR_FUZZ_ONLY=<seed>` with `KR_FUZZ_TRACE=1` replays just that one with
+//! its op trace.
+
+use kernel_replay_fuzz::interp::{stats, FINALIZE_ENABLED};
+use kernel_replay_fuzz::ops::{decode_ops, encode_ops, Fault, Op, PoolSel};
+use kernel_replay_fuzz::{run_ops, seeds};
+
+/// xorshift64*: tiny, deterministic, good enough to make bytes.
+struct XorShift(u64);
+
+impl XorShift {
+    fn new(seed: u64) -> Self {
+        XorShift(seed.max(1))
+    }
+    fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| (self.next() >> 56) as u8).collect()
+    }
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Decodes one sequence of exactly `ops` ops from the PRNG with `seed`.
+fn sequence(seed: u64, ops: usize) -> Vec<Op> {
+    let mut rng = XorShift::new(seed);
+    // At most 8 bytes per op, so this always yields `ops` ops.
+    let bytes = rng.bytes(ops * 8);
+    let mut sequence = decode_ops(&bytes, ops);
+    sequence.truncate(ops);
+    sequence
+}
+
+#[test]
+fn seeded_sequences_match_the_model() {
+    let count = env_u64("KR_FUZZ_SEQUENCES", 2000);
+    let ops = env_u64("KR_FUZZ_OPS", 60) as usize;
+    let base = env_u64("KR_FUZZ_SEED", 0x6b72_5f66_757a_7a00);
+    let only = std::env::var("KR_FUZZ_ONLY")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok());
+    if !FINALIZE_ENABLED {
+        eprintln!(
+            "note: built without --cfg fuzzing: Finalize ops are skipped \
+             (RUSTFLAGS=\"--cfg fuzzing\" runs them)"
+        );
+    }
+    let started = std::time::Instant::now();
+    for i in 0..count {
+        let seed = base.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        if only.is_some_and(|s| s != seed) {
+            continue;
+        }
+        let mut sequence = sequence(seed, ops);
+        // Every input starts with tracking off; half the sequences turn it
+        // on first, so that most of their ops act on tracked memory.
+        if i % 2 == 1 {
+            sequence.insert(0, Op::SetTracking(true));
+            sequence.truncate(ops);
+        }
+        // Every input starts in the baseline storage policy; a third of the
+        // sequences start in one of the arena policies instead.
+        if i % 3 == 2 {
+            sequence.insert(
+                0,
+                Op::Storage {
+                    policy: 1 + (i / 3 % 4) as u8,
+                    batched: i % 2 == 0,
+                },
+            );
+            sequence.truncate(ops);
+        }
+        let outcome = std::panic::catch_unwind(|| run_ops(&sequence));
+        if let Err(panic) = outcome {
+            eprintln!(
+                "sequence {i} (seed {seed}) failed after {:.2?}; rerun with \
+                 KR_FUZZ_ONLY={seed} KR_FUZZ_TRACE=1",
+                started.elapsed()
+            );
+            std::panic::resume_unwind(panic);
+        }
+    }
+    let snaps: Vec<u64> = stats::SNAPS.iter().map(stats::get).collect();
+    eprintln!(
+        "{count} sequences of {ops} ops in {:.1?}: {} ops, {} tracked allocations, \
+         {} reused addresses, {} failed frees, snapshots by reason {snaps:?} \
+         (0 = ok, 2 finalized, 3 no iterator, 4 symbols, 6 host memory, 7 copy, 8 device memory), \
+         regions restored {} / skipped {} / failed {}, {} replays, {} finalizes, \
+         {} complete arena snapshots, {} unloads",
+        started.elapsed(),
+        stats::get(&stats::OPS),
+        stats::get(&stats::TRACKED_ALLOCATIONS),
+        stats::get(&stats::REUSED_ADDRESSES),
+        stats::get(&stats::FAILED_FREES),
+        stats::get(&stats::RESTORED),
+        stats::get(&stats::SKIPPED_NOT_LIVE),
+        stats::get(&stats::RESTORE_FAILED),
+        stats::get(&stats::REPLAYS),
+        stats::get(&stats::FINALIZED),
+        stats::get(&stats::ARENA_SNAPS),
+        stats::get(&stats::UNLOADS),
+    );
+    if only.is_none() && count >= 500 {
+        // The generator reaches every outcome the oracle checks.
+        for (reason, &n) in snaps.iter().enumerate() {
+            if matches!(reason, 0 | 3 | 4 | 6 | 7) || (reason == 2 && FINALIZE_ENABLED) {
+                assert!(n > 0, "no snapshot with decline reason {reason}");
+            }
+        }
+        for (what, counter) in [
+            ("tracked allocation", &stats::TRACKED_ALLOCATIONS),
+            ("reused address", &stats::REUSED_ADDRESSES),
+            ("failed free", &stats::FAILED_FREES),
+            ("restored region", &stats::RESTORED),
+            ("region skipped as not live", &stats::SKIPPED_NOT_LIVE),
+            ("failed region restore", &stats::RESTORE_FAILED),
+            ("replay", &stats::REPLAYS),
+        ] {
+            assert!(stats::get(counter) > 0, "no {what} in the whole run");
+        }
+        #[cfg(kr_storage)]
+        for (what, counter) in [
+            ("complete arena snapshot", &stats::ARENA_SNAPS),
+            ("executable unload", &stats::UNLOADS),
+        ] {
+            assert!(stats::get(counter) > 0, "no {what} in the whole run");
+        }
+    }
+}
+
+#[test]
+fn hand_written_seeds_run_clean() {
+    for (name, ops) in seeds::seeds() {
+        let outcome = std::panic::catch_unwind(|| run_ops(&ops));
+        assert!(outcome.is_ok(), "seed {name} failed");
+    }
+}
+
+#[test]
+fn the_byte_format_round_trips() {
+    for (name, ops) in seeds::seeds() {
+        assert_eq!(
+            decode_ops(&encode_ops(&ops), usize::MAX),
+            ops,
+            "seed {name}"
+        );
+    }
+    let every = vec![
+        Op::Allocate {
+            agent: 1,
+            pool: PoolSel::SystemFine,
+            size: 200,
+            executable: true,
+            via_region: true,
+        },
+        Op::InjectFault(Fault::H2dIntoAllocation {
+            index: 3,
+            offset: 0xBEEF,
+        }),
+        Op::Mutate {
+            index: 1,
+            offset: 513,
+            len: 0xFFFF,
+            byte: 0,
+        },
+        Op::Finalize,
+        Op::InjectFault(Fault::HostBudgetAtEdge { agent: 2, delta: 4 }),
+        Op::InjectFault(Fault::SymbolQuery {
+            attribute: 1,
+            fail: true,
+        }),
+        Op::InjectFault(Fault::Iterator(false)),
+        Op::InjectFault(Fault::CopyFromAllocation {
+            index: 2,
+            offset: 300,
+        }),
+        Op::InjectFault(Fault::CopyFromVariable { index: 9 }),
+        Op::Storage {
+            policy: 3,
+            batched: true,
+        },
+        Op::TrimRetained,
+        Op::DestroyExecutable { exe: 1 },
+        Op::Replay {
+            agent: 2,
+            passes: 4,
+            target: 7,
+            byte: 255,
+        },
+    ];
+    assert_eq!(decode_ops(&encode_ops(&every), usize::MAX), every);
+    // Truncated input decodes, zero-filled, and never panics.
+    for n in 0..40 {
+        let bytes = encode_ops(&every);
+        decode_ops(&bytes[..n.min(bytes.len())], usize::MAX);
+    }
+}
+
+/// Writes the hand-written seeds into the corpus directory:
+/// `cargo test --manifest-path fuzz/Cargo.toml --test seeded -- --ignored write_seed_corpus`
+#[test]
+#[ignore]
+fn write_seed_corpus() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/replay_ops");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (name, ops) in seeds::seeds() {
+        std::fs::write(dir.join(format!("seed-{name}")), encode_ops(&ops)).unwrap();
+    }
+}
