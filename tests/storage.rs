@@ -185,7 +185,9 @@ fn a_forced_device_tier_that_does_not_fit_declines_with_device_memory() {
     // A CPU agent has no device tier at all.
     let cpu = sim.cpu();
     device_buffer_on(&sim, cpu);
+    logs_clear();
     assert_eq!(Snap::of(cpu).reason(), KR_DECLINE_DEVICE_MEMORY);
+    assert_eq!(logs_containing("no device tier").len(), 1, "{:?}", logs());
 }
 
 fn device_buffer_on(sim: &hsa_sim::SimSession, cpu: hsa_sim::Agent) {

@@ -146,7 +146,6 @@ impl Interp {
         );
         kr_set_executable_iterator(app::sim_iterator());
         kr_set_host_budget(0);
-        #[cfg(kr_storage)]
         {
             assert!(kr_set_storage_policy(
                 kr_storage_policy_t::KR_STORAGE_BASELINE as u32
@@ -432,7 +431,6 @@ impl Interp {
                 byte,
             } => self.replay(op, agent, u32::from(passes % 5), target, byte),
             Op::Storage { policy, batched } => {
-                #[cfg(kr_storage)]
                 {
                     let policy = Policy::from_byte(policy);
                     let value = match policy {
@@ -452,15 +450,10 @@ impl Interp {
                         self.model.faults.d2h_countdown = None;
                     }
                 }
-                #[cfg(not(kr_storage))]
-                let _ = (policy, batched, Policy::Baseline);
             }
             Op::TrimRetained => {
-                #[cfg(kr_storage)]
-                {
-                    kr_trim_retained();
-                    self.retained = false;
-                }
+                kr_trim_retained();
+                self.retained = false;
             }
             Op::DestroyExecutable { exe } => self.destroy_executable(exe),
             Op::Finalize => {
@@ -702,7 +695,7 @@ impl Interp {
                 }
             }
             Fault::CopyFromAllocation { index, offset } => {
-                if cfg!(sim_copy_faults) && !self.model.allocs.is_empty() {
+                if !self.model.allocs.is_empty() {
                     let a = &self.model.allocs[usize::from(index) % self.model.allocs.len()];
                     let address = a.ptr as usize + usize::from(offset) % a.size;
                     add_from(&self.sim, faults, address);
@@ -710,7 +703,7 @@ impl Interp {
             }
             Fault::CopyFromVariable { index } => {
                 let vars: Vec<&Var> = self.model.vars.iter().filter(|v| v.size > 0).collect();
-                if cfg!(sim_copy_faults) && !vars.is_empty() {
+                if !vars.is_empty() {
                     let address = vars[usize::from(index) % vars.len()].ptr as usize;
                     add_from(&self.sim, faults, address);
                 }
@@ -725,7 +718,6 @@ impl Interp {
             }
             Fault::ClearH2d => {
                 self.sim.clear_h2d_copy_faults();
-                #[cfg(sim_copy_faults)]
                 self.sim.clear_copy_faults();
                 faults.h2d.clear();
                 faults.from.clear();
@@ -941,7 +933,6 @@ impl Interp {
                 format_args!("host bytes in use {now}, model {held} (arenas held: {arenas})"),
             );
         }
-        #[cfg(kr_storage)]
         if !arenas && kr_device_bytes_in_use() != 0 {
             self.fail(
                 op,
@@ -1089,7 +1080,6 @@ impl Interp {
             self.freed.push((v.ptr as usize, granules(v.size.max(1))));
         }
         self.model.vars.clear();
-        #[cfg(kr_storage)]
         {
             kr_trim_retained();
             assert_eq!(
@@ -1151,7 +1141,6 @@ fn clear_faults(sim: &hsa_sim::SimSession) {
     sim.fail_pointer_info(false);
     sim.fail_nth_d2h_copy(0);
     sim.clear_h2d_copy_faults();
-    #[cfg(sim_copy_faults)]
     sim.clear_copy_faults();
     sim.fail_executable_iteration(false);
     for attribute in QUERY_ATTRIBUTES {
@@ -1164,26 +1153,19 @@ fn clear_faults(sim: &hsa_sim::SimSession) {
 /// where the runtime can (storage tiers restore device-to-device), else
 /// host-to-device copies (all the baseline's restores are).
 fn add_h2d(sim: &hsa_sim::SimSession, faults: &mut crate::model::Faults, address: usize) {
-    #[cfg(sim_copy_faults)]
     sim.fail_copies_into(address as *const u8);
-    #[cfg(not(sim_copy_faults))]
-    sim.fail_h2d_copy_into(address as *const u8);
     if faults.h2d.len() < MAX_H2D_FAULTS && !faults.h2d.contains(&address) {
         faults.h2d.push(address);
     }
 }
 
 /// Makes captures out of `address` fail.
-#[cfg(sim_copy_faults)]
 fn add_from(sim: &hsa_sim::SimSession, faults: &mut crate::model::Faults, address: usize) {
     sim.fail_copies_from(address as *const u8);
     if faults.from.len() < MAX_H2D_FAULTS && !faults.from.contains(&address) {
         faults.from.push(address);
     }
 }
-
-#[cfg(not(sim_copy_faults))]
-fn add_from(_: &hsa_sim::SimSession, _: &mut crate::model::Faults, _: usize) {}
 
 /// `kr_restore_with_report`, checked against its return value.
 fn restore(handle: *const kr_snapshot_t) -> Report {

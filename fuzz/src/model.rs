@@ -378,11 +378,10 @@ impl Model {
             .filter(|v| v.agent == agent && v.size > 0)
             .collect();
         vars.sort_by_key(|v| v.ptr as usize);
-        // With storage tiers the library wraps `hsa_executable_destroy` and
-        // every capture (baseline too) records its variables' executable:
-        // restores skip those of an unloaded executable. The original
-        // library writes variables directly.
-        let registry = cfg!(kr_storage);
+        // The library wraps `hsa_executable_destroy` and every capture
+        // (baseline too) records its variables' executable: restores skip
+        // those of an unloaded executable.
+        let registry = true;
         let plan: Vec<Captured> = tracked
             .iter()
             .map(|a| Captured {
@@ -412,7 +411,6 @@ impl Model {
             // Only a GPU has a device pool and a host pool to pin from: a
             // forced device or pinned tier cannot hold the CPU agent's
             // regions.
-            #[cfg(kr_storage)]
             if self.policy == Policy::Device && !is_gpu && !plan.is_empty() {
                 return declined(KR_DECLINE_DEVICE_MEMORY);
             }

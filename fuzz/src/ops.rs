@@ -280,12 +280,10 @@ pub enum Op {
         policy: u8,
         batched: bool,
     },
-    /// `kr_trim_retained` (no-op without storage tiers).
+    /// `kr_trim_retained`.
     TrimRetained,
     /// `hsa_executable_destroy` of loaded executable `exe`, through the
-    /// wrapped core table. With the original library (no executable
-    /// registry) it is skipped while a snapshot holds one of its variables:
-    /// restoring that is the documented limitation.
+    /// wrapped core table (the library's registry sees it).
     DestroyExecutable {
         exe: u8,
     },

@@ -141,7 +141,6 @@ fn seeded_sequences_match_the_model() {
         ] {
             assert!(stats::get(counter) > 0, "no {what} in the whole run");
         }
-        #[cfg(kr_storage)]
         for (what, counter) in [
             ("complete arena snapshot", &stats::ARENA_SNAPS),
             ("executable unload", &stats::UNLOADS),

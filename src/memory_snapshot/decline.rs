@@ -145,6 +145,7 @@ impl fmt::Display for Decline {
                 "{needed} bytes of device memory for the snapshot {}",
                 match error {
                     Some(AcquireError::Allocation) => "cannot be allocated",
+                    Some(AcquireError::NoPool) => "have no pool: the agent has no device tier",
                     _ => "would pass the device budget",
                 }
             ),
@@ -153,6 +154,9 @@ impl fmt::Display for Decline {
                 "{needed} bytes of host memory for the snapshot {}",
                 match error {
                     Some(AcquireError::Allocation) => "cannot be allocated",
+                    Some(AcquireError::NoPool) => {
+                        "have no pool: none the agent can be granted access to"
+                    }
                     _ => "would pass the host budget",
                 }
             ),

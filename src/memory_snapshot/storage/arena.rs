@@ -71,6 +71,9 @@ pub struct AgentView {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AcquireError {
     OverBudget,
+    /// The tier has no pool for this agent (a CPU agent has no device tier;
+    /// no host pool was found, or access to it cannot be granted).
+    NoPool,
     /// The runtime (or the host allocator) refused the allocation, or the
     /// tier has no pool.
     Allocation,

@@ -55,13 +55,30 @@ pub fn lay_out(
         ],
         None => [device_usable, pinned_usable, true],
     };
-    // What the whole snapshot needs if it all goes to the device: when the
-    // retained device arena already holds that, the steady state, no runtime
-    // query is needed to size the device tier.
-    let all_device: u64 = sizes
+    // A forced tier this agent cannot have declines at once, saying so.
+    let needed: u64 = sizes
         .iter()
         .map(|&s| s.next_multiple_of(REGION_ALIGNMENT) as u64)
         .sum();
+    match policy.forced_tier() {
+        Some(Tier::Device) if !device_usable && needed > 0 => {
+            return Err(LayoutError::DeviceMemory {
+                needed,
+                error: Some(AcquireError::NoPool),
+            });
+        }
+        Some(Tier::Pinned) if !pinned_usable && needed > 0 => {
+            return Err(LayoutError::HostMemory {
+                needed,
+                error: Some(AcquireError::NoPool),
+            });
+        }
+        _ => {}
+    }
+    // What the whole snapshot needs if it all goes to the device: when the
+    // retained device arena already holds that, the steady state, no runtime
+    // query is needed to size the device tier.
+    let all_device = needed;
     loop {
         let rooms = Rooms {
             device: if allowed[0] && device_usable {
