@@ -27,7 +27,7 @@ if ((${#missing[@]})); then
 fi
 
 if ! command -v cargo >/dev/null; then
-  echo "setup: a Rust toolchain (cargo, rustc >= 1.77) is required: https://rustup.rs" >&2
+  echo "setup: a Rust toolchain (cargo, rustc >= 1.82) is required: https://rustup.rs" >&2
   exit 1
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Runs every test: formatting, lints, the Rust unit and integration tests
-# (with the header-drift check), then the C/C++ tests, the install/package
-# test and the exported-symbol check under ctest, the C/C++ tests again under
-# valgrind memcheck and under ASan+UBSan. Installs what is missing
+# (with the header-drift check) under every storage policy, the loom model
+# checks, the fuzzing job (bounded: FUZZ_SECONDS, default 120), then the
+# C/C++ tests, valgrind memcheck, the install/package test, the exported-
+# symbol check and the GPU harness's no-GPU checks under ctest, and the C/C++
+# tests again under ASan+UBSan. Installs what is missing
 # first (scripts/setup.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +31,9 @@ KERNEL_REPLAY_COPY=blocking cargo test -p kernel-replay --tests -q
 
 step "loom model checks of the inventory protocol"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release --test loom_inventory -q
+
+step "fuzzing: the seeded runner, then ${FUZZ_SECONDS:-120} s of cargo fuzz over the kept corpus"
+FUZZ_SECONDS=${FUZZ_SECONDS:-120} ./fuzz/ci.sh
 
 step "CMake build and ctest (C/C++ tests, install, exports, valgrind memcheck)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKR_VALGRIND=ON
