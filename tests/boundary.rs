@@ -1,5 +1,7 @@
-//! The C boundary: NULL accepted everywhere a pointer can be passed, the
-//! version string, and calls from many threads at once.
+//! The C boundary: NULL accepted everywhere a pointer can be passed,
+//! out-of-range enum values and counts, unknown agents, a snapshot whose
+//! allocations are all gone, the version string, and calls from many
+//! threads at once. Every case has a documented result and none may crash.
 
 mod common;
 
@@ -7,7 +9,20 @@ use std::ffi::CStr;
 
 use common::*;
 use kernel_replay::ffi::types::kr_decline_reason_t::*;
+use kernel_replay::ffi::types::kr_log_level_t::KR_LOG_WARN;
+use kernel_replay::ffi::types::kr_storage_tier_t::*;
 use kernel_replay::ffi::*;
+
+/// A pass function that counts its calls in `user_data` (a `u32`).
+unsafe extern "C" fn count_pass(_pass: u32, user_data: *mut std::ffi::c_void) {
+    // SAFETY: the tests pass a live `u32`.
+    unsafe { *user_data.cast::<u32>() += 1 };
+}
+
+/// An agent handle the runtime never handed out.
+const UNKNOWN: hsa_sim::Agent = hsa_sim::Agent {
+    handle: 0x00DE_AD00,
+};
 
 #[test]
 fn null_is_accepted_everywhere() {
@@ -31,6 +46,150 @@ fn null_is_accepted_everywhere() {
     kr_set_executable_iterator(None);
     kr_set_log_callback(None, std::ptr::null_mut());
     kr_set_executable_iterator(sim_iterator());
+}
+
+#[test]
+fn out_of_range_values_are_refused_or_clamped() {
+    let sim = session(1);
+    let before = kr_storage_policy();
+    assert!(!kr_set_storage_policy(5), "one past the last policy");
+    assert!(!kr_set_storage_policy(u32::MAX));
+    assert_eq!(
+        kr_storage_policy(),
+        before,
+        "a refused policy changes nothing"
+    );
+
+    device_buffer(&sim, sim.gpu(0), 8192, 3);
+    let snap = Snap::of(sim.gpu(0));
+    assert!(snap.ok());
+    // SAFETY (all): a live snapshot; tiers as C would pass them.
+    let per_tier: u64 = [KR_TIER_DEVICE, KR_TIER_PINNED, KR_TIER_PAGEABLE]
+        .into_iter()
+        .map(|t| unsafe { kr_snapshot_tier_bytes(snap.0, t as u32) })
+        .sum();
+    assert_eq!(per_tier, snap.bytes(), "the tiers hold every captured byte");
+    assert_eq!(unsafe { kr_snapshot_tier_bytes(snap.0, 3) }, 0);
+    assert_eq!(unsafe { kr_snapshot_tier_bytes(snap.0, u32::MAX) }, 0);
+    assert_eq!(unsafe { kr_snapshot_tier_bytes(std::ptr::null(), 0) }, 0);
+
+    // The stats with nowhere to write them: nothing happens.
+    // SAFETY: NULL is documented as accepted.
+    unsafe { kr_get_stats(std::ptr::null_mut()) };
+
+    // Levels clamp: 0 turns logging off, anything above trace is trace.
+    // A replay without a pass function logs an error, so it shows the level.
+    // SAFETY (both): no pass function, nothing else is dereferenced.
+    let log_an_error = || unsafe { kr_replay(agent(UNKNOWN), 2, None, std::ptr::null_mut()) };
+    kr_set_log_level(0);
+    logs_clear();
+    log_an_error();
+    assert!(logs().is_empty(), "level 0 is off");
+    kr_set_log_level(u32::MAX);
+    log_an_error();
+    assert_eq!(logs_containing("without a pass function").len(), 1);
+    kr_set_log_level(KR_LOG_WARN as u32);
+}
+
+#[test]
+fn replay_counts_and_missing_pass_functions_have_a_clear_result() {
+    let sim = session(1);
+    device_buffer(&sim, sim.gpu(0), 4096, 1);
+    for passes in [0u32, 1] {
+        let mut calls = 0u32;
+        // SAFETY: a pass function and the counter it writes.
+        let result = unsafe {
+            kr_replay(
+                agent(sim.gpu(0)),
+                passes,
+                Some(count_pass),
+                (&mut calls as *mut u32).cast(),
+            )
+        };
+        assert_eq!(calls, 1, "{passes} passes: the dispatch still runs once");
+        assert_eq!(result.passes_run, 1);
+        assert!(!result.replayed, "nothing to replay with {passes} passes");
+    }
+    // No pass function: nothing runs, nothing is captured, an error is logged.
+    let snapshots_before = stats().snapshots;
+    // SAFETY: no pass function, nothing else is dereferenced.
+    let result = unsafe { kr_replay(agent(sim.gpu(0)), 3, None, std::ptr::null_mut()) };
+    assert_eq!(result.passes_run, 0);
+    assert!(!result.replayed);
+    assert_eq!(stats().snapshots, snapshots_before);
+    assert_nothing_held();
+}
+
+#[test]
+fn unknown_agents_have_nothing_tracked_and_replay_like_any_other() {
+    let sim = session(1);
+    let buffer = device_buffer(&sim, sim.gpu(0), 4096, 7);
+    assert_eq!(kr_tracked_count(agent(UNKNOWN)), 0);
+    assert_eq!(kr_tracked_bytes(agent(UNKNOWN)), 0);
+
+    let mut calls = 0u32;
+    // SAFETY: a pass function and the counter it writes.
+    let result = unsafe {
+        kr_replay(
+            agent(UNKNOWN),
+            3,
+            Some(count_pass),
+            (&mut calls as *mut u32).cast(),
+        )
+    };
+    assert_eq!(
+        (calls, result.passes_run, result.restore_failures),
+        (3, 3, 0)
+    );
+    assert!(result.replayed, "an empty snapshot is a valid snapshot");
+
+    // Pools chosen for an agent the runtime does not know, and pool handles
+    // it never handed out, are accepted and only ever used for that agent.
+    assert!(kr_set_storage_pools(
+        agent(UNKNOWN),
+        0xBAD0,
+        0xBAD1,
+        agent(UNKNOWN)
+    ));
+    fill(buffer, 4096, 7);
+    let snap = Snap::of(sim.gpu(0));
+    assert!(snap.ok());
+    fill(buffer, 4096, 8);
+    assert_eq!(snap.restore().restored, 1);
+    assert!(all(buffer, 4096, 7));
+    // A snapshot of that agent itself has nothing to capture and needs no
+    // storage, so the bogus pools are never touched.
+    let other = Snap::of(UNKNOWN);
+    assert!(other.ok());
+    assert_eq!(other.regions(), 0);
+    assert_eq!(sim.copy_violations(), 0);
+}
+
+#[test]
+fn a_snapshot_whose_allocations_are_all_freed_restores_nothing_and_writes_nothing() {
+    let sim = session(1);
+    let buffers: Vec<*mut u8> = (0..4)
+        .map(|i| device_buffer(&sim, sim.gpu(0), 4096 << i, 0x40 + i as u8))
+        .collect();
+    let snap = Snap::of(sim.gpu(0));
+    assert!(snap.ok());
+    assert_eq!(snap.regions(), buffers.len());
+    for &b in &buffers {
+        assert_eq!(pool_free(b), SUCCESS);
+    }
+    for _ in 0..2 {
+        let report = snap.restore();
+        assert_eq!(
+            (report.restored, report.skipped_not_live, report.failed),
+            (0, buffers.len(), 0)
+        );
+    }
+    // Freed memory is quarantined and poisoned by the runtime: a restore
+    // that wrote any of it would break the poison or count a violation.
+    assert_eq!(sim.copy_violations(), 0);
+    assert!(sim.quarantine_intact());
+    drop(snap);
+    assert_nothing_held();
 }
 
 #[test]
