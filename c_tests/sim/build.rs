@@ -6,20 +6,37 @@
 //! siblings from its own directory instead of an `inc/` subdirectory that
 //! installed headers do not have. The headers are found the same way the
 //! main crate's build script finds them.
+//!
+//! The HSA semantics the sim shares with HSA-on-CUDA (gpu/hsa_cuda) live in
+//! `../hsa_common`, compiled in from there (without hsa_common_app.cpp: the
+//! application trampolines are only part of the CMake build, as
+//! hsa_sim_app.cpp is).
 
 use std::env;
 use std::path::{Path, PathBuf};
 
-/// The runtime's translation units, relative to this crate.
-const SOURCES: [&str; 5] = [
+/// The runtime's translation units, relative to this crate (keep in step
+/// with the hsa_sim library in c_tests/CMakeLists.txt).
+const SOURCES: [&str; 7] = [
     "hsa_sim.cpp",
     "hsa_sim_memory.cpp",
     "hsa_sim_signals.cpp",
     "hsa_sim_loader.cpp",
     "hsa_sim_tables.cpp",
+    "../hsa_common/hsa_common.cpp",
+    "../hsa_common/hsa_common_signals.cpp",
 ];
 
-const HEADERS: [&str; 2] = ["hsa_sim.h", "hsa_sim_internal.h"];
+const HEADERS: [&str; 5] = [
+    "hsa_sim.h",
+    "hsa_sim_internal.h",
+    "../hsa_common/hsa_common.h",
+    "../hsa_common/hsa_common_signals.h",
+    "../hsa_common/hsa_common_tables.h",
+];
+
+/// Where the shared headers are, relative to this crate.
+const COMMON_DIR: &str = "../hsa_common";
 
 /// The first directory holding `hsa/hsa_api_trace.h`: `$HSA_INCLUDE_DIR`,
 /// `$ROCM_PATH/include`, `/opt/rocm/include`, then `/usr/include`.
@@ -55,6 +72,7 @@ fn main() {
         .include(include.join("hsa"))
         .include(&include)
         .include(&crate_dir)
+        .include(crate_dir.join(COMMON_DIR))
         .define("AMD_INTERNAL_BUILD", None)
         .warnings(true)
         .extra_warnings(true)

@@ -11,19 +11,18 @@ namespace hsa_sim {
 // ---- handles ----------------------------------------------------------------
 
 namespace {
-constexpr uint32_t kEpochBits = 24;
-constexpr uint32_t kEpochMask = (1u << kEpochBits) - 1;
+using Handles = hsa_common::HandleLayout<24>;
+constexpr uint32_t kEpochMask = static_cast<uint32_t>(Handles::kEpochMask);
 }  // namespace
 
 uint64_t make_handle(HandleTag tag, uint32_t epoch, uint32_t payload) {
-  return (uint64_t{static_cast<uint8_t>(tag)} << 56) | (uint64_t{epoch & kEpochMask} << 32) |
-         payload;
+  return Handles::make(tag, epoch, payload);
 }
 
 bool decode_handle(uint64_t handle, HandleTag tag, uint32_t epoch, uint32_t* payload) {
-  if ((handle >> 56) != static_cast<uint8_t>(tag)) return false;
-  if (((handle >> 32) & kEpochMask) != (epoch & kEpochMask)) return false;
-  *payload = static_cast<uint32_t>(handle);
+  uint64_t decoded = 0;
+  if (!Handles::decode(handle, tag, epoch, &decoded)) return false;
+  *payload = static_cast<uint32_t>(decoded);
   return true;
 }
 
@@ -57,8 +56,6 @@ size_t pool_size(hsa_sim_pool_kind_t kind) {
 // ---- agents -----------------------------------------------------------------
 
 uint32_t agent_count_locked(const State& s) { return s.gpu_count + 1; }
-
-bool is_gpu_index(uint32_t index) { return index != kCpuAgentIndex; }
 
 bool agent_index_from_handle_locked(const State& s, hsa_agent_t agent, uint32_t* index) {
   uint32_t payload = 0;

@@ -8,6 +8,12 @@
  *   hsa_sim_loader.cpp   executables and symbols
  *   hsa_sim_tables.cpp   agent/system queries and the CoreApiTable/AmdExtTable
  *
+ * What the sim shares with HSA-on-CUDA (gpu/hsa_cuda) lives in
+ * c_tests/hsa_common: handle layout, attribute writers, status strings,
+ * system info, the signal table, the table entry lists and the application
+ * trampolines. This runtime keeps its host-memory backend, the quarantine,
+ * fault injection, the loader's storage and the async copy worker.
+ *
  * Locking: State::mutex guards everything in State. Signals have their own
  * lock (hsa_sim_signals.cpp) and the async queue its own; no code path holds
  * two of them at once, and no user callback runs while any of them is held.
@@ -26,9 +32,18 @@
 #include <string>
 #include <vector>
 
+#include "hsa_common.h"
+#include "hsa_common_tables.h"
 #include "hsa_sim.h"
 
 namespace hsa_sim {
+
+using hsa_common::HandleTag;
+using hsa_common::is_gpu_index;
+using hsa_common::kAgentInfoMemoryAvail;
+using hsa_common::kCpuAgentIndex;
+using hsa_common::Side;
+using hsa_common::write_value;
 
 // ---- constants -----------------------------------------------------------
 
@@ -41,38 +56,21 @@ constexpr uint32_t kPoolKindCount = 5;
 // Sizes the pools advertise (SIZE and ALLOC_MAX_SIZE). Memory is only
 // committed when touched, so these are just numbers a caller can compare to.
 constexpr size_t kDevicePoolSize = size_t{16} << 30;
-// HSA_AMD_AGENT_INFO_MEMORY_AVAIL (uint64_t), added to hsa_ext_amd.h after
-// ROCm 5.2, so not in the headers this builds against.
-constexpr uint32_t kAgentInfoMemoryAvail = 0xA015;
 constexpr size_t kSystemPoolSize = size_t{64} << 30;
 
 // Quarantine limits; the oldest freed block is really released past them.
 constexpr size_t kQuarantineMaxBytes = size_t{256} << 20;
 constexpr size_t kQuarantineMaxBlocks = 65536;
 
-// The system timestamp runs at 1 GHz, so a timeout hint is in nanoseconds.
-constexpr uint64_t kTimestampFrequencyHz = 1000000000;
-
 // ---- handles ---------------------------------------------------------------
 
-// Every handle the runtime hands out is tagged with its kind in the top byte,
-// so a handle of one kind never validates as another, and (except signals,
-// which outlive reset) carries the reset epoch so handles from before a
-// reset are unknown after it.
-enum class HandleTag : uint8_t {
-  kAgent = 0xA6,
-  kPool = 0xB7,  // also the hsa_region_t of the same memory, as in ROCr
-  kExecutable = 0xC8,
-  kSymbol = 0xD9,
-  kSignal = 0xE5,
-};
-
-// tag:8 | epoch:24 | payload:32
+// Every handle the runtime hands out is tagged with its kind
+// (hsa_common::HandleTag) and (except signals, which outlive reset) carries
+// the reset epoch so handles from before a reset are unknown after it:
+// tag:8 | epoch:24 | payload:32 (hsa_common::HandleLayout<24>). Symbols use
+// hsa_common::symbol_handle.
 uint64_t make_handle(HandleTag tag, uint32_t epoch, uint32_t payload);
 bool decode_handle(uint64_t handle, HandleTag tag, uint32_t epoch, uint32_t* payload);
-
-// Agent index 0 is the CPU, 1..gpu_count the GPUs (index = HSA_AGENT_INFO_NODE).
-constexpr uint32_t kCpuAgentIndex = 0;
 
 struct PoolId {
   uint32_t agent_index;
@@ -116,13 +114,11 @@ struct QuarantinedBlock {
 
 // ---- loader ----------------------------------------------------------------
 
-struct Symbol {
-  hsa_symbol_kind_t kind = HSA_SYMBOL_KIND_VARIABLE;
-  std::string name;
+// What the attribute queries report (address: the variable's storage or raw
+// address, or the kernel object), plus the symbol's agent and whether the
+// runtime allocated its storage.
+struct Symbol : hsa_common::SymbolRecord {
   uint32_t agent_index = 0;
-  uint64_t address = 0;  // variable address (storage or raw), or kernel object
-  uint32_t size = 0;
-  bool is_constant = false;
   bool has_storage = false;
 };
 
@@ -188,19 +184,11 @@ State& state();
 
 // ---- cross-unit helpers (State::mutex must be held where noted) --------------
 
-// Writes an attribute value with exactly its documented width (the caller's
-// buffer may be unaligned and no larger than the attribute).
-template <typename T>
-void write_value(void* out, T value) {
-  std::memcpy(out, &value, sizeof(T));
-}
-
 uint32_t agent_count_locked(const State& s);
 // Bytes of live pool/region allocations in the device pools of one agent.
 uint64_t device_bytes_live_locked(const State& s, uint32_t agent_index);
 bool agent_index_from_handle_locked(const State& s, hsa_agent_t agent, uint32_t* index);
 hsa_agent_t agent_handle_locked(const State& s, uint32_t index);
-bool is_gpu_index(uint32_t index);
 bool pool_from_handle_locked(const State& s, uint64_t handle, PoolId* pool);
 uint64_t pool_handle_locked(const State& s, PoolId pool);
 
@@ -211,7 +199,6 @@ void unmap_block_memory(void* base, size_t bytes);
 void quarantine_block_locked(State& s, Block block);
 void release_all_memory_locked(State& s);
 
-enum class Side { kHost, kDevice, kViolation };
 Side classify_range_locked(const State& s, const void* ptr, size_t size);
 // Whether the agent can reach ptr directly: a runtime block's accessible
 // agents, or the CPU for memory the runtime does not own.
@@ -233,55 +220,15 @@ void reset_signal_counters();
 
 }  // namespace hsa_sim
 
-// Entry points other translation units place in the tables.
+// The entry points each file implements for the tables, declared with the
+// types of their table fields (the lists are in hsa_common_tables.h).
 namespace hsa_sim::api {
-
-hsa_status_t iterate_agents(hsa_status_t (*callback)(hsa_agent_t, void*), void* data);
-hsa_status_t agent_get_info(hsa_agent_t agent, hsa_agent_info_t attribute, void* value);
-hsa_status_t system_get_info(hsa_system_info_t attribute, void* value);
-hsa_status_t status_string(hsa_status_t status, const char** status_string);
-
-hsa_status_t agent_iterate_regions(hsa_agent_t agent,
-                                   hsa_status_t (*callback)(hsa_region_t, void*), void* data);
-hsa_status_t region_get_info(hsa_region_t region, hsa_region_info_t attribute, void* value);
-hsa_status_t memory_allocate(hsa_region_t region, size_t size, void** ptr);
-hsa_status_t memory_free(void* ptr);
-hsa_status_t memory_copy(void* dst, const void* src, size_t size);
-
-hsa_status_t amd_agent_iterate_memory_pools(hsa_agent_t agent,
-                                            hsa_status_t (*callback)(hsa_amd_memory_pool_t,
-                                                                     void*),
-                                            void* data);
-hsa_status_t amd_memory_pool_get_info(hsa_amd_memory_pool_t pool,
-                                      hsa_amd_memory_pool_info_t attribute, void* value);
-hsa_status_t amd_agent_memory_pool_get_info(hsa_agent_t agent, hsa_amd_memory_pool_t pool,
-                                            hsa_amd_agent_memory_pool_info_t attribute,
-                                            void* value);
-hsa_status_t amd_memory_pool_allocate(hsa_amd_memory_pool_t pool, size_t size, uint32_t flags,
-                                      void** ptr);
-hsa_status_t amd_memory_pool_free(void* ptr);
-hsa_status_t amd_agents_allow_access(uint32_t num_agents, const hsa_agent_t* agents,
-                                     const uint32_t* flags, const void* ptr);
-hsa_status_t amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
-                              void* (*alloc)(size_t), uint32_t* num_agents_accessible,
-                              hsa_agent_t** accessible);
-hsa_status_t amd_pointer_info_set_userdata(const void* ptr, void* userdata);
-hsa_status_t amd_memory_async_copy(void* dst, hsa_agent_t dst_agent, const void* src,
-                                   hsa_agent_t src_agent, size_t size, uint32_t num_dep_signals,
-                                   const hsa_signal_t* dep_signals,
-                                   hsa_signal_t completion_signal);
-
-hsa_status_t executable_destroy(hsa_executable_t executable);
-hsa_status_t executable_iterate_agent_symbols(
-    hsa_executable_t executable, hsa_agent_t agent,
-    hsa_status_t (*callback)(hsa_executable_t, hsa_agent_t, hsa_executable_symbol_t, void*),
-    void* data);
-hsa_status_t executable_symbol_get_info(hsa_executable_symbol_t symbol,
-                                        hsa_executable_symbol_info_t attribute, void* value);
-
+HSA_COMMON_RUNTIME_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
+HSA_COMMON_RUNTIME_AMD_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 }  // namespace hsa_sim::api
 
-// Signal and async-copy entries; hsa_sim_signals.cpp places them in the tables.
+// The signal entries (hsa_common::SignalEntries over the sim's signal table);
+// hsa_sim_signals.cpp places them in the tables.
 namespace hsa_sim {
 void fill_signal_core_entries(CoreApiTable* core);
 void fill_signal_amd_entries(AmdExtTable* amd);

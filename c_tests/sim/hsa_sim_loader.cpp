@@ -12,17 +12,10 @@ namespace hsa_sim {
 
 namespace {
 
-// Symbol handle: tag:8 | epoch:16 | executable id:20 | symbol index:20.
-constexpr uint32_t kSymbolFieldBits = 20;
-constexpr uint64_t kSymbolFieldMask = (uint64_t{1} << kSymbolFieldBits) - 1;
-constexpr uint64_t kSymbolEpochMask = 0xFFFF;
-
-uint64_t symbol_handle(uint32_t epoch, uint32_t executable_id, size_t index) {
-  return (uint64_t{static_cast<uint8_t>(HandleTag::kSymbol)} << 56) |
-         ((epoch & kSymbolEpochMask) << 40) |
-         ((uint64_t{executable_id} & kSymbolFieldMask) << kSymbolFieldBits) |
-         (uint64_t{index} & kSymbolFieldMask);
-}
+// Symbol handles: tag:8 | epoch:16 | executable id:20 | symbol index:20, as
+// HSA-on-CUDA's (hsa_common::symbol_handle).
+using hsa_common::kSymbolFieldMask;
+using hsa_common::symbol_handle;
 
 bool executable_id_from_handle_locked(const State& s, hsa_executable_t exe, uint32_t* id) {
   return decode_handle(exe.handle, HandleTag::kExecutable, s.epoch, id) &&
@@ -36,10 +29,9 @@ Executable* find_executable_locked(State& s, hsa_executable_t exe) {
 }
 
 const Symbol* find_symbol_locked(const State& s, hsa_executable_symbol_t handle) {
-  if ((handle.handle >> 56) != static_cast<uint8_t>(HandleTag::kSymbol)) return nullptr;
-  if (((handle.handle >> 40) & kSymbolEpochMask) != (s.epoch & kSymbolEpochMask)) return nullptr;
-  const auto id = static_cast<uint32_t>((handle.handle >> kSymbolFieldBits) & kSymbolFieldMask);
-  const auto index = static_cast<size_t>(handle.handle & kSymbolFieldMask);
+  uint32_t id = 0;
+  size_t index = 0;
+  if (!hsa_common::decode_symbol_handle(handle.handle, s.epoch, &id, &index)) return nullptr;
   auto it = s.executables.find(id);
   if (it == s.executables.end() || index >= it->second.symbols.size()) return nullptr;
   return &it->second.symbols[index];
@@ -87,83 +79,6 @@ void release_executable_storage_locked(State& s, const Executable& executable) {
     Block block = std::move(it->second);
     s.live.erase(it);
     quarantine_block_locked(s, std::move(block));
-  }
-}
-
-// Writes one attribute of a symbol with exactly the documented width.
-bool write_symbol_info(const State& s, const Symbol& symbol, uint32_t attribute, void* value) {
-  const bool variable = symbol.kind == HSA_SYMBOL_KIND_VARIABLE;
-  const bool kernel = symbol.kind == HSA_SYMBOL_KIND_KERNEL;
-  switch (attribute) {
-    case HSA_EXECUTABLE_SYMBOL_INFO_TYPE:
-      write_value(value, symbol.kind);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH:
-      write_value(value, static_cast<uint32_t>(symbol.name.size()));
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_NAME:
-      // NAME_LENGTH bytes, not NUL-terminated, as ROCr writes it.
-      std::memcpy(value, symbol.name.data(), symbol.name.size());
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_MODULE_NAME_LENGTH:
-      write_value(value, uint32_t{0});
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_MODULE_NAME:
-      return true;  // zero bytes
-    case HSA_EXECUTABLE_SYMBOL_INFO_AGENT:
-      write_value(value, agent_handle_locked(s, symbol.agent_index));
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_LINKAGE:
-      write_value(value, HSA_SYMBOL_LINKAGE_PROGRAM);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_IS_DEFINITION:
-      write_value(value, true);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS:
-      if (!variable) return false;
-      write_value(value, symbol.address);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE:
-      if (!variable) return false;
-      write_value(value, symbol.size);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_IS_CONST:
-      if (!variable) return false;
-      write_value(value, symbol.is_constant);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ALLOCATION:
-      if (!variable) return false;
-      write_value(value, HSA_VARIABLE_ALLOCATION_AGENT);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SEGMENT:
-      if (!variable) return false;
-      write_value(value, symbol.is_constant ? HSA_VARIABLE_SEGMENT_READONLY
-                                            : HSA_VARIABLE_SEGMENT_GLOBAL);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ALIGNMENT:
-      if (!variable) return false;
-      write_value(value, uint32_t{16});
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT:
-      if (!kernel) return false;
-      write_value(value, symbol.address);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE:
-    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE:
-    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE:
-      if (!kernel) return false;
-      write_value(value, uint32_t{0});
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT:
-      if (!kernel) return false;
-      write_value(value, uint32_t{16});
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK:
-      if (!kernel) return false;
-      write_value(value, false);
-      return true;
-    default:
-      return false;
   }
 }
 
@@ -260,11 +175,8 @@ extern "C" hsa_status_t hsa_sim_iterate_executables(
     }
   }
   // The callback runs without the lock, so it may call back into the runtime.
-  for (hsa_executable_t executable : executables) {
-    const hsa_status_t status = callback(executable, data);
-    if (status != HSA_STATUS_SUCCESS) return status;
-  }
-  return HSA_STATUS_SUCCESS;
+  return hsa_common::call_each(
+      executables, [&](hsa_executable_t executable) { return callback(executable, data); });
 }
 
 // ---- table entry points -----------------------------------------------------
@@ -309,11 +221,10 @@ hsa_status_t executable_iterate_agent_symbols(
       }
     }
   }
-  for (hsa_executable_symbol_t symbol : symbols) {
-    const hsa_status_t status = callback(executable, agent, symbol, data);
-    if (status != HSA_STATUS_SUCCESS) return status;
-  }
-  return HSA_STATUS_SUCCESS;
+  // Without the lock: the callback may call back into the runtime.
+  return hsa_common::call_each(symbols, [&](hsa_executable_symbol_t symbol) {
+    return callback(executable, agent, symbol, data);
+  });
 }
 
 hsa_status_t executable_symbol_get_info(hsa_executable_symbol_t symbol,
@@ -328,8 +239,8 @@ hsa_status_t executable_symbol_get_info(hsa_executable_symbol_t symbol,
   }
   // Attributes that do not apply to the symbol's kind are INVALID_ARGUMENT,
   // as ROCr's per-kind GetInfo reports them.
-  return write_symbol_info(s, *found, attribute, value) ? HSA_STATUS_SUCCESS
-                                                        : HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  return hsa_common::write_symbol_info(*found, agent_handle_locked(s, found->agent_index),
+                                       static_cast<uint32_t>(attribute), value);
 }
 
 }  // namespace hsa_sim::api

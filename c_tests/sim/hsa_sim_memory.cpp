@@ -27,38 +27,17 @@ void unmap_block_memory(void* base, size_t bytes) { munmap(base, bytes); }
 
 namespace {
 
-// HSA_STATUS_ERROR_INVALID_MEMORY_POOL lives in an anonymous enum of
-// hsa_ext_amd.h, so it needs a cast to be returned as an hsa_status_t.
-constexpr auto kInvalidMemoryPool = static_cast<hsa_status_t>(HSA_STATUS_ERROR_INVALID_MEMORY_POOL);
-
-// Rounds up to the granule; false when that overflows.
-bool round_to_granule(size_t size, size_t* rounded) {
-  if (size > std::numeric_limits<size_t>::max() - (kGranule - 1)) return false;
-  *rounded = (size + kGranule - 1) / kGranule * kGranule;
-  return true;
-}
+using hsa_common::kInvalidMemoryPool;
 
 const Block& block_of(const Block& block) { return block; }
 const Block& block_of(const QuarantinedBlock& entry) { return entry.block; }
 
-// The entry of blocks (a map keyed by base) whose mapping contains address.
-template <typename Map>
-auto find_mapping_containing(Map& blocks, uintptr_t address) -> decltype(blocks.begin()) {
-  auto it = blocks.upper_bound(address);
-  if (it == blocks.begin()) return blocks.end();
-  --it;
-  const Block& block = block_of(it->second);
-  const auto base = reinterpret_cast<uintptr_t>(block.base);
-  return address - base < block.mapped_bytes ? it : blocks.end();
-}
+// The range of a block (live or quarantined) in the maps keyed by base that
+// hsa_common::find_containing / range_meets search: its whole mapping.
+constexpr auto kMappedBytes = [](const auto& entry) { return block_of(entry).mapped_bytes; };
 
-// True when [address, address + size) meets any mapping of blocks.
-template <typename Map>
-bool range_meets_mapping(const Map& blocks, uintptr_t address, size_t size) {
-  if (find_mapping_containing(blocks, address) != blocks.end()) return true;
-  auto next = blocks.upper_bound(address);
-  return next != blocks.end() && next->first - address < size;
-}
+using hsa_common::find_containing;
+using hsa_common::range_meets;
 
 // ---- quarantine -------------------------------------------------------------
 
@@ -102,23 +81,11 @@ bool take_quarantined_block_locked(State& s, PoolId pool, size_t bytes, Block* o
 
 // ---- allocation -------------------------------------------------------------
 
-// Agents that can reach a fresh allocation before any hsa_amd_agents_allow_access.
-// ROCr maps device memory for its owner only, and system memory from
-// hsa_amd_memory_pool_allocate (a "restricted" allocation) for the CPU only;
-// system memory from the older hsa_memory_allocate is mapped to every GPU.
-std::vector<uint32_t> initial_accessible_agents(const State& s, PoolId pool, BlockOrigin origin) {
-  std::vector<uint32_t> agents{pool.agent_index};
-  if (!is_device_kind(pool.kind) && origin == BlockOrigin::kRegionAllocation) {
-    for (uint32_t gpu = 1; gpu <= s.gpu_count; ++gpu) agents.push_back(gpu);
-  }
-  return agents;
-}
-
 hsa_status_t allocate_locked(State& s, PoolId pool, size_t size, uint32_t flags, BlockOrigin origin,
                              void** ptr) {
   size_t rounded = 0;
   // ROCr refuses sizes over the pool's ALLOC_MAX_SIZE with INVALID_ALLOCATION.
-  if (size > pool_size(pool.kind) || !round_to_granule(size, &rounded)) {
+  if (size > pool_size(pool.kind) || !hsa_common::round_up(size, kGranule, &rounded)) {
     return HSA_STATUS_ERROR_INVALID_ALLOCATION;
   }
   if (s.faults.failing_allocations > 0) {
@@ -136,7 +103,9 @@ hsa_status_t allocate_locked(State& s, PoolId pool, size_t size, uint32_t flags,
   block.pool = pool;
   block.global_flags = pool_global_flags(pool.kind);
   block.alloc_flags = flags;
-  block.accessible = initial_accessible_agents(s, pool, origin);
+  block.accessible = hsa_common::initial_accessible_agents(
+      pool.agent_index, is_device_kind(pool.kind), origin == BlockOrigin::kRegionAllocation,
+      s.gpu_count);
   block.user_data = nullptr;
   s.live[reinterpret_cast<uintptr_t>(block.base)] = block;
   *ptr = block.base;
@@ -177,26 +146,11 @@ std::vector<PoolId> owned_pools(uint32_t agent_index) {
           {agent_index, HSA_SIM_POOL_SYSTEM_COARSE}};
 }
 
-// Regions an agent reports. ROCr's GpuAgent::IterateRegion also visits the
-// system regions (that is how applications find the kernarg region from a
-// GPU), so a GPU lists its own regions followed by the CPU's.
-std::vector<PoolId> visible_regions(uint32_t agent_index) {
-  std::vector<PoolId> regions = owned_pools(agent_index);
-  if (is_gpu_index(agent_index)) {
-    const std::vector<PoolId> system = owned_pools(kCpuAgentIndex);
-    regions.insert(regions.end(), system.begin(), system.end());
-  }
-  return regions;
-}
-
 template <typename Handle>
 hsa_status_t visit_pools(const std::vector<uint64_t>& handles,
                          hsa_status_t (*callback)(Handle, void*), void* data) {
-  for (uint64_t handle : handles) {
-    const hsa_status_t status = callback(Handle{handle}, data);
-    if (status != HSA_STATUS_SUCCESS) return status;
-  }
-  return HSA_STATUS_SUCCESS;
+  return hsa_common::call_each(handles,
+                               [&](uint64_t handle) { return callback(Handle{handle}, data); });
 }
 
 // Handles of pools, taken under the lock so the walk can run without it.
@@ -206,63 +160,23 @@ bool pool_handles_for_agent(hsa_agent_t agent, bool include_system_regions,
   std::lock_guard<std::mutex> lock(s.mutex);
   uint32_t index = 0;
   if (!agent_index_from_handle_locked(s, agent, &index)) return false;
-  const std::vector<PoolId> pools = include_system_regions ? visible_regions(index)
-                                                           : owned_pools(index);
+  // Regions: a GPU's own followed by the CPU's (hsa_common::visible_regions).
+  const std::vector<PoolId> pools = include_system_regions
+                                        ? hsa_common::visible_regions(index, owned_pools)
+                                        : owned_pools(index);
   for (const PoolId& pool : pools) handles->push_back(pool_handle_locked(s, pool));
   return true;
 }
 
-// Attributes regions and pools share: hsa_amd_memory_pool_info_t reuses the
-// hsa_region_info_t values, and HSA_AMD_SEGMENT_GLOBAL equals
-// HSA_REGION_SEGMENT_GLOBAL (both 0, both 4-byte enums).
-bool write_common_pool_info(PoolId pool, uint32_t attribute, void* value) {
-  switch (attribute) {
-    case HSA_REGION_INFO_SEGMENT:
-      write_value(value, HSA_REGION_SEGMENT_GLOBAL);
-      return true;
-    case HSA_REGION_INFO_GLOBAL_FLAGS:
-      write_value(value, pool_global_flags(pool.kind));
-      return true;
-    case HSA_REGION_INFO_SIZE:
-      write_value(value, pool_size(pool.kind));
-      return true;
-    case HSA_REGION_INFO_RUNTIME_ALLOC_ALLOWED:
-      write_value(value, true);
-      return true;
-    case HSA_REGION_INFO_RUNTIME_ALLOC_GRANULE:
-      write_value(value, kGranule);
-      return true;
-    case HSA_REGION_INFO_RUNTIME_ALLOC_ALIGNMENT:
-      write_value(value, kAlignment);
-      return true;
-    default:
-      return false;
-  }
-}
-
-// HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS as ROCr's MemoryRegion::GetAgentPoolInfo
-// computes it: the owner, and a CPU for system memory, are allowed by default;
-// any other agent with a link (every pair in this topology has one) is
-// disallowed by default and needs hsa_amd_agents_allow_access. So a GPU gets
-// DISALLOWED_BY_DEFAULT for all system pools (kernarg included), the CPU for
-// device pools, and a GPU for a peer GPU's pools. NEVER_ALLOWED does not occur.
-hsa_amd_memory_pool_access_t pool_access(uint32_t agent_index, PoolId pool) {
-  const bool system_pool = !is_device_kind(pool.kind);
-  if (agent_index == pool.agent_index || (system_pool && !is_gpu_index(agent_index))) {
-    return HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT;
-  }
-  return HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT;
-}
-
-hsa_amd_memory_pool_link_info_t link_info(uint32_t agent_index, PoolId pool) {
-  hsa_amd_memory_pool_link_info_t info{};
-  const bool gpu_to_gpu = is_gpu_index(agent_index) && is_gpu_index(pool.agent_index);
-  info.atomic_support_32bit = true;
-  info.atomic_support_64bit = true;
-  info.coherent_support = !gpu_to_gpu;
-  info.link_type = gpu_to_gpu ? HSA_AMD_LINK_INFO_TYPE_XGMI : HSA_AMD_LINK_INFO_TYPE_PCIE;
-  info.numa_distance = 20;
-  return info;
+// What the pool/region attribute queries report about a pool.
+hsa_common::PoolDescription describe_pool(PoolId pool) {
+  hsa_common::PoolDescription description;
+  description.global_flags = pool_global_flags(pool.kind);
+  description.size = pool_size(pool.kind);
+  description.granule = kGranule;
+  description.alignment = kAlignment;
+  description.device = is_device_kind(pool.kind);
+  return description;
 }
 
 // ---- pointer lookup ---------------------------------------------------------
@@ -270,17 +184,10 @@ hsa_amd_memory_pool_link_info_t link_info(uint32_t agent_index, PoolId pool) {
 // The live block whose reported extent contains address (what
 // hsa_amd_pointer_info reports): allocations and variable storage.
 const Block* live_block_at_locked(const State& s, uintptr_t address) {
-  auto it = find_mapping_containing(s.live, address);
+  auto it = find_containing(s.live, address, kMappedBytes);
   if (it == s.live.end()) return nullptr;
   const Block& block = it->second;
   return address - reinterpret_cast<uintptr_t>(block.base) < block.extent ? &block : nullptr;
-}
-
-void add_accessible_agent(Block& block, uint32_t agent_index) {
-  if (std::find(block.accessible.begin(), block.accessible.end(), agent_index) ==
-      block.accessible.end()) {
-    block.accessible.push_back(agent_index);
-  }
 }
 
 }  // namespace
@@ -321,7 +228,7 @@ void release_all_memory_locked(State& s) {
 Side classify_range_locked(const State& s, const void* ptr, size_t size) {
   const auto address = reinterpret_cast<uintptr_t>(ptr);
   if (size > std::numeric_limits<uintptr_t>::max() - address) return Side::kViolation;
-  auto live = find_mapping_containing(s.live, address);
+  auto live = find_containing(s.live, address, kMappedBytes);
   if (live != s.live.end()) {
     const Block& block = live->second;
     const uintptr_t offset = address - reinterpret_cast<uintptr_t>(block.base);
@@ -329,19 +236,19 @@ Side classify_range_locked(const State& s, const void* ptr, size_t size) {
     return offset <= block.extent && size <= block.extent - offset ? Side::kDevice
                                                                    : Side::kViolation;
   }
-  if (find_mapping_containing(s.quarantine, address) != s.quarantine.end()) {
+  if (find_containing(s.quarantine, address, kMappedBytes) != s.quarantine.end()) {
     return Side::kViolation;
   }
   // Host memory, unless the range runs on into memory the runtime owns.
-  if (range_meets_mapping(s.live, address, size) ||
-      range_meets_mapping(s.quarantine, address, size)) {
+  if (range_meets(s.live, address, size, kMappedBytes) ||
+      range_meets(s.quarantine, address, size, kMappedBytes)) {
     return Side::kViolation;
   }
   return Side::kHost;
 }
 
 bool agent_can_access_locked(const State& s, uint32_t agent_index, const void* ptr) {
-  auto it = find_mapping_containing(s.live, reinterpret_cast<uintptr_t>(ptr));
+  auto it = find_containing(s.live, reinterpret_cast<uintptr_t>(ptr), kMappedBytes);
   if (it == s.live.end()) return !is_gpu_index(agent_index);
   const std::vector<uint32_t>& agents = it->second.accessible;
   return std::find(agents.begin(), agents.end(), agent_index) != agents.end();
@@ -366,10 +273,7 @@ bool copy_fault_covers_locked(const State& s, const void* dst, const void* src, 
 }
 
 hsa_sim_copy_direction_t direction_of(Side src, Side dst) {
-  if (src == Side::kDevice) {
-    return dst == Side::kDevice ? HSA_SIM_COPY_DEVICE_TO_DEVICE : HSA_SIM_COPY_DEVICE_TO_HOST;
-  }
-  return dst == Side::kDevice ? HSA_SIM_COPY_HOST_TO_DEVICE : HSA_SIM_COPY_HOST_TO_HOST;
+  return static_cast<hsa_sim_copy_direction_t>(hsa_common::direction_index(src, dst));
 }
 
 }  // namespace hsa_sim
@@ -467,18 +371,7 @@ hsa_status_t region_get_info(hsa_region_t region, hsa_region_info_t attribute, v
   std::lock_guard<std::mutex> lock(s.mutex);
   PoolId pool{};
   if (!pool_from_handle_locked(s, region.handle, &pool)) return HSA_STATUS_ERROR_INVALID_REGION;
-  if (write_common_pool_info(pool, attribute, value)) return HSA_STATUS_SUCCESS;
-  switch (static_cast<uint32_t>(attribute)) {
-    case HSA_REGION_INFO_ALLOC_MAX_SIZE:
-      write_value(value, pool_size(pool.kind));
-      return HSA_STATUS_SUCCESS;
-    case HSA_AMD_REGION_INFO_HOST_ACCESSIBLE:
-      // Only system memory is host accessible on a discrete GPU.
-      write_value(value, !is_device_kind(pool.kind));
-      return HSA_STATUS_SUCCESS;
-    default:
-      return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  }
+  return hsa_common::write_region_info(describe_pool(pool), attribute, value);
 }
 
 hsa_status_t amd_memory_pool_get_info(hsa_amd_memory_pool_t memory_pool,
@@ -490,18 +383,7 @@ hsa_status_t amd_memory_pool_get_info(hsa_amd_memory_pool_t memory_pool,
   if (!pool_from_handle_locked(s, memory_pool.handle, &pool)) {
     return kInvalidMemoryPool;
   }
-  if (write_common_pool_info(pool, attribute, value)) return HSA_STATUS_SUCCESS;
-  switch (attribute) {
-    case HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL:
-      // ROCr: true exactly for system memory.
-      write_value(value, !is_device_kind(pool.kind));
-      return HSA_STATUS_SUCCESS;
-    case HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE:
-      write_value(value, pool_size(pool.kind));
-      return HSA_STATUS_SUCCESS;
-    default:
-      return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  }
+  return hsa_common::write_memory_pool_info(describe_pool(pool), attribute, value);
 }
 
 hsa_status_t amd_agent_memory_pool_get_info(hsa_agent_t agent, hsa_amd_memory_pool_t memory_pool,
@@ -518,50 +400,28 @@ hsa_status_t amd_agent_memory_pool_get_info(hsa_agent_t agent, hsa_amd_memory_po
   if (!pool_from_handle_locked(s, memory_pool.handle, &pool)) {
     return kInvalidMemoryPool;
   }
-  const bool owner = agent_index == pool.agent_index;
-  switch (attribute) {
-    case HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS:
-      write_value(value, pool_access(agent_index, pool));
-      return HSA_STATUS_SUCCESS;
-    case HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS:
-      // One direct link between any two agents; zero hops to one's own pool.
-      write_value(value, owner ? uint32_t{0} : uint32_t{1});
-      return HSA_STATUS_SUCCESS;
-    case HSA_AMD_AGENT_MEMORY_POOL_INFO_LINK_INFO: {
-      // One entry per hop; ROCr writes a zeroed entry for an agent's own pool.
-      const hsa_amd_memory_pool_link_info_t info =
-          owner ? hsa_amd_memory_pool_link_info_t{} : link_info(agent_index, pool);
-      write_value(value, info);
-      return HSA_STATUS_SUCCESS;
-    }
-    default:
-      return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  }
+  return hsa_common::write_agent_memory_pool_info(agent_index, pool.agent_index,
+                                                  is_device_kind(pool.kind), attribute, value);
 }
 
 hsa_status_t amd_agents_allow_access(uint32_t num_agents, const hsa_agent_t* agents,
                                      const uint32_t* flags, const void* ptr) {
-  // ROCr: flags is reserved and must be NULL.
-  if (num_agents == 0 || agents == nullptr || flags != nullptr || ptr == nullptr) {
-    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  }
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  // ROCr looks the pointer up by exact base in its allocation map and answers
-  // a plain HSA_STATUS_ERROR when it is not there.
-  auto it = s.live.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == s.live.end() || it->second.origin == BlockOrigin::kVariableStorage) {
-    return HSA_STATUS_ERROR;
-  }
-  std::vector<uint32_t> indices(num_agents);
-  for (uint32_t i = 0; i < num_agents; ++i) {
-    if (!agent_index_from_handle_locked(s, agents[i], &indices[i])) {
-      return HSA_STATUS_ERROR_INVALID_AGENT;
-    }
-  }
-  // Grants accumulate (ROCr makes them sticky for sub-allocated blocks).
-  for (uint32_t index : indices) add_accessible_agent(it->second, index);
-  return HSA_STATUS_SUCCESS;
+  // The pointer is looked up first (HSA-on-CUDA checks the agents first; see
+  // hsa_common::AllowAccessOrder). Variable storage is no allocation.
+  return hsa_common::allow_access(
+      num_agents, agents, flags, ptr, hsa_common::AllowAccessOrder::kPointerFirst,
+      [&](hsa_agent_t agent, uint32_t* index) {
+        return agent_index_from_handle_locked(s, agent, index);
+      },
+      [&](const void* base) -> std::vector<uint32_t>* {
+        auto it = s.live.find(reinterpret_cast<uintptr_t>(base));
+        if (it == s.live.end() || it->second.origin == BlockOrigin::kVariableStorage) {
+          return nullptr;
+        }
+        return &it->second.accessible;
+      });
 }
 
 hsa_status_t amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
@@ -572,19 +432,18 @@ hsa_status_t amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
   hsa_amd_pointer_info_t result{};
   {
     std::lock_guard<std::mutex> lock(s.mutex);
+    // Counted, and the injected failure answered, before the argument check.
     ++s.counters.pointer_info_queries;
     if (s.faults.fail_pointer_info) return HSA_STATUS_ERROR;
-    if (ptr == nullptr || info == nullptr || info->size == 0) {
+    if (!hsa_common::pointer_info_arguments_valid(ptr, info)) {
       return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
-    // Fill at most what the caller's structure holds, and tell it how much.
-    result.size = static_cast<uint32_t>(std::min<size_t>(info->size, sizeof(result)));
+    // Unknown and freed pointers: type UNKNOWN.
+    result = hsa_common::pointer_info_answer(*info);
     const Block* block = live_block_at_locked(s, reinterpret_cast<uintptr_t>(ptr));
     if (block == nullptr) {
-      // Unknown and freed pointers are not an error in ROCr: SUCCESS, UNKNOWN.
-      result.type = HSA_EXT_POINTER_TYPE_UNKNOWN;
-      std::memcpy(info, &result, result.size);
-      return HSA_STATUS_SUCCESS;
+      return hsa_common::deliver_pointer_info(result, agents, info, alloc,
+                                              num_agents_accessible, accessible);
     }
     result.type = HSA_EXT_POINTER_TYPE_HSA;
     result.agentBaseAddress = block->base;
@@ -595,17 +454,9 @@ hsa_status_t amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
     result.global_flags = block->global_flags;
     for (uint32_t index : block->accessible) agents.push_back(agent_handle_locked(s, index));
   }
-  std::memcpy(info, &result, result.size);
-  // As in ROCr, the list is returned only when all three out-parameters are
-  // given; alloc is the caller's and runs without the runtime's lock.
-  if (alloc != nullptr && num_agents_accessible != nullptr && accessible != nullptr) {
-    auto* list = static_cast<hsa_agent_t*>(alloc(agents.size() * sizeof(hsa_agent_t)));
-    if (list == nullptr) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
-    std::copy(agents.begin(), agents.end(), list);
-    *accessible = list;
-    *num_agents_accessible = static_cast<uint32_t>(agents.size());
-  }
-  return HSA_STATUS_SUCCESS;
+  // alloc is the caller's and runs without the runtime's lock.
+  return hsa_common::deliver_pointer_info(result, agents, info, alloc, num_agents_accessible,
+                                          accessible);
 }
 
 hsa_status_t amd_pointer_info_set_userdata(const void* ptr, void* userdata) {

@@ -2,34 +2,35 @@
 // for programs running on HSA-on-CUDA, as libhsa-runtime64 exports them:
 // trampolines through the live tables. That is why a tool's wrappers,
 // installed into the tables, see the application's calls: once kernel-replay
-// is installed, hsa_amd_memory_pool_allocate below goes through its wrapper.
-// The tables are read at every call, never cached.
+// is installed, hsa_amd_memory_pool_allocate goes through its wrapper. The
+// tables are read at every call, never cached.
 //
-// Only the names the harness calls are defined; nothing here is declared in
+// The names the sim exports too (hsa_init, hsa_memory_allocate,
+// hsa_amd_memory_pool_allocate, hsa_amd_pointer_info, ...) are the shared
+// trampolines of c_tests/hsa_common/hsa_common_app.cpp, pointed at this
+// runtime's tables by the hooks below. Defined here are the further names the
+// harness calls, which the sim does not export. Nothing here is declared in
 // hsa_cuda.h, the prototypes are the standard ones.
 
 #include <hsa/hsa_api_trace.h>
 
+#include "hsa_common_app.h"
 #include "hsa_cuda.h"
+
+CoreApiTable* hsa_common::app_core_table() { return hsa_cuda_core_table(); }
+
+AmdExtTable* hsa_common::app_amd_ext_table() { return hsa_cuda_amd_ext_table(); }
 
 namespace {
 
-CoreApiTable& core() { return *hsa_cuda_core_table(); }
-AmdExtTable& amd_ext() { return *hsa_cuda_amd_ext_table(); }
+CoreApiTable& core() { return *hsa_common::app_core_table(); }
+AmdExtTable& amd_ext() { return *hsa_common::app_amd_ext_table(); }
 
 }  // namespace
 
 extern "C" {
 
-// ---- runtime and agents --------------------------------------------------------
-
-hsa_status_t hsa_init() { return core().hsa_init_fn(); }
-
-hsa_status_t hsa_shut_down() { return core().hsa_shut_down_fn(); }
-
-hsa_status_t hsa_status_string(hsa_status_t status, const char** status_string) {
-  return core().hsa_status_string_fn(status, status_string);
-}
+// ---- runtime, agents and regions ---------------------------------------------------
 
 hsa_status_t hsa_system_get_info(hsa_system_info_t attribute, void* value) {
   return core().hsa_system_get_info_fn(attribute, value);
@@ -39,15 +40,6 @@ hsa_status_t hsa_system_get_major_extension_table(uint16_t extension, uint16_t v
                                                   size_t table_length, void* table) {
   return core().hsa_system_get_major_extension_table_fn(extension, version_major, table_length,
                                                         table);
-}
-
-hsa_status_t hsa_iterate_agents(hsa_status_t (*callback)(hsa_agent_t agent, void* data),
-                                void* data) {
-  return core().hsa_iterate_agents_fn(callback, data);
-}
-
-hsa_status_t hsa_agent_get_info(hsa_agent_t agent, hsa_agent_info_t attribute, void* value) {
-  return core().hsa_agent_get_info_fn(agent, attribute, value);
 }
 
 hsa_status_t hsa_agent_iterate_regions(hsa_agent_t agent,
@@ -62,18 +54,6 @@ hsa_status_t hsa_region_get_info(hsa_region_t region, hsa_region_info_t attribut
 
 hsa_status_t hsa_executable_destroy(hsa_executable_t executable) {
   return core().hsa_executable_destroy_fn(executable);
-}
-
-// ---- memory: core API -----------------------------------------------------------
-
-hsa_status_t hsa_memory_allocate(hsa_region_t region, size_t size, void** ptr) {
-  return core().hsa_memory_allocate_fn(region, size, ptr);
-}
-
-hsa_status_t hsa_memory_free(void* ptr) { return core().hsa_memory_free_fn(ptr); }
-
-hsa_status_t hsa_memory_copy(void* dst, const void* src, size_t size) {
-  return core().hsa_memory_copy_fn(dst, src, size);
 }
 
 // ---- memory: AMD extension --------------------------------------------------------
@@ -94,26 +74,6 @@ hsa_status_t hsa_amd_agent_memory_pool_get_info(hsa_agent_t agent,
                                                 hsa_amd_agent_memory_pool_info_t attribute,
                                                 void* value) {
   return amd_ext().hsa_amd_agent_memory_pool_get_info_fn(agent, memory_pool, attribute, value);
-}
-
-hsa_status_t hsa_amd_memory_pool_allocate(hsa_amd_memory_pool_t memory_pool, size_t size,
-                                          uint32_t flags, void** ptr) {
-  return amd_ext().hsa_amd_memory_pool_allocate_fn(memory_pool, size, flags, ptr);
-}
-
-hsa_status_t hsa_amd_memory_pool_free(void* ptr) {
-  return amd_ext().hsa_amd_memory_pool_free_fn(ptr);
-}
-
-hsa_status_t hsa_amd_agents_allow_access(uint32_t num_agents, const hsa_agent_t* agents,
-                                         const uint32_t* flags, const void* ptr) {
-  return amd_ext().hsa_amd_agents_allow_access_fn(num_agents, agents, flags, ptr);
-}
-
-hsa_status_t hsa_amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
-                                  void* (*alloc)(size_t), uint32_t* num_agents_accessible,
-                                  hsa_agent_t** accessible) {
-  return amd_ext().hsa_amd_pointer_info_fn(ptr, info, alloc, num_agents_accessible, accessible);
 }
 
 hsa_status_t hsa_amd_memory_async_copy(void* dst, hsa_agent_t dst_agent, const void* src,

@@ -12,6 +12,13 @@
  *   hsa_cuda_tables.cpp    the CoreApiTable / AmdExtTable
  *   hsa_cuda_app.cpp       the plain HSA names an application calls
  *
+ * What this runtime shares with the software runtime (c_tests/sim) lives in
+ * c_tests/hsa_common: handle layout, attribute writers, status strings,
+ * system info, the signal table, the async-copy argument checks, the table
+ * entry lists and the common application trampolines. This runtime keeps
+ * CUDA: the driver, contexts, allocation and copies, the copy engines and
+ * modules.
+ *
  * Locking: the topology is immutable while the runtime is ready (written only
  * by init/shutdown, which must not race with anything). Memory has a
  * reader-writer lock (copies read, allocation and free write); the loader,
@@ -30,12 +37,17 @@
 #include <string>
 #include <vector>
 
+#include "hsa_common.h"
+#include "hsa_common_tables.h"
 #include "hsa_cuda.h"
 
-struct CoreApiTable;
-struct AmdExtTable;
-
 namespace hsa_cuda {
+
+using hsa_common::HandleTag;
+using hsa_common::is_gpu_index;
+using hsa_common::kCpuAgentIndex;
+using hsa_common::kInvalidMemoryPool;
+using hsa_common::write_value;
 
 // ---- constants ----------------------------------------------------------------
 
@@ -47,10 +59,10 @@ constexpr size_t kGranule = 4096;
 // cuMemHostAlloc returns whole pages: each pool reports what it guarantees.
 constexpr size_t kDeviceAlignment = 256;
 constexpr size_t kHostAlignment = 4096;
-// The system timestamp runs at 1 GHz, so a signal timeout hint is in ns.
-constexpr uint64_t kTimestampFrequencyHz = 1000000000;
-// Agent index 0 is the CPU, 1..gpu_count the GPUs in CUDA ordinal order.
-constexpr uint32_t kCpuAgentIndex = 0;
+// Agent index 0 is the CPU (kCpuAgentIndex), 1..gpu_count the GPUs in CUDA
+// ordinal order.
+static_assert(HSA_CUDA_AGENT_INFO_MEMORY_AVAIL == hsa_common::kAgentInfoMemoryAvail,
+              "the public name of HSA_AMD_AGENT_INFO_MEMORY_AVAIL");
 
 // ---- the driver and CUDA errors ------------------------------------------------
 
@@ -86,20 +98,15 @@ class ScopedContext {
 
 // ---- handles -------------------------------------------------------------------
 
-// Every handle carries its kind in the top byte and the init epoch in the
-// next 16 bits, so a handle of one kind never validates as another and
-// handles from before a shutdown are unknown after it.
-enum class HandleTag : uint8_t {
-  kAgent = 0xA6,
-  kPool = 0xB7,  // also the hsa_region_t of the same memory, as in ROCr
-  kExecutable = 0xC8,
-  kSymbol = 0xD9,
-  kSignal = 0xE5,
-};
-constexpr unsigned kPayloadBits = 40;
-constexpr uint64_t kPayloadMask = (uint64_t{1} << kPayloadBits) - 1;
+// Every handle carries its kind in the top byte (hsa_common::HandleTag) and
+// the init epoch in the next 16 bits, so a handle of one kind never
+// validates as another and handles from before a shutdown are unknown after
+// it: tag:8 | epoch:16 | payload:40 (hsa_common::HandleLayout<16>). Symbols
+// use hsa_common::symbol_handle with the same epoch.
 uint64_t make_handle(HandleTag tag, uint64_t payload);
 bool decode_handle(uint64_t handle, HandleTag tag, uint64_t* payload);
+// The init epoch the handles carry.
+uint64_t handle_epoch();
 
 // ---- topology ------------------------------------------------------------------
 
@@ -119,7 +126,6 @@ struct GpuDevice {
 bool ready();
 uint32_t gpu_count();
 uint32_t agent_count();  // gpu_count() + 1
-inline bool is_gpu_index(uint32_t index) { return index != kCpuAgentIndex; }
 // index in 1..gpu_count()
 const GpuDevice& gpu_at(uint32_t agent_index);
 bool agent_index_from_handle(hsa_agent_t agent, uint32_t* index);
@@ -187,65 +193,23 @@ void unload_all_executables();
 
 // ---- entry points, by file, for the tables ------------------------------------------------
 
+// init, shut_down, iterate_agents, agent_get_info: hsa_cuda_runtime.cpp;
+// regions, pools, allocation, copies, pointer info: hsa_cuda_memory.cpp;
+// executables: hsa_cuda_loader.cpp; amd_memory_async_copy:
+// hsa_cuda_signals.cpp. Declared with the types of their table fields (the
+// lists are in hsa_common_tables.h).
 namespace api {
-// runtime
-hsa_status_t init();
-hsa_status_t shut_down();
-hsa_status_t system_get_info(hsa_system_info_t attribute, void* value);
+HSA_COMMON_RUNTIME_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
+HSA_COMMON_RUNTIME_AMD_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
+// This runtime's extra: the AMD loader extension table (hsa_cuda_runtime.cpp).
 hsa_status_t system_get_major_extension_table(uint16_t extension, uint16_t version_major,
                                               size_t table_length, void* table);
-hsa_status_t iterate_agents(hsa_status_t (*callback)(hsa_agent_t, void*), void* data);
-hsa_status_t agent_get_info(hsa_agent_t agent, hsa_agent_info_t attribute, void* value);
-hsa_status_t status_string(hsa_status_t status, const char** status_string);
-// memory
-hsa_status_t agent_iterate_regions(hsa_agent_t agent,
-                                   hsa_status_t (*callback)(hsa_region_t, void*), void* data);
-hsa_status_t region_get_info(hsa_region_t region, hsa_region_info_t attribute, void* value);
-hsa_status_t memory_allocate(hsa_region_t region, size_t size, void** ptr);
-hsa_status_t memory_free(void* ptr);
-hsa_status_t memory_copy(void* dst, const void* src, size_t size);
-hsa_status_t amd_agent_iterate_memory_pools(hsa_agent_t agent,
-                                            hsa_status_t (*callback)(hsa_amd_memory_pool_t,
-                                                                     void*),
-                                            void* data);
-hsa_status_t amd_memory_pool_get_info(hsa_amd_memory_pool_t pool,
-                                      hsa_amd_memory_pool_info_t attribute, void* value);
-hsa_status_t amd_agent_memory_pool_get_info(hsa_agent_t agent, hsa_amd_memory_pool_t pool,
-                                            hsa_amd_agent_memory_pool_info_t attribute,
-                                            void* value);
-hsa_status_t amd_memory_pool_allocate(hsa_amd_memory_pool_t pool, size_t size, uint32_t flags,
-                                      void** ptr);
-hsa_status_t amd_memory_pool_free(void* ptr);
-hsa_status_t amd_agents_allow_access(uint32_t num_agents, const hsa_agent_t* agents,
-                                     const uint32_t* flags, const void* ptr);
-hsa_status_t amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
-                              void* (*alloc)(size_t), uint32_t* num_agents_accessible,
-                              hsa_agent_t** accessible);
-hsa_status_t amd_pointer_info_set_userdata(const void* ptr, void* userdata);
-// loader
-hsa_status_t executable_destroy(hsa_executable_t executable);
-hsa_status_t executable_iterate_agent_symbols(
-    hsa_executable_t executable, hsa_agent_t agent,
-    hsa_status_t (*callback)(hsa_executable_t, hsa_agent_t, hsa_executable_symbol_t, void*),
-    void* data);
-hsa_status_t executable_symbol_get_info(hsa_executable_symbol_t symbol,
-                                        hsa_executable_symbol_info_t attribute, void* value);
 }  // namespace api
 
-// Fill the signal and async-copy entries of the tables.
+// The signal entries (hsa_common::SignalEntries over this runtime's signal
+// table); hsa_cuda_signals.cpp places them in the tables.
 void fill_signal_core_entries(CoreApiTable* core);
 void fill_signal_amd_entries(AmdExtTable* amd);
-
-// Writes a value of exactly the attribute's documented type.
-template <typename T>
-inline void write_value(void* out, const T& value) {
-  std::memcpy(out, &value, sizeof(T));
-}
-
-// HSA_STATUS_ERROR_INVALID_MEMORY_POOL lives in an anonymous enum of
-// hsa_ext_amd.h, so it needs a cast to be returned as an hsa_status_t.
-constexpr auto kInvalidMemoryPool =
-    static_cast<hsa_status_t>(HSA_STATUS_ERROR_INVALID_MEMORY_POOL);
 
 }  // namespace hsa_cuda
 

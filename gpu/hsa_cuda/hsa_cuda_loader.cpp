@@ -20,17 +20,12 @@ namespace hsa_cuda {
 
 namespace {
 
-// Symbol payload: executable id (20 bits) | symbol index (20 bits).
-constexpr unsigned kSymbolFieldBits = 20;
-constexpr uint64_t kSymbolFieldMask = (uint64_t{1} << kSymbolFieldBits) - 1;
+// Symbol handles: tag:8 | epoch:16 | executable id:20 | symbol index:20, as
+// the sim's (hsa_common::symbol_handle).
+using hsa_common::kSymbolFieldMask;
 
-struct Symbol {
-  hsa_symbol_kind_t kind = HSA_SYMBOL_KIND_VARIABLE;
-  std::string name;
-  uint64_t address = 0;  // variable address, or the CUfunction of a kernel
-  uint32_t size = 0;
-  bool is_constant = false;
-};
+// address: the variable's address, or the CUfunction of a kernel.
+using Symbol = hsa_common::SymbolRecord;
 
 struct Executable {
   uint32_t agent_index = 0;
@@ -57,8 +52,7 @@ hsa_executable_t executable_handle(uint32_t id) {
 }
 
 hsa_executable_symbol_t symbol_handle(uint32_t id, size_t index) {
-  return hsa_executable_symbol_t{
-      make_handle(HandleTag::kSymbol, (uint64_t{id} << kSymbolFieldBits) | uint64_t(index))};
+  return hsa_executable_symbol_t{hsa_common::symbol_handle(handle_epoch(), id, index)};
 }
 
 Executable* find_executable_locked(LoaderState& l, hsa_executable_t executable, uint32_t* id) {
@@ -74,10 +68,11 @@ Executable* find_executable_locked(LoaderState& l, hsa_executable_t executable, 
 
 const Symbol* find_symbol_locked(const LoaderState& l, hsa_executable_symbol_t symbol,
                                  uint32_t* agent_index) {
-  uint64_t payload = 0;
-  if (!ready() || !decode_handle(symbol.handle, HandleTag::kSymbol, &payload)) return nullptr;
-  const auto id = static_cast<uint32_t>(payload >> kSymbolFieldBits);
-  const auto index = static_cast<size_t>(payload & kSymbolFieldMask);
+  uint32_t id = 0;
+  size_t index = 0;
+  if (!ready() || !hsa_common::decode_symbol_handle(symbol.handle, handle_epoch(), &id, &index)) {
+    return nullptr;
+  }
   auto it = l.executables.find(id);
   if (it == l.executables.end() || index >= it->second.symbols.size()) return nullptr;
   *agent_index = it->second.agent_index;
@@ -160,85 +155,6 @@ bool unload_module(uint32_t agent_index, CUmodule module) {
   return scope.ok() && HSA_CUDA_CHECK(cu().cuModuleUnload(module));
 }
 
-// Writes one attribute with exactly the documented width; false for an
-// attribute that does not apply to the symbol's kind.
-bool write_symbol_info(const Symbol& symbol, uint32_t agent_index, uint32_t attribute,
-                       void* value) {
-  const bool variable = symbol.kind == HSA_SYMBOL_KIND_VARIABLE;
-  const bool kernel = symbol.kind == HSA_SYMBOL_KIND_KERNEL;
-  switch (attribute) {
-    case HSA_EXECUTABLE_SYMBOL_INFO_TYPE:
-      write_value(value, symbol.kind);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH:
-      write_value(value, static_cast<uint32_t>(symbol.name.size()));
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_NAME:
-      // NAME_LENGTH bytes, not NUL-terminated, as ROCr writes it.
-      std::memcpy(value, symbol.name.data(), symbol.name.size());
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_MODULE_NAME_LENGTH:
-      write_value(value, uint32_t{0});
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_MODULE_NAME:
-      return true;  // zero bytes
-    case HSA_EXECUTABLE_SYMBOL_INFO_AGENT:
-      write_value(value, agent_handle(agent_index));
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_LINKAGE:
-      write_value(value, HSA_SYMBOL_LINKAGE_PROGRAM);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_IS_DEFINITION:
-      write_value(value, true);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS:
-      if (!variable) return false;
-      write_value(value, symbol.address);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE:
-      if (!variable) return false;
-      write_value(value, symbol.size);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_IS_CONST:
-      if (!variable) return false;
-      write_value(value, symbol.is_constant);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ALLOCATION:
-      if (!variable) return false;
-      write_value(value, HSA_VARIABLE_ALLOCATION_AGENT);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SEGMENT:
-      if (!variable) return false;
-      write_value(value, symbol.is_constant ? HSA_VARIABLE_SEGMENT_READONLY
-                                            : HSA_VARIABLE_SEGMENT_GLOBAL);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ALIGNMENT:
-      if (!variable) return false;
-      write_value(value, uint32_t{16});
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT:
-      if (!kernel) return false;
-      write_value(value, symbol.address);
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE:
-    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE:
-    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE:
-      if (!kernel) return false;
-      write_value(value, uint32_t{0});
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT:
-      if (!kernel) return false;
-      write_value(value, uint32_t{16});
-      return true;
-    case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK:
-      if (!kernel) return false;
-      write_value(value, false);
-      return true;
-    default:
-      return false;
-  }
-}
-
 }  // namespace
 
 void unload_all_executables() {
@@ -303,11 +219,9 @@ hsa_status_t executable_iterate_agent_symbols(
     }
   }
   // Without the lock: the callback may call back into the runtime.
-  for (hsa_executable_symbol_t symbol : symbols) {
-    const hsa_status_t status = callback(executable, agent, symbol, data);
-    if (status != HSA_STATUS_SUCCESS) return status;
-  }
-  return HSA_STATUS_SUCCESS;
+  return hsa_common::call_each(symbols, [&](hsa_executable_symbol_t symbol) {
+    return callback(executable, agent, symbol, data);
+  });
 }
 
 hsa_status_t executable_symbol_get_info(hsa_executable_symbol_t symbol,
@@ -321,9 +235,8 @@ hsa_status_t executable_symbol_get_info(hsa_executable_symbol_t symbol,
   if (found == nullptr) return HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL;
   // Attributes that do not apply to the symbol's kind are INVALID_ARGUMENT,
   // as ROCr's per-kind GetInfo reports them.
-  return write_symbol_info(*found, agent_index, static_cast<uint32_t>(attribute), value)
-             ? HSA_STATUS_SUCCESS
-             : HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  return hsa_common::write_symbol_info(*found, agent_handle(agent_index),
+                                       static_cast<uint32_t>(attribute), value);
 }
 
 }  // namespace api
@@ -421,9 +334,6 @@ extern "C" hsa_status_t hsa_cuda_iterate_executables(
     for (const auto& entry : l.executables) executables.push_back(executable_handle(entry.first));
   }
   // The callback runs without the lock, so it may call back into the runtime.
-  for (hsa_executable_t executable : executables) {
-    const hsa_status_t status = callback(executable, data);
-    if (status != HSA_STATUS_SUCCESS) return status;
-  }
-  return HSA_STATUS_SUCCESS;
+  return hsa_common::call_each(
+      executables, [&](hsa_executable_t executable) { return callback(executable, data); });
 }

@@ -88,22 +88,12 @@ size_t extent_of(const Allocation& a) { return a.extent; }
 size_t extent_of(const Variable& v) { return v.size; }
 size_t extent_of(const FreedRange& f) { return f.size; }
 
-// The entry of a base-keyed map whose range contains address.
-template <typename Map>
-auto find_containing(Map& map, uintptr_t address) -> decltype(map.begin()) {
-  auto it = map.upper_bound(address);
-  if (it == map.begin()) return map.end();
-  --it;
-  return address - it->first < extent_of(it->second) ? it : map.end();
-}
+// The range of an entry in the maps keyed by base that
+// hsa_common::find_containing / range_meets search.
+constexpr auto kExtent = [](const auto& entry) { return extent_of(entry); };
 
-// True when [address, address + size) meets any range of the map.
-template <typename Map>
-bool range_meets(const Map& map, uintptr_t address, size_t size) {
-  if (find_containing(map, address) != map.end()) return true;
-  auto next = map.upper_bound(address);
-  return next != map.end() && next->first - address < size;
-}
+using hsa_common::find_containing;
+using hsa_common::range_meets;
 
 // ---- pools -----------------------------------------------------------------------
 
@@ -124,83 +114,19 @@ std::vector<PoolId> owned_pools(uint32_t agent_index) {
           {agent_index, HSA_CUDA_POOL_SYSTEM_COARSE}};
 }
 
-// Regions an agent reports: ROCr's GpuAgent::IterateRegion also visits the
-// system regions (that is how applications find the kernarg region from a
-// GPU), so a GPU lists its own region followed by the CPU's.
-std::vector<PoolId> visible_regions(uint32_t agent_index) {
-  std::vector<PoolId> regions = owned_pools(agent_index);
-  if (is_gpu_index(agent_index)) {
-    const std::vector<PoolId> system = owned_pools(kCpuAgentIndex);
-    regions.insert(regions.end(), system.begin(), system.end());
-  }
-  return regions;
-}
-
-// Attributes regions and pools share: hsa_amd_memory_pool_info_t reuses the
-// hsa_region_info_t values, and HSA_AMD_SEGMENT_GLOBAL equals
-// HSA_REGION_SEGMENT_GLOBAL (both 0, both 4-byte enums).
-bool write_common_pool_info(PoolId pool, uint32_t attribute, void* value) {
-  switch (attribute) {
-    case HSA_REGION_INFO_SEGMENT:
-      write_value(value, HSA_REGION_SEGMENT_GLOBAL);
-      return true;
-    case HSA_REGION_INFO_GLOBAL_FLAGS:
-      write_value(value, pool_global_flags(pool.kind));
-      return true;
-    case HSA_REGION_INFO_SIZE:
-      write_value(value, size_t(pool_size(pool)));
-      return true;
-    case HSA_REGION_INFO_RUNTIME_ALLOC_ALLOWED:
-      write_value(value, true);
-      return true;
-    case HSA_REGION_INFO_RUNTIME_ALLOC_GRANULE:
-      write_value(value, kGranule);
-      return true;
-    case HSA_REGION_INFO_RUNTIME_ALLOC_ALIGNMENT:
-      write_value(value, is_device_kind(pool.kind) ? kDeviceAlignment : kHostAlignment);
-      return true;
-    default:
-      return false;
-  }
-}
-
-// HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS as ROCr's GetAgentPoolInfo computes
-// it (the sim's notes): the owner, and the CPU for system memory, are allowed
-// by default; a GPU is disallowed by default for system pools and for a peer
-// GPU's pool, the CPU for device pools. NEVER_ALLOWED does not occur.
-hsa_amd_memory_pool_access_t pool_access(uint32_t agent_index, PoolId pool) {
-  const bool system_pool = !is_device_kind(pool.kind);
-  if (agent_index == pool.agent_index || (system_pool && !is_gpu_index(agent_index))) {
-    return HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT;
-  }
-  return HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT;
-}
-
-hsa_amd_memory_pool_link_info_t link_info(uint32_t agent_index, PoolId pool) {
-  hsa_amd_memory_pool_link_info_t info{};
-  const bool gpu_to_gpu = is_gpu_index(agent_index) && is_gpu_index(pool.agent_index);
-  info.atomic_support_32bit = true;
-  info.atomic_support_64bit = true;
-  info.coherent_support = !gpu_to_gpu;
-  // NVLink has no enumerator of its own; XGMI is its AMD counterpart.
-  info.link_type = gpu_to_gpu ? HSA_AMD_LINK_INFO_TYPE_XGMI : HSA_AMD_LINK_INFO_TYPE_PCIE;
-  info.numa_distance = 20;
-  return info;
+// What the pool/region attribute queries report about a pool: each pool
+// reports the alignment its allocator guarantees.
+hsa_common::PoolDescription describe_pool(PoolId pool) {
+  hsa_common::PoolDescription description;
+  description.global_flags = pool_global_flags(pool.kind);
+  description.size = size_t(pool_size(pool));
+  description.granule = kGranule;
+  description.alignment = is_device_kind(pool.kind) ? kDeviceAlignment : kHostAlignment;
+  description.device = is_device_kind(pool.kind);
+  return description;
 }
 
 // ---- the map ------------------------------------------------------------------------
-
-// Agents that can reach a fresh allocation before any
-// hsa_amd_agents_allow_access: ROCr maps device memory for its owner only and
-// system memory from hsa_amd_memory_pool_allocate for the CPU only; system
-// memory from the older hsa_memory_allocate is mapped to every GPU.
-std::vector<uint32_t> initial_accessible_agents(PoolId pool, bool from_region) {
-  std::vector<uint32_t> agents{pool.agent_index};
-  if (!is_device_kind(pool.kind) && from_region) {
-    for (uint32_t gpu = 1; gpu <= gpu_count(); ++gpu) agents.push_back(gpu);
-  }
-  return agents;
-}
 
 void forget_freed_overlapping_locked(MemoryState& m, uintptr_t base, size_t size) {
   auto it = m.freed.upper_bound(base);
@@ -238,17 +164,18 @@ bool release_block(uintptr_t base, PoolId pool) {
 
 hsa_status_t allocate(PoolId pool, size_t size, uint32_t flags, bool from_region, void** ptr) {
   // ROCr refuses sizes over the pool's ALLOC_MAX_SIZE with INVALID_ALLOCATION.
-  if (size > pool_size(pool) || size > std::numeric_limits<size_t>::max() - kGranule) {
+  size_t rounded = 0;
+  if (size > pool_size(pool) || !hsa_common::round_up(size, kGranule, &rounded)) {
     return HSA_STATUS_ERROR_INVALID_ALLOCATION;
   }
-  const size_t rounded = (size + kGranule - 1) / kGranule * kGranule;
   MemoryState& m = memory();
   Allocation allocation;
   allocation.extent = rounded;
   allocation.pool = pool;
   allocation.alloc_flags = flags;
   allocation.from_region = from_region;
-  allocation.accessible = initial_accessible_agents(pool, from_region);
+  allocation.accessible = hsa_common::initial_accessible_agents(
+      pool.agent_index, is_device_kind(pool.kind), from_region, gpu_count());
 
   if (is_device_kind(pool.kind)) {
     // Address reuse: the most recently freed block of the same size on the
@@ -356,7 +283,7 @@ hsa_status_t free_allocation(void* ptr) {
 
 // ---- copy checking ---------------------------------------------------------------------
 
-enum class Side { kHost, kDevice, kViolation };
+using hsa_common::Side;
 
 // Classifies one side of a copy. `owner` is the owning agent for runtime
 // memory, kNoAgent otherwise; `why` says what is wrong with a violation.
@@ -368,7 +295,7 @@ Side classify_locked(const MemoryState& m, const void* ptr, size_t size, uint32_
     *why = "wraps around the address space";
     return Side::kViolation;
   }
-  auto live = find_containing(m.live, address);
+  auto live = find_containing(m.live, address, kExtent);
   if (live != m.live.end()) {
     const size_t offset = address - live->first;
     if (size > live->second.extent - offset) {
@@ -378,7 +305,7 @@ Side classify_locked(const MemoryState& m, const void* ptr, size_t size, uint32_
     *owner = live->second.pool.agent_index;
     return is_device_kind(live->second.pool.kind) ? Side::kDevice : Side::kHost;
   }
-  auto variable = find_containing(m.variables, address);
+  auto variable = find_containing(m.variables, address, kExtent);
   if (variable != m.variables.end()) {
     if (size > variable->second.size - (address - variable->first)) {
       *why = "runs past the end of its module variable";
@@ -387,12 +314,13 @@ Side classify_locked(const MemoryState& m, const void* ptr, size_t size, uint32_
     *owner = variable->second.agent_index;
     return Side::kDevice;
   }
-  if (find_containing(m.freed, address) != m.freed.end()) {
+  if (find_containing(m.freed, address, kExtent) != m.freed.end()) {
     *why = "lies in memory freed through the runtime";
     return Side::kViolation;
   }
-  if (range_meets(m.live, address, size) || range_meets(m.variables, address, size) ||
-      range_meets(m.freed, address, size)) {
+  if (range_meets(m.live, address, size, kExtent) ||
+      range_meets(m.variables, address, size, kExtent) ||
+      range_meets(m.freed, address, size, kExtent)) {
     *why = "runs into runtime memory it does not start in (or into freed memory)";
     return Side::kViolation;
   }
@@ -408,10 +336,7 @@ Side classify_locked(const MemoryState& m, const void* ptr, size_t size, uint32_
 }
 
 hsa_cuda_copy_direction_t direction_of(Side src, Side dst) {
-  if (src == Side::kDevice) {
-    return dst == Side::kDevice ? HSA_CUDA_COPY_DEVICE_TO_DEVICE : HSA_CUDA_COPY_DEVICE_TO_HOST;
-  }
-  return dst == Side::kDevice ? HSA_CUDA_COPY_HOST_TO_DEVICE : HSA_CUDA_COPY_HOST_TO_HOST;
+  return static_cast<hsa_cuda_copy_direction_t>(hsa_common::direction_index(src, dst));
 }
 
 // Checks both sides and fills the plan; counts the copy or the violation.
@@ -607,11 +532,8 @@ namespace {
 template <typename Handle>
 hsa_status_t visit_pools(const std::vector<PoolId>& pools,
                          hsa_status_t (*callback)(Handle, void*), void* data) {
-  for (const PoolId& pool : pools) {
-    const hsa_status_t status = callback(Handle{pool_handle(pool)}, data);
-    if (status != HSA_STATUS_SUCCESS) return status;
-  }
-  return HSA_STATUS_SUCCESS;
+  return hsa_common::call_each(
+      pools, [&](const PoolId& pool) { return callback(Handle{pool_handle(pool)}, data); });
 }
 
 }  // namespace
@@ -622,7 +544,8 @@ hsa_status_t agent_iterate_regions(hsa_agent_t agent,
   if (callback == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   uint32_t index = 0;
   if (!agent_index_from_handle(agent, &index)) return HSA_STATUS_ERROR_INVALID_AGENT;
-  return visit_pools(visible_regions(index), callback, data);
+  // A GPU's own region followed by the CPU's (hsa_common::visible_regions).
+  return visit_pools(hsa_common::visible_regions(index, owned_pools), callback, data);
 }
 
 hsa_status_t amd_agent_iterate_memory_pools(hsa_agent_t agent,
@@ -641,18 +564,7 @@ hsa_status_t region_get_info(hsa_region_t region, hsa_region_info_t attribute, v
   if (value == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   PoolId pool;
   if (!pool_from_handle(region.handle, &pool)) return HSA_STATUS_ERROR_INVALID_REGION;
-  if (write_common_pool_info(pool, attribute, value)) return HSA_STATUS_SUCCESS;
-  switch (static_cast<uint32_t>(attribute)) {
-    case HSA_REGION_INFO_ALLOC_MAX_SIZE:
-      write_value(value, size_t(pool_size(pool)));
-      return HSA_STATUS_SUCCESS;
-    case HSA_AMD_REGION_INFO_HOST_ACCESSIBLE:
-      // Only system memory is host accessible on a discrete GPU.
-      write_value(value, !is_device_kind(pool.kind));
-      return HSA_STATUS_SUCCESS;
-    default:
-      return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  }
+  return hsa_common::write_region_info(describe_pool(pool), attribute, value);
 }
 
 hsa_status_t amd_memory_pool_get_info(hsa_amd_memory_pool_t memory_pool,
@@ -661,18 +573,7 @@ hsa_status_t amd_memory_pool_get_info(hsa_amd_memory_pool_t memory_pool,
   if (value == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   PoolId pool;
   if (!pool_from_handle(memory_pool.handle, &pool)) return kInvalidMemoryPool;
-  if (write_common_pool_info(pool, attribute, value)) return HSA_STATUS_SUCCESS;
-  switch (attribute) {
-    case HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL:
-      // ROCr: true exactly for system memory.
-      write_value(value, !is_device_kind(pool.kind));
-      return HSA_STATUS_SUCCESS;
-    case HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE:
-      write_value(value, size_t(pool_size(pool)));
-      return HSA_STATUS_SUCCESS;
-    default:
-      return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  }
+  return hsa_common::write_memory_pool_info(describe_pool(pool), attribute, value);
 }
 
 hsa_status_t amd_agent_memory_pool_get_info(hsa_agent_t agent, hsa_amd_memory_pool_t memory_pool,
@@ -684,73 +585,43 @@ hsa_status_t amd_agent_memory_pool_get_info(hsa_agent_t agent, hsa_amd_memory_po
   if (!agent_index_from_handle(agent, &agent_index)) return HSA_STATUS_ERROR_INVALID_AGENT;
   PoolId pool;
   if (!pool_from_handle(memory_pool.handle, &pool)) return kInvalidMemoryPool;
-  const bool owner = agent_index == pool.agent_index;
-  switch (attribute) {
-    case HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS:
-      write_value(value, pool_access(agent_index, pool));
-      return HSA_STATUS_SUCCESS;
-    case HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS:
-      // One direct link between any two agents; zero hops to one's own pool.
-      write_value(value, owner ? uint32_t{0} : uint32_t{1});
-      return HSA_STATUS_SUCCESS;
-    case HSA_AMD_AGENT_MEMORY_POOL_INFO_LINK_INFO: {
-      // One entry per hop; ROCr writes a zeroed entry for an agent's own pool.
-      const hsa_amd_memory_pool_link_info_t info =
-          owner ? hsa_amd_memory_pool_link_info_t{} : link_info(agent_index, pool);
-      write_value(value, info);
-      return HSA_STATUS_SUCCESS;
-    }
-    default:
-      return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  }
+  return hsa_common::write_agent_memory_pool_info(agent_index, pool.agent_index,
+                                                  is_device_kind(pool.kind), attribute, value);
 }
 
 hsa_status_t amd_agents_allow_access(uint32_t num_agents, const hsa_agent_t* agents,
                                      const uint32_t* flags, const void* ptr) {
   if (!ready()) return HSA_STATUS_ERROR_NOT_INITIALIZED;
-  // ROCr: flags is reserved and must be NULL.
-  if (num_agents == 0 || agents == nullptr || flags != nullptr || ptr == nullptr) {
-    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  }
-  std::vector<uint32_t> indices(num_agents);
-  for (uint32_t i = 0; i < num_agents; ++i) {
-    if (!agent_index_from_handle(agents[i], &indices[i])) return HSA_STATUS_ERROR_INVALID_AGENT;
-  }
   MemoryState& m = memory();
   ExclusiveLock lock(m.mutex);
-  // ROCr looks the pointer up by exact base and answers a plain
-  // HSA_STATUS_ERROR when it is not there.
-  auto it = m.live.find(reinterpret_cast<uintptr_t>(ptr));
-  if (it == m.live.end()) return HSA_STATUS_ERROR;
-  // Recorded only: with unified addressing every GPU can already reach
-  // pinned host memory, and peer device memory is reached by the driver's
-  // copies. Grants accumulate, as ROCr makes them sticky.
-  std::vector<uint32_t>& accessible = it->second.accessible;
-  for (uint32_t index : indices) {
-    if (std::find(accessible.begin(), accessible.end(), index) == accessible.end()) {
-      accessible.push_back(index);
-    }
-  }
-  return HSA_STATUS_SUCCESS;
+  // The agents are resolved first (the sim looks the pointer up first; see
+  // hsa_common::AllowAccessOrder). Grants are recorded only: with unified
+  // addressing every GPU can already reach pinned host memory, and peer
+  // device memory is reached by the driver's copies.
+  return hsa_common::allow_access(
+      num_agents, agents, flags, ptr, hsa_common::AllowAccessOrder::kAgentsFirst,
+      agent_index_from_handle, [&](const void* base) -> std::vector<uint32_t>* {
+        auto it = m.live.find(reinterpret_cast<uintptr_t>(base));
+        return it == m.live.end() ? nullptr : &it->second.accessible;
+      });
 }
 
 hsa_status_t amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
                               void* (*alloc)(size_t), uint32_t* num_agents_accessible,
                               hsa_agent_t** accessible) {
   if (!ready()) return HSA_STATUS_ERROR_NOT_INITIALIZED;
-  if (ptr == nullptr || info == nullptr || info->size == 0) {
+  if (!hsa_common::pointer_info_arguments_valid(ptr, info)) {
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }
-  hsa_amd_pointer_info_t result{};
-  // Fill at most what the caller's structure holds, and say how much.
-  result.size = static_cast<uint32_t>(std::min<size_t>(info->size, sizeof(result)));
+  // Unknown and freed pointers: type UNKNOWN.
+  hsa_amd_pointer_info_t result = hsa_common::pointer_info_answer(*info);
   std::vector<hsa_agent_t> agents;
   {
     MemoryState& m = memory();
     SharedLock lock(m.mutex);
     const auto address = reinterpret_cast<uintptr_t>(ptr);
-    auto live = find_containing(m.live, address);
-    auto variable = find_containing(m.variables, address);
+    auto live = find_containing(m.live, address, kExtent);
+    auto variable = find_containing(m.variables, address, kExtent);
     if (live != m.live.end()) {
       const Allocation& a = live->second;
       result.type = HSA_EXT_POINTER_TYPE_HSA;
@@ -771,24 +642,11 @@ hsa_status_t amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
       result.agentOwner = agent_handle(variable->second.agent_index);
       result.global_flags = HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED;
       agents.push_back(result.agentOwner);
-    } else {
-      // Unknown and freed pointers are not an error in ROCr: SUCCESS, UNKNOWN.
-      result.type = HSA_EXT_POINTER_TYPE_UNKNOWN;
-      std::memcpy(info, &result, result.size);
-      return HSA_STATUS_SUCCESS;
     }
   }
-  std::memcpy(info, &result, result.size);
-  // As in ROCr, the list is returned only when all three out-parameters are
-  // given; alloc is the caller's and runs without the runtime's lock.
-  if (alloc != nullptr && num_agents_accessible != nullptr && accessible != nullptr) {
-    auto* list = static_cast<hsa_agent_t*>(alloc(agents.size() * sizeof(hsa_agent_t)));
-    if (list == nullptr) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
-    std::copy(agents.begin(), agents.end(), list);
-    *accessible = list;
-    *num_agents_accessible = static_cast<uint32_t>(agents.size());
-  }
-  return HSA_STATUS_SUCCESS;
+  // alloc is the caller's and runs without the runtime's lock.
+  return hsa_common::deliver_pointer_info(result, agents, info, alloc, num_agents_accessible,
+                                          accessible);
 }
 
 hsa_status_t amd_pointer_info_set_userdata(const void* ptr, void* userdata) {

@@ -1,11 +1,12 @@
 // hsa_cuda_runtime.cpp: initialisation and shutdown, the topology (a CPU
-// agent and one GPU agent per CUDA device), agent and system queries, CUDA
-// error reporting, context scoping, handles and counters.
+// agent and one GPU agent per CUDA device), agent queries, CUDA error
+// reporting, context scoping, handles and counters. System info, status
+// strings and the agent attributes both runtimes answer alike are shared with
+// the sim (c_tests/hsa_common).
 
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -32,12 +33,6 @@ Counters g_counters;
 
 void set_message(const std::string& text) {
   std::snprintf(g_message, sizeof(g_message), "%s", text.c_str());
-}
-
-void write_string(void* out, size_t capacity, const std::string& text) {
-  auto* chars = static_cast<char*>(out);
-  std::memset(chars, 0, capacity);
-  std::memcpy(chars, text.data(), std::min(text.size(), capacity - 1));
 }
 
 uint64_t physical_memory_bytes() {
@@ -91,18 +86,18 @@ ScopedContext::~ScopedContext() {
 
 // ---- handles ----------------------------------------------------------------------
 
+namespace {
+using Handles = hsa_common::HandleLayout<16>;
+}  // namespace
+
+uint64_t handle_epoch() { return g_epoch.load(std::memory_order_relaxed); }
+
 uint64_t make_handle(HandleTag tag, uint64_t payload) {
-  const uint64_t epoch = g_epoch.load(std::memory_order_relaxed) & 0xFFFF;
-  return (uint64_t{static_cast<uint8_t>(tag)} << 56) | (epoch << kPayloadBits) |
-         (payload & kPayloadMask);
+  return Handles::make(tag, handle_epoch(), payload);
 }
 
 bool decode_handle(uint64_t handle, HandleTag tag, uint64_t* payload) {
-  const uint64_t epoch = g_epoch.load(std::memory_order_relaxed) & 0xFFFF;
-  if ((handle >> 56) != static_cast<uint8_t>(tag)) return false;
-  if (((handle >> kPayloadBits) & 0xFFFF) != epoch) return false;
-  *payload = handle & kPayloadMask;
-  return true;
+  return Handles::decode(handle, tag, handle_epoch(), payload);
 }
 
 // ---- topology ---------------------------------------------------------------------
@@ -137,111 +132,41 @@ namespace api {
 
 namespace {
 
-// Answers one agent attribute; false for attributes this runtime does not know.
-bool write_agent_info(uint32_t index, uint32_t attribute, void* value, hsa_status_t* status) {
-  const bool gpu = is_gpu_index(index);
-  *status = HSA_STATUS_SUCCESS;
-  switch (attribute) {
-    case HSA_AGENT_INFO_NAME:
-      // ROCr names a GPU agent after its ISA ("gfx90a"); here the SM target.
-      write_string(value, 64, gpu ? gpu_at(index).isa : std::string("HSA-on-CUDA CPU"));
-      return true;
-    case HSA_AGENT_INFO_VENDOR_NAME:
-      write_string(value, 64, gpu ? "NVIDIA" : "CPU");
-      return true;
-    case HSA_AGENT_INFO_FEATURE:
-      write_value(value, gpu ? HSA_AGENT_FEATURE_KERNEL_DISPATCH : hsa_agent_feature_t{});
-      return true;
-    case HSA_AGENT_INFO_MACHINE_MODEL:
-      write_value(value, HSA_MACHINE_MODEL_LARGE);
-      return true;
-    case HSA_AGENT_INFO_PROFILE:
-      write_value(value, gpu ? HSA_PROFILE_BASE : HSA_PROFILE_FULL);
-      return true;
-    case HSA_AGENT_INFO_WAVEFRONT_SIZE:
-      write_value(value, gpu ? uint32_t(gpu_at(index).warp_size) : uint32_t{0});
-      return true;
-    case HSA_AGENT_INFO_QUEUES_MAX:
-      // This runtime has no AQL queues: kernels are launched through CUDA.
-      write_value(value, uint32_t{0});
-      return true;
-    case HSA_AGENT_INFO_NODE:
-      write_value(value, index);
-      return true;
-    case HSA_AGENT_INFO_DEVICE:
-      write_value(value, gpu ? HSA_DEVICE_TYPE_GPU : HSA_DEVICE_TYPE_CPU);
-      return true;
-    case HSA_AGENT_INFO_VERSION_MAJOR:
-    case HSA_AGENT_INFO_VERSION_MINOR:
-      write_value(value, uint16_t{1});
-      return true;
-    case HSA_AMD_AGENT_INFO_DRIVER_NODE_ID:
-      write_value(value, index);
-      return true;
-    case HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT: {
-      const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-      write_value(value, gpu ? uint32_t(gpu_at(index).sm_count) : uint32_t(cpus > 0 ? cpus : 1));
-      return true;
-    }
-    case HSA_AMD_AGENT_INFO_PRODUCT_NAME:
-      write_string(value, 64, gpu ? gpu_at(index).name : std::string("HSA-on-CUDA CPU"));
-      return true;
-    case HSA_CUDA_AGENT_INFO_MEMORY_AVAIL: {
-      // ROCr answers it for GPU agents only (the CPU agent has no such
-      // attribute).
-      if (!gpu) return false;
-      ScopedContext scope(gpu_at(index).context);
-      size_t free_bytes = 0;
-      size_t total_bytes = 0;
-      if (!scope.ok() || !HSA_CUDA_CHECK(cu().cuMemGetInfo(&free_bytes, &total_bytes))) {
-        *status = HSA_STATUS_ERROR;
-        return true;
-      }
-      write_value(value, uint64_t(free_bytes));
-      return true;
-    }
-    default:
-      return false;
+// What this runtime says about agent `index` (the CPU, or a CUDA device).
+hsa_common::AgentDescription describe_agent(uint32_t index) {
+  hsa_common::AgentDescription agent;
+  if (is_gpu_index(index)) {
+    const GpuDevice& gpu = gpu_at(index);
+    // ROCr names a GPU agent after its ISA ("gfx90a"); here the SM target.
+    agent.name = gpu.isa;
+    agent.vendor_name = "NVIDIA";
+    agent.product_name = gpu.name;
+    agent.wavefront_size = uint32_t(gpu.warp_size);
+    agent.compute_unit_count = uint32_t(gpu.sm_count);
+  } else {
+    agent.name = "HSA-on-CUDA CPU";
+    agent.vendor_name = "CPU";
+    agent.product_name = "HSA-on-CUDA CPU";
+    agent.wavefront_size = 0;
+    const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    agent.compute_unit_count = uint32_t(cpus > 0 ? cpus : 1);
   }
+  // This runtime has no AQL queues: kernels are launched through CUDA.
+  agent.queues_max = 0;
+  // No HSA_AMD_AGENT_INFO_UUID (agent.has_uuid stays false).
+  return agent;
 }
 
-const char* status_text(hsa_status_t status) {
-  switch (static_cast<uint32_t>(status)) {
-    case HSA_STATUS_SUCCESS:
-      return "HSA_STATUS_SUCCESS: The function has been executed successfully.";
-    case HSA_STATUS_INFO_BREAK:
-      return "HSA_STATUS_INFO_BREAK: A traversal over a list of elements has been interrupted.";
-    case HSA_STATUS_ERROR:
-      return "HSA_STATUS_ERROR: A generic error has occurred.";
-    case HSA_STATUS_ERROR_INVALID_ARGUMENT:
-      return "HSA_STATUS_ERROR_INVALID_ARGUMENT: One of the actual arguments does not meet a "
-             "precondition stated in the documentation of the corresponding formal argument.";
-    case HSA_STATUS_ERROR_INVALID_ALLOCATION:
-      return "HSA_STATUS_ERROR_INVALID_ALLOCATION: The requested allocation is not valid.";
-    case HSA_STATUS_ERROR_INVALID_AGENT:
-      return "HSA_STATUS_ERROR_INVALID_AGENT: The agent is invalid.";
-    case HSA_STATUS_ERROR_INVALID_REGION:
-      return "HSA_STATUS_ERROR_INVALID_REGION: The memory region is invalid.";
-    case HSA_STATUS_ERROR_INVALID_SIGNAL:
-      return "HSA_STATUS_ERROR_INVALID_SIGNAL: The signal is invalid.";
-    case HSA_STATUS_ERROR_OUT_OF_RESOURCES:
-      return "HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary "
-             "resources.";
-    case HSA_STATUS_ERROR_NOT_INITIALIZED:
-      return "HSA_STATUS_ERROR_NOT_INITIALIZED: The HSA runtime is not initialized.";
-    case HSA_STATUS_ERROR_INVALID_EXECUTABLE:
-      return "HSA_STATUS_ERROR_INVALID_EXECUTABLE: The executable is invalid.";
-    case HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL:
-      return "HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL: The executable symbol is invalid.";
-    case HSA_STATUS_ERROR_INVALID_CODE_OBJECT:
-      return "HSA_STATUS_ERROR_INVALID_CODE_OBJECT: The code object is invalid.";
-    case HSA_STATUS_ERROR_INVALID_SYMBOL_NAME:
-      return "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME: There is no symbol with the given name.";
-    case HSA_STATUS_ERROR_INVALID_MEMORY_POOL:
-      return "HSA_STATUS_ERROR_INVALID_MEMORY_POOL: The memory pool is invalid.";
-    default:
-      return nullptr;
+// HSA_AMD_AGENT_INFO_MEMORY_AVAIL for a GPU: cuMemGetInfo's free bytes.
+hsa_status_t write_memory_avail(uint32_t index, void* value) {
+  ScopedContext scope(gpu_at(index).context);
+  size_t free_bytes = 0;
+  size_t total_bytes = 0;
+  if (!scope.ok() || !HSA_CUDA_CHECK(cu().cuMemGetInfo(&free_bytes, &total_bytes))) {
+    return HSA_STATUS_ERROR;
   }
+  write_value(value, uint64_t(free_bytes));
+  return HSA_STATUS_SUCCESS;
 }
 
 }  // namespace
@@ -265,36 +190,6 @@ hsa_status_t init() {
 // (hsa_cuda_shutdown).
 hsa_status_t shut_down() { return ready() ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR_NOT_INITIALIZED; }
 
-hsa_status_t system_get_info(hsa_system_info_t attribute, void* value) {
-  if (value == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  switch (attribute) {
-    case HSA_SYSTEM_INFO_VERSION_MAJOR:
-    case HSA_SYSTEM_INFO_VERSION_MINOR:
-      write_value(value, uint16_t{1});
-      return HSA_STATUS_SUCCESS;
-    case HSA_SYSTEM_INFO_TIMESTAMP: {
-      const auto now = std::chrono::steady_clock::now().time_since_epoch();
-      write_value(value, static_cast<uint64_t>(
-                             std::chrono::duration_cast<std::chrono::nanoseconds>(now).count()));
-      return HSA_STATUS_SUCCESS;
-    }
-    case HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY:
-      write_value(value, kTimestampFrequencyHz);
-      return HSA_STATUS_SUCCESS;
-    case HSA_SYSTEM_INFO_SIGNAL_MAX_WAIT:
-      write_value(value, UINT64_MAX);
-      return HSA_STATUS_SUCCESS;
-    case HSA_SYSTEM_INFO_ENDIANNESS:
-      write_value(value, HSA_ENDIANNESS_LITTLE);
-      return HSA_STATUS_SUCCESS;
-    case HSA_SYSTEM_INFO_MACHINE_MODEL:
-      write_value(value, HSA_MACHINE_MODEL_LARGE);
-      return HSA_STATUS_SUCCESS;
-    default:
-      return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  }
-}
-
 // Only the AMD loader extension, version 1, and in it only the executable
 // iterator: that is how a tool finds hsa_ven_amd_loader_iterate_executables
 // (README, "How an HSA tool uses it"). Every other loader entry is NULL.
@@ -316,11 +211,9 @@ hsa_status_t iterate_agents(hsa_status_t (*callback)(hsa_agent_t, void*), void* 
   if (!ready()) return HSA_STATUS_ERROR_NOT_INITIALIZED;
   if (callback == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   // The CPU first, then the GPUs, as ROCr orders them.
-  for (uint32_t i = 0; i < agent_count(); ++i) {
-    const hsa_status_t status = callback(agent_handle(i), data);
-    if (status != HSA_STATUS_SUCCESS) return status;
-  }
-  return HSA_STATUS_SUCCESS;
+  std::vector<hsa_agent_t> agents;
+  for (uint32_t i = 0; i < agent_count(); ++i) agents.push_back(agent_handle(i));
+  return hsa_common::call_each(agents, [&](hsa_agent_t agent) { return callback(agent, data); });
 }
 
 hsa_status_t agent_get_info(hsa_agent_t agent, hsa_agent_info_t attribute, void* value) {
@@ -328,19 +221,14 @@ hsa_status_t agent_get_info(hsa_agent_t agent, hsa_agent_info_t attribute, void*
   if (value == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   uint32_t index = 0;
   if (!agent_index_from_handle(agent, &index)) return HSA_STATUS_ERROR_INVALID_AGENT;
-  hsa_status_t status = HSA_STATUS_SUCCESS;
-  if (!write_agent_info(index, static_cast<uint32_t>(attribute), value, &status)) {
-    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if (static_cast<uint32_t>(attribute) == hsa_common::kAgentInfoMemoryAvail) {
+    // ROCr answers it for GPU agents only (the CPU agent has no such
+    // attribute).
+    if (!is_gpu_index(index)) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+    return write_memory_avail(index, value);
   }
-  return status;
-}
-
-hsa_status_t status_string(hsa_status_t status, const char** status_string) {
-  if (status_string == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  const char* text = status_text(status);
-  if (text == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  *status_string = text;
-  return HSA_STATUS_SUCCESS;
+  return hsa_common::write_agent_info(index, describe_agent(index),
+                                      static_cast<uint32_t>(attribute), value);
 }
 
 }  // namespace api

@@ -1,0 +1,110 @@
+/* hsa_common_tables.h: the CoreApiTable / AmdExtTable both HSA runtimes of
+ * this repository hand out, the sim (c_tests/sim/hsa_sim_tables.cpp) and
+ * HSA-on-CUDA (gpu/hsa_cuda/hsa_cuda_tables.cpp).
+ *
+ * Both fill the tables as ROCr does (major_id = *_MAJOR_VERSION, minor_id =
+ * sizeof(table), step_id = *_STEP_VERSION; entries not implemented NULL) and
+ * implement the same set of entries. The entries each runtime implements
+ * itself are listed once here, by table field and by the name of the
+ * implementing function in the runtime's own `api` namespace: the runtime
+ * declares them with HSA_COMMON_DECLARE_ENTRY (so each has exactly the type of
+ * its field) and fills them with the same lists. The entries with a shared
+ * implementation (system info, status strings, signals) come from
+ * hsa_common.h and hsa_common_signals.h. A runtime adds its own extras
+ * (HSA-on-CUDA: hsa_system_get_major_extension_table) after these.
+ */
+#ifndef HSA_COMMON_TABLES_H
+#define HSA_COMMON_TABLES_H
+
+#include <cstring>
+#include <type_traits>
+
+#include <hsa/hsa_api_trace.h>
+
+#include "hsa_common.h"
+
+// ENTRY(Table, field, function) for every CoreApiTable entry a runtime
+// implements in its own `api` namespace.
+#define HSA_COMMON_RUNTIME_CORE_ENTRIES(ENTRY)                                         \
+  ENTRY(CoreApiTable, hsa_init_fn, init)                                               \
+  ENTRY(CoreApiTable, hsa_shut_down_fn, shut_down)                                     \
+  ENTRY(CoreApiTable, hsa_iterate_agents_fn, iterate_agents)                           \
+  ENTRY(CoreApiTable, hsa_agent_get_info_fn, agent_get_info)                           \
+  ENTRY(CoreApiTable, hsa_agent_iterate_regions_fn, agent_iterate_regions)             \
+  ENTRY(CoreApiTable, hsa_region_get_info_fn, region_get_info)                         \
+  ENTRY(CoreApiTable, hsa_memory_allocate_fn, memory_allocate)                         \
+  ENTRY(CoreApiTable, hsa_memory_free_fn, memory_free)                                 \
+  ENTRY(CoreApiTable, hsa_memory_copy_fn, memory_copy)                                 \
+  ENTRY(CoreApiTable, hsa_executable_destroy_fn, executable_destroy)                   \
+  ENTRY(CoreApiTable, hsa_executable_symbol_get_info_fn, executable_symbol_get_info)   \
+  ENTRY(CoreApiTable, hsa_executable_iterate_agent_symbols_fn,                         \
+        executable_iterate_agent_symbols)
+
+// ENTRY(Table, field, function) for every AmdExtTable entry a runtime
+// implements in its own `api` namespace.
+#define HSA_COMMON_RUNTIME_AMD_ENTRIES(ENTRY)                                                \
+  ENTRY(AmdExtTable, hsa_amd_memory_pool_get_info_fn, amd_memory_pool_get_info)              \
+  ENTRY(AmdExtTable, hsa_amd_agent_iterate_memory_pools_fn, amd_agent_iterate_memory_pools)  \
+  ENTRY(AmdExtTable, hsa_amd_memory_pool_allocate_fn, amd_memory_pool_allocate)              \
+  ENTRY(AmdExtTable, hsa_amd_memory_pool_free_fn, amd_memory_pool_free)                      \
+  ENTRY(AmdExtTable, hsa_amd_agent_memory_pool_get_info_fn, amd_agent_memory_pool_get_info)  \
+  ENTRY(AmdExtTable, hsa_amd_agents_allow_access_fn, amd_agents_allow_access)                \
+  ENTRY(AmdExtTable, hsa_amd_pointer_info_fn, amd_pointer_info)                              \
+  ENTRY(AmdExtTable, hsa_amd_pointer_info_set_userdata_fn, amd_pointer_info_set_userdata)    \
+  ENTRY(AmdExtTable, hsa_amd_memory_async_copy_fn, amd_memory_async_copy)
+
+// Declares `function` with exactly the type of Table::field (use inside the
+// runtime's `api` namespace, with the lists above).
+#define HSA_COMMON_DECLARE_ENTRY(Table, field, function) \
+  std::remove_pointer_t<decltype(Table::field)> function;
+
+namespace hsa_common {
+
+// The version a runtime's table carries, as ROCr fills it.
+template <typename Table>
+struct TableVersion;
+template <>
+struct TableVersion<CoreApiTable> {
+  static constexpr uint32_t kMajor = HSA_CORE_API_TABLE_MAJOR_VERSION;
+  static constexpr uint32_t kStep = HSA_CORE_API_TABLE_STEP_VERSION;
+};
+template <>
+struct TableVersion<AmdExtTable> {
+  static constexpr uint32_t kMajor = HSA_AMD_EXT_API_TABLE_MAJOR_VERSION;
+  static constexpr uint32_t kStep = HSA_AMD_EXT_API_TABLE_STEP_VERSION;
+};
+
+// Clears a table (every entry NULL) and sets its version as ROCr does:
+// minor_id carries the table size for version checks. False for NULL.
+template <typename Table>
+bool begin_table(Table* out) {
+  if (out == nullptr) return false;
+  std::memset(out, 0, sizeof(*out));
+  out->version.major_id = TableVersion<Table>::kMajor;
+  out->version.minor_id = sizeof(Table);
+  out->version.step_id = TableVersion<Table>::kStep;
+  return true;
+}
+
+// The core entries with a shared implementation other than the signals.
+template <StatusCodes Codes>
+void fill_shared_core_entries(CoreApiTable* out) {
+  out->hsa_system_get_info_fn = system_get_info;
+  out->hsa_status_string_fn = status_string<Codes>;
+}
+
+// A runtime's own table: filled once by Fill on first use and never rewritten
+// (a tool may have installed wrappers into it), never destroyed.
+template <typename Table, void (*Fill)(Table*)>
+Table* filled_once() {
+  static Table* const table = [] {
+    auto* t = new Table;
+    Fill(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace hsa_common
+
+#endif /* HSA_COMMON_TABLES_H */
