@@ -20,7 +20,10 @@
 // Readbacks use cuMemcpy (unified addressing) straight from the driver, never
 // the runtime under test, so a wrong copy in the runtime cannot hide itself.
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cinttypes>
 #include <cstdarg>
@@ -948,6 +951,58 @@ void test_address_reuse(Reporter& r, const Module& m) {
          old_address);
 }
 
+// Leaving address-reuse mode gives the cached blocks back to CUDA. The runtime
+// remembers freed ranges to refuse copies into them, so it must keep such a
+// range reserved for as long as it remembers it: the H200's driver hands a
+// freed device range back to the process, and malloc may then make it a
+// tool's pageable buffer, whose copies would be refused as use after free.
+void test_reuse_cache_release(Reporter& r, const Module& m) {
+  const uint64_t size = 2 * MiB;
+  // First, so that the driver cannot give it the freed block's addresses.
+  PoolBuffer source;
+  if (!source.allocate(r, m.gpu.vram, size) || !fill(r, m, source.get(), size, 0x520)) return;
+  void* freed_address = nullptr;
+  {
+    AddressReuse reuse;
+    PoolBuffer block;
+    if (!block.allocate(r, m.gpu.vram, size)) return;
+    freed_address = block.get();
+  }  // freed into the reuse cache, which leaving the mode empties
+  // Claim the range as pageable host memory, as a malloc may once the driver
+  // has it back.
+  void* host = mmap(freed_address, size, PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  if (host == MAP_FAILED) {
+    r.expect(errno == EEXIST, "mmap at %p: %s", freed_address, std::strerror(errno));
+    r.note("%p is still reserved after leaving address-reuse mode", freed_address);
+    return;
+  }
+  struct Unmap {
+    void* p;
+    size_t n;
+    ~Unmap() { munmap(p, n); }
+  } unmap{host, size};
+  if (host != freed_address) {
+    // A kernel without MAP_FIXED_NOREPLACE takes the address as a hint only.
+    r.note("mmap placed the buffer at %p, not %p: nothing to check", host, freed_address);
+    return;
+  }
+  const uint64_t violations = hsa_cuda_copy_violations();
+  const hsa_status_t status = hsa_memory_copy(host, source.get(), size);
+  if (!r.expect(status == HSA_STATUS_SUCCESS && hsa_cuda_copy_violations() == violations,
+                "a copy into pageable memory at %p, a range the driver gave back, was refused "
+                "(status 0x%x)",
+                freed_address, unsigned(status))) {
+    return;
+  }
+  const auto* words = static_cast<const uint32_t*>(host);
+  uint64_t wrong = 0;
+  for (uint64_t i = 0; i < size / 4; ++i) wrong += words[i] != expected_word(0x520, i, false);
+  r.expect(wrong == 0, "the copy into %p: %" PRIu64 " words wrong", host, wrong);
+  r.note("%p came back from the driver as host memory; copies into it are accepted",
+         freed_address);
+}
+
 // ---- (f) a footprint of at least 4 GiB -------------------------------------------------------------
 
 void test_large_footprint(Reporter& r, const Module& m) {
@@ -1232,6 +1287,8 @@ int main(int argc, char** argv) {
   };
   const Module& m0 = g_modules[0];
   run("runtime: pools, pointer info, copies, async copy", [&] { test_runtime(r, m0); });
+  run("runtime: a range freed through the runtime is reserved while it is remembered",
+      [&] { test_reuse_cache_release(r, m0); });
   for (const harness::StoragePolicy& policy : policies) {
     const std::string tag = have_policies ? " [storage " + policy.name + "]" : "";
     if (have_policies && !harness::set_storage_policy(policy.value)) {

@@ -22,7 +22,11 @@
 // kernels' globals and back out afterwards.
 //
 // Configuration: FAKE_CUDA_DEVICES (default 2; 0 makes cuInit answer
-// CUDA_ERROR_NO_DEVICE), FAKE_CUDA_DEVICE_MEMORY_MIB (default 3072).
+// CUDA_ERROR_NO_DEVICE), FAKE_CUDA_DEVICE_MEMORY_MIB (default 3072),
+// FAKE_CUDA_UNMAP_FREED (1: cuMemFree unmaps the block, so the process may get
+// its addresses again from mmap or malloc, as seen with the H200's driver;
+// otherwise they stay reserved and inaccessible, which turns a use after free
+// into a fault).
 // Load it with HSA_CUDA_LIBCUDA=/path/to/libcuda.so.1.
 
 #include <sys/mman.h>
@@ -141,6 +145,8 @@ struct Driver {
   bool initialized = false;
   int devices = 0;
   size_t device_memory = 0;
+  // FAKE_CUDA_UNMAP_FREED=1: cuMemFree gives the addresses back (see there).
+  bool unmap_freed = false;
   std::vector<std::unique_ptr<CUctx_st>> contexts;  // primary context per device
   std::vector<size_t> used;
   std::map<uintptr_t, Block> blocks;
@@ -297,6 +303,8 @@ FAKE_EXPORT CUresult cuInit(unsigned int flags) {
   const char* memory = std::getenv("FAKE_CUDA_DEVICE_MEMORY_MIB");
   d.devices = devices != nullptr ? std::atoi(devices) : 2;
   d.device_memory = size_t(memory != nullptr ? std::atoll(memory) : 3072) << 20;
+  const char* unmap_freed = std::getenv("FAKE_CUDA_UNMAP_FREED");
+  d.unmap_freed = unmap_freed != nullptr && std::strcmp(unmap_freed, "1") == 0;
   if (d.devices <= 0) return CUDA_ERROR_NO_DEVICE;
   for (int i = 0; i < d.devices; ++i) d.contexts.push_back(std::make_unique<CUctx_st>(CUctx_st{i, 0}));
   d.used.assign(size_t(d.devices), 0);
@@ -458,8 +466,14 @@ FAKE_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr) {
     return CUDA_ERROR_INVALID_CONTEXT;
   }
   d.used[size_t(it->second.device)] -= it->second.size;
-  d.freed_device[it->first] = it->second.size;
-  release_device_memory(it->first, it->second.size);
+  if (d.unmap_freed) {
+    // The H200's driver behaviour: the address range goes back to the
+    // process, and a later mmap or malloc may be handed it.
+    munmap(reinterpret_cast<void*>(it->first), page_round(it->second.size));
+  } else {
+    d.freed_device[it->first] = it->second.size;
+    release_device_memory(it->first, it->second.size);
+  }
   d.blocks.erase(it);
   return CUDA_SUCCESS;
 }

@@ -162,6 +162,32 @@ bool release_block(uintptr_t base, PoolId pool) {
   return scope.ok() && HSA_CUDA_CHECK(cu().cuMemFreeHost(reinterpret_cast<void*>(base)));
 }
 
+// Puts a freed device block (its freed range already remembered) into the
+// quarantine; what goes over the limits (the oldest blocks, or this one if it
+// alone is too large) is forgotten and added to `released`, for the caller to
+// give back to CUDA once the lock is dropped. Every path that hands a freed
+// device block back to CUDA goes through here, so no freed-range record ever
+// outlives the reservation of its addresses.
+void quarantine_locked(MemoryState& m, uintptr_t base, size_t extent, PoolId pool,
+                       std::vector<std::pair<uintptr_t, PoolId>>* released) {
+  m.quarantine.emplace_back(base, extent, pool);
+  m.quarantine_bytes += extent;
+  while (!m.quarantine.empty() && (m.quarantine_bytes > kQuarantineBytesMax ||
+                                   m.quarantine.size() > kQuarantineBlocksMax)) {
+    const auto [old_base, old_extent, old_pool] = m.quarantine.front();
+    m.quarantine.pop_front();
+    m.quarantine_bytes -= old_extent;
+    forget_freed_overlapping_locked(m, old_base, old_extent);
+    released->emplace_back(old_base, old_pool);
+  }
+}
+
+bool release_blocks(const std::vector<std::pair<uintptr_t, PoolId>>& blocks) {
+  bool ok = true;
+  for (const auto& [base, pool] : blocks) ok &= release_block(base, pool);
+  return ok;
+}
+
 hsa_status_t allocate(PoolId pool, size_t size, uint32_t flags, bool from_region, void** ptr) {
   // ROCr refuses sizes over the pool's ALLOC_MAX_SIZE with INVALID_ALLOCATION.
   size_t rounded = 0;
@@ -257,23 +283,10 @@ hsa_status_t free_allocation(void* ptr) {
       return HSA_STATUS_SUCCESS;
     }
     if (is_device_kind(pool.kind)) {
-      // Quarantined; what goes over the limits (the oldest blocks, or this
-      // one if it alone is too large) is released below and forgotten.
-      m.quarantine.emplace_back(base, extent, pool);
-      m.quarantine_bytes += extent;
       std::vector<std::pair<uintptr_t, PoolId>> released;
-      while (!m.quarantine.empty() && (m.quarantine_bytes > kQuarantineBytesMax ||
-                                       m.quarantine.size() > kQuarantineBlocksMax)) {
-        const auto [old_base, old_extent, old_pool] = m.quarantine.front();
-        m.quarantine.pop_front();
-        m.quarantine_bytes -= old_extent;
-        forget_freed_overlapping_locked(m, old_base, old_extent);
-        released.emplace_back(old_base, old_pool);
-      }
+      quarantine_locked(m, base, extent, pool, &released);
       lock.unlock();
-      bool ok = true;
-      for (const auto& [old_base, old_pool] : released) ok &= release_block(old_base, old_pool);
-      return ok ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR;
+      return release_blocks(released) ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR;
     }
   }
   // Outside the lock: cuMemFreeHost may wait for the device, and copies in
@@ -688,16 +701,19 @@ extern "C" void hsa_cuda_set_address_reuse(bool enabled) {
     ExclusiveLock lock(m.mutex);
     m.address_reuse = enabled;
     if (enabled) return;
-    for (const auto& entry : m.reuse_cache) {
-      for (uintptr_t base : entry.second) {
-        released.emplace_back(base, PoolId{entry.first.first, HSA_CUDA_POOL_DEVICE_COARSE});
-      }
+    // The cached blocks' freed-range records stay (the addresses are still
+    // not live), so the blocks go to the quarantine rather than straight back
+    // to CUDA: once the driver has an address back, malloc may hand it out as
+    // a tool's pageable buffer (seen on an H200), and a copy into that buffer
+    // would be refused as a copy into freed memory.
+    for (const auto& [key, bases] : m.reuse_cache) {
+      const PoolId pool{key.first, HSA_CUDA_POOL_DEVICE_COARSE};
+      for (uintptr_t base : bases) quarantine_locked(m, base, key.second, pool, &released);
     }
     m.reuse_cache.clear();
     m.reuse_cache_bytes = 0;
   }
-  // Their freed-range records stay: the addresses are still not live.
-  for (const auto& [base, pool] : released) release_block(base, pool);
+  release_blocks(released);
 }
 
 extern "C" uint64_t hsa_cuda_reuse_cache_bytes(void) {
