@@ -18,8 +18,10 @@
 // or from a host pool (pinned), so they take part in the address reuse too.
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -90,9 +92,35 @@ void churn(hsa_amd_memory_pool_t pool, int worker, const std::atomic<bool>& keep
       CHECK(hsa_amd_memory_pool_free(live[victim]) == HSA_STATUS_SUCCESS);
       live.erase(live.begin() + static_cast<std::ptrdiff_t>(victim));
     }
+    // Lets the other threads in between rounds. Natively this costs a
+    // syscall; under valgrind, which runs one thread at a time and hands the
+    // runtime's mutex unfairly, four churn threads that never yield starve
+    // the snapshot threads for minutes.
+    std::this_thread::yield();
   }
   for (void* ptr : live) CHECK(hsa_amd_memory_pool_free(ptr) == HSA_STATUS_SUCCESS);
 }
+
+// Holds threads until open() is called (blocking, not spinning).
+class StartGate {
+ public:
+  void wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    opened_.wait(lock, [this] { return open_; });
+  }
+  void open() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      open_ = true;
+    }
+    opened_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  bool open_ = false;
+};
 
 struct RestoreTotals {
   std::atomic<uint64_t> restored{0};
@@ -150,16 +178,26 @@ int main() {
   std::atomic<bool> churn_runs{true};
   std::atomic<int> snapshot_threads_running{kSnapshotThreads};
   RestoreTotals totals;
+  // Every thread starts only once all exist: under valgrind, which runs one
+  // thread at a time, churn threads already running could starve the main
+  // thread long enough that the snapshot threads (whose end stops the churn)
+  // were never created.
+  StartGate gate;
   std::vector<std::thread> threads;
   for (int worker = 0; worker < kChurnThreads; ++worker) {
-    threads.emplace_back([&, worker] { churn(pool, worker, churn_runs); });
+    threads.emplace_back([&, worker] {
+      gate.wait();
+      churn(pool, worker, churn_runs);
+    });
   }
   for (int i = 0; i < kSnapshotThreads; ++i) {
     threads.emplace_back([&] {
       const SnapshotThreadExit on_exit(snapshot_threads_running, churn_runs);
+      gate.wait();
       snapshot_and_restore(gpu, totals);
     });
   }
+  gate.open();
   for (std::thread& thread : threads) thread.join();
 
   CHECK(hsa_sim_copy_violations() == 0);
