@@ -247,8 +247,9 @@ fn a_wrapper_never_becomes_its_own_next_pointer() {
     // Allocating through the copy chains to the runtime (a self-chained
     // wrapper would recurse until the stack overflows) and is recorded once.
     let pool = sim.pool(sim.gpu(0), PoolKind::DeviceCoarse);
-    let ptr =
-        pool_allocate_via(amd(&mut copy), pool, 4096, 0).expect("allocation through the copy");
+    // SAFETY: a complete copy of the runtime's table.
+    let ptr = unsafe { pool_allocate_via(amd(&mut copy), pool, 4096, 0) }
+        .expect("allocation through the copy");
     assert_eq!(kr_tracked_count(agent(sim.gpu(0))), 1);
     assert_eq!(pool_free(ptr), SUCCESS);
     assert_eq!(kr_tracked_count(agent(sim.gpu(0))), 0);

@@ -8,104 +8,12 @@ use std::sync::Once;
 
 use kernel_replay::ffi::types::*;
 use kernel_replay::ffi::*;
-use kernel_replay::hsa::sys::{hsa_amd_memory_pool_t, hsa_region_t};
-use kernel_replay::hsa::{hsa_agent_t, hsa_status_t, AmdExtTable, CoreApiTable};
 
-pub const SUCCESS: hsa_status_t = kernel_replay::hsa::HSA_STATUS_SUCCESS;
-
-pub fn agent(a: hsa_sim::Agent) -> hsa_agent_t {
-    hsa_agent_t { handle: a.handle }
-}
-
-fn core_table() -> *mut CoreApiTable {
-    hsa_sim::core_table_ptr().cast()
-}
-
-fn amd_table() -> *mut AmdExtTable {
-    hsa_sim::amd_ext_table_ptr().cast()
-}
-
-/// `hsa_amd_memory_pool_allocate` through the AMD table.
-pub fn pool_allocate(
-    pool: hsa_sim::Pool,
-    size: usize,
-    flags: u32,
-) -> Result<*mut u8, hsa_status_t> {
-    let mut ptr = std::ptr::null_mut();
-    // SAFETY: the runtime's complete table.
-    let status = unsafe {
-        (*amd_table())
-            .hsa_amd_memory_pool_allocate_fn
-            .expect("pool allocate entry")(
-            hsa_amd_memory_pool_t {
-                handle: pool.handle,
-            },
-            size,
-            flags,
-            &mut ptr,
-        )
-    };
-    if status == SUCCESS {
-        Ok(ptr.cast())
-    } else {
-        Err(status)
-    }
-}
-
-/// `hsa_memory_allocate` through the core table.
-pub fn region_allocate(region: hsa_sim::Region, size: usize) -> Result<*mut u8, hsa_status_t> {
-    let mut ptr = std::ptr::null_mut();
-    // SAFETY: the runtime's complete table.
-    let status = unsafe {
-        (*core_table())
-            .hsa_memory_allocate_fn
-            .expect("memory allocate entry")(
-            hsa_region_t {
-                handle: region.handle,
-            },
-            size,
-            &mut ptr,
-        )
-    };
-    if status == SUCCESS {
-        Ok(ptr.cast())
-    } else {
-        Err(status)
-    }
-}
-
-/// `hsa_amd_memory_pool_free` through the AMD table.
-pub fn pool_free(ptr: *mut u8) -> hsa_status_t {
-    // SAFETY: the runtime's complete table.
-    unsafe {
-        (*amd_table())
-            .hsa_amd_memory_pool_free_fn
-            .expect("pool free entry")(ptr.cast())
-    }
-}
-
-/// `hsa_memory_free` through the core table.
-pub fn memory_free(ptr: *mut u8) -> hsa_status_t {
-    // SAFETY: the runtime's complete table.
-    unsafe {
-        (*core_table())
-            .hsa_memory_free_fn
-            .expect("memory free entry")(ptr.cast())
-    }
-}
-
-/// `hsa_executable_destroy` through the core table (where the library with
-/// storage tiers has its registry wrapper).
-pub fn executable_destroy(exe: hsa_sim::Executable) -> hsa_status_t {
-    // SAFETY: the runtime's complete table.
-    unsafe {
-        (*core_table())
-            .hsa_executable_destroy_fn
-            .expect("executable destroy entry")(kernel_replay::hsa::hsa_executable_t {
-            handle: exe.handle,
-        })
-    }
-}
+// The application's HSA calls through the runtime's tables, and the
+// runtime's executable iterator: the same code the integration tests use.
+#[path = "../../tests/common/app.rs"]
+mod calls;
+pub use calls::*;
 
 /// A kernel's store.
 ///
@@ -138,20 +46,6 @@ pub unsafe fn view<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
 }
 
 // ---- the tool side ---------------------------------------------------------
-
-extern "C" {
-    // The runtime's loader-style iterator, declared with the library's types
-    // (the sim crate declares it with its own, layout-identical ones).
-    fn hsa_sim_iterate_executables(
-        callback: kr_executable_callback_t,
-        data: *mut c_void,
-    ) -> hsa_status_t;
-}
-
-/// The loader-style executable iterator, as a tool passes it.
-pub fn sim_iterator() -> kr_iterate_executables_fn_t {
-    Some(hsa_sim_iterate_executables)
-}
 
 /// Every log message goes here: it is checked for being a readable string
 /// (so each formatting path the fuzzer reaches is exercised) and dropped.

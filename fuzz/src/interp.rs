@@ -589,7 +589,7 @@ impl Interp {
     ) -> Option<*mut u8> {
         let must_fail = self.model.allocation_fails();
         let result = if via_region {
-            app::region_allocate(self.sim.region(owner, pool.sim_kind()), size)
+            app::memory_allocate(self.sim.region(owner, pool.sim_kind()), size)
         } else {
             let flags = if executable {
                 POOL_ALLOCATE_EXECUTABLE_FLAG

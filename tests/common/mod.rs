@@ -11,104 +11,14 @@ use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::{Mutex, Once, PoisonError};
 
-use hsa_sim::{Agent, Pool, Region};
+use hsa_sim::Agent;
 use kernel_replay::ffi::types::*;
 use kernel_replay::ffi::*;
-use kernel_replay::hsa::sys::{hsa_amd_memory_pool_t, hsa_region_t};
-use kernel_replay::hsa::{hsa_agent_t, hsa_status_t, AmdExtTable, CoreApiTable};
 
-pub const SUCCESS: hsa_status_t = kernel_replay::hsa::HSA_STATUS_SUCCESS;
-
-/// `hsa_agent_t` of a simulated agent.
-pub fn agent(a: Agent) -> hsa_agent_t {
-    hsa_agent_t { handle: a.handle }
-}
-
-pub fn core_table() -> *mut CoreApiTable {
-    hsa_sim::core_table_ptr().cast()
-}
-
-pub fn amd_table() -> *mut AmdExtTable {
-    hsa_sim::amd_ext_table_ptr().cast()
-}
+mod app;
+pub use app::*;
 
 // ---- the application side ------------------------------------------------
-
-/// `hsa_amd_memory_pool_allocate` as the application calls it: through the
-/// runtime's AMD table.
-pub fn pool_allocate(pool: Pool, size: usize, flags: u32) -> Result<*mut u8, hsa_status_t> {
-    pool_allocate_via(amd_table(), pool, size, flags)
-}
-
-pub fn pool_allocate_via(
-    table: *mut AmdExtTable,
-    pool: Pool,
-    size: usize,
-    flags: u32,
-) -> Result<*mut u8, hsa_status_t> {
-    let mut ptr = std::ptr::null_mut();
-    // SAFETY: a complete table from the runtime (or a copy of one).
-    let status = unsafe {
-        let allocate = (*table)
-            .hsa_amd_memory_pool_allocate_fn
-            .expect("pool allocate entry");
-        allocate(
-            hsa_amd_memory_pool_t {
-                handle: pool.handle,
-            },
-            size,
-            flags,
-            &mut ptr,
-        )
-    };
-    if status == SUCCESS {
-        Ok(ptr.cast())
-    } else {
-        Err(status)
-    }
-}
-
-/// `hsa_amd_memory_pool_free` through the runtime's AMD table.
-pub fn pool_free(ptr: *mut u8) -> hsa_status_t {
-    // SAFETY: a complete table from the runtime.
-    unsafe {
-        (*amd_table())
-            .hsa_amd_memory_pool_free_fn
-            .expect("pool free entry")(ptr.cast())
-    }
-}
-
-/// `hsa_memory_allocate` through the runtime's core table.
-pub fn memory_allocate(region: Region, size: usize) -> Result<*mut u8, hsa_status_t> {
-    let mut ptr = std::ptr::null_mut();
-    // SAFETY: a complete table from the runtime.
-    let status = unsafe {
-        (*core_table())
-            .hsa_memory_allocate_fn
-            .expect("memory allocate entry")(
-            hsa_region_t {
-                handle: region.handle,
-            },
-            size,
-            &mut ptr,
-        )
-    };
-    if status == SUCCESS {
-        Ok(ptr.cast())
-    } else {
-        Err(status)
-    }
-}
-
-/// `hsa_memory_free` through the runtime's core table.
-pub fn memory_free(ptr: *mut u8) -> hsa_status_t {
-    // SAFETY: a complete table from the runtime.
-    unsafe {
-        (*core_table())
-            .hsa_memory_free_fn
-            .expect("memory free entry")(ptr.cast())
-    }
-}
 
 /// A coarse-grained device buffer on `agent`, filled with `byte`.
 pub fn device_buffer(sim: &hsa_sim::SimSession, gpu: Agent, size: usize, byte: u8) -> *mut u8 {
@@ -136,20 +46,6 @@ pub fn all(ptr: *const u8, size: usize, byte: u8) -> bool {
 }
 
 // ---- the library installed over the runtime --------------------------------
-
-extern "C" {
-    // The runtime's loader-style iterator, declared with the library's types
-    // (the sim crate declares it with its own, layout-identical ones).
-    fn hsa_sim_iterate_executables(
-        callback: kr_executable_callback_t,
-        data: *mut c_void,
-    ) -> hsa_status_t;
-}
-
-/// The loader-style executable iterator, as a tool passes it.
-pub fn sim_iterator() -> kr_iterate_executables_fn_t {
-    Some(hsa_sim_iterate_executables)
-}
 
 /// Installs the library over the runtime's tables, once per process, with
 /// the runtime's executable iterator. Tracking is left as it is.
@@ -422,19 +318,6 @@ impl PolicyGuard {
 impl Drop for PolicyGuard {
     fn drop(&mut self) {
         kr_set_storage_policy(self.0 as u32);
-    }
-}
-
-/// `hsa_executable_destroy` as the application calls it: through the core
-/// table (where the library's wrapper sits).
-pub fn executable_destroy(exe: hsa_sim::Executable) -> hsa_status_t {
-    // SAFETY: a complete table from the runtime.
-    unsafe {
-        (*core_table())
-            .hsa_executable_destroy_fn
-            .expect("executable destroy entry")(kernel_replay::hsa::hsa_executable_t {
-            handle: exe.handle,
-        })
     }
 }
 
