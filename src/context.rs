@@ -10,8 +10,9 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{OnceLock, PoisonError, RwLock};
 
 use crate::hsa::entries::{AmdEntries, CoreEntries, IterateExecutablesFn};
-use crate::memory_snapshot::executables::Executables;
+use crate::memory_snapshot::discovery_cache::DiscoveryCache;
 use crate::memory_snapshot::storage::arena::Storage;
+use crate::memory_tracker::executables::Executables;
 use crate::memory_tracker::gate::Gate;
 use crate::memory_tracker::inventory::Inventory;
 use crate::stats::Stats;
@@ -27,8 +28,10 @@ pub struct Context {
     executable_iterator: RwLock<Option<IterateExecutablesFn>>,
     /// Storage policy, budgets, retained arenas, completion signals.
     pub storage: Storage,
-    /// Loaded executables and the module-variable discovery cache.
+    /// Loaded executables, with generations (the executable registry).
     pub executables: Executables,
+    /// Module variables of loaded executables, per agent.
+    pub discovery_cache: DiscoveryCache,
     pub stats: Stats,
     /// Batched copies: unresolved (read `KERNEL_REPLAY_COPY`), on, or off.
     batch_copies: AtomicU8,
@@ -52,6 +55,7 @@ impl Context {
             executable_iterator: RwLock::new(None),
             storage: Storage::new(),
             executables: Executables::new(),
+            discovery_cache: DiscoveryCache::new(),
             stats: Stats::new(),
             batch_copies: AtomicU8::new(UNRESOLVED),
             warned_graph_launch: AtomicBool::new(false),

@@ -38,10 +38,14 @@ pub mod replay;
 pub mod stats;
 mod sync;
 
-/// Under `--cfg loom` only the inventory is built, on loom's primitives, for
-/// the model checks in `tests/loom_inventory.rs`.
+/// Under `--cfg loom` only the tracker's registries are built, on loom's
+/// primitives, for the model checks in `tests/loom_inventory.rs`.
 #[cfg(loom)]
 pub mod memory_tracker {
+    #[path = "executables.rs"]
+    pub mod executables;
     #[path = "inventory.rs"]
     pub mod inventory;
+    #[path = "registry.rs"]
+    pub mod registry;
 }

@@ -219,3 +219,141 @@ fn a_batched_restore_never_writes_memory_freed_or_reused_under_it() {
         assert_eq!(restore_batch(&w, &[region]), 0);
     });
 }
+
+// ---- executables: admitted lazily, retired before the runtime unloads ------
+
+use kernel_replay::memory_tracker::executables::{Executables, Identity};
+use loom::sync::atomic::AtomicBool;
+use loom::sync::Mutex;
+
+const HANDLE: u64 = 0xE0;
+
+/// The runtime's loader: its lock (held across the iterator's callbacks and
+/// taken by destroy and load, as ROCr's), and the executable at `HANDLE`:
+/// whether one is loaded, which load it is (a handle comes back for the next
+/// executable), and its variable's storage.
+struct Loader {
+    lock: Mutex<()>,
+    loaded: AtomicBool,
+    incarnation: AtomicU64,
+    variable: UnsafeCell<u64>,
+}
+
+struct Program {
+    executables: Executables,
+    loader: Loader,
+}
+
+fn program() -> Arc<Program> {
+    let executables = Executables::new();
+    executables.start_tracking_destroys();
+    Arc::new(Program {
+        executables,
+        loader: Loader {
+            lock: Mutex::new(()),
+            loaded: AtomicBool::new(true),
+            incarnation: AtomicU64::new(1),
+            variable: UnsafeCell::new(0),
+        },
+    })
+}
+
+/// `hsa_executable_destroy` through the library's wrapper.
+fn destroy(p: &Program, runtime_refuses: bool) {
+    p.executables.retire_then_destroy(
+        HANDLE,
+        || {
+            let _loader = p.loader.lock.lock().unwrap();
+            if !runtime_refuses {
+                p.loader.loaded.store(false, Relaxed);
+            }
+            !runtime_refuses
+        },
+        |ok| *ok,
+    );
+}
+
+/// A new executable loaded at the same handle.
+fn load_again(p: &Program) {
+    let _loader = p.loader.lock.lock().unwrap();
+    p.loader.incarnation.fetch_add(1, Relaxed);
+    p.loader.loaded.store(true, Relaxed);
+}
+
+/// What a snapshot does with the executable: list it through the loader's
+/// iterator (the registry identifies it inside the callback, under the
+/// loader's lock), then copy its variable under the registry's read view.
+/// Returns whether it copied.
+fn snapshot_copies_variable(p: &Program) -> bool {
+    let listed = {
+        let _loader = p.loader.lock.lock().unwrap();
+        p.loader.loaded.load(Relaxed).then(|| {
+            (
+                p.executables.identify(HANDLE),
+                p.loader.incarnation.load(Relaxed),
+            )
+        })
+    };
+    let Some((Identity::Loaded(exe), incarnation)) = listed else {
+        return false;
+    };
+    let view = p.executables.live_view();
+    if !view.contains(exe) {
+        return false;
+    }
+    assert!(
+        p.loader.loaded.load(Relaxed) && p.loader.incarnation.load(Relaxed) == incarnation,
+        "a copy reached an executable that is unloaded or another one"
+    );
+    // SAFETY (loom): a race with the loader's own use is reported by loom.
+    p.loader.variable.with_mut(|v| unsafe { *v = CAPTURED });
+    true
+}
+
+#[test]
+fn an_executable_whose_destroy_has_begun_is_never_admitted_or_copied() {
+    loom::model(|| {
+        let p = program();
+        let unloader = {
+            let p = p.clone();
+            thread::spawn(move || destroy(&p, false))
+        };
+        snapshot_copies_variable(&p);
+        unloader.join().unwrap();
+        assert!(!snapshot_copies_variable(&p), "nothing left to copy");
+    });
+}
+
+#[test]
+fn a_handle_loaded_again_is_a_new_executable_to_an_older_identity() {
+    loom::model(|| {
+        let p = program();
+        let churn = {
+            let p = p.clone();
+            thread::spawn(move || {
+                destroy(&p, false);
+                load_again(&p);
+            })
+        };
+        snapshot_copies_variable(&p);
+        churn.join().unwrap();
+        assert!(
+            snapshot_copies_variable(&p),
+            "the new executable is admitted"
+        );
+    });
+}
+
+#[test]
+fn a_refused_destroy_leaves_the_executable_copyable() {
+    loom::model(|| {
+        let p = program();
+        let unloader = {
+            let p = p.clone();
+            thread::spawn(move || destroy(&p, true))
+        };
+        snapshot_copies_variable(&p);
+        unloader.join().unwrap();
+        assert!(snapshot_copies_variable(&p));
+    });
+}

@@ -106,6 +106,7 @@ void rebuild_locked(State& s, uint32_t gpu_count) {
   release_all_memory_locked(s);
   s.executables.clear();
   s.next_executable_id = 1;
+  s.unbacked.clear();
   s.faults = Faults{};
   s.counters = Counters{};
   s.address_reuse = false;
@@ -143,6 +144,7 @@ extern "C" void hsa_sim_reset(uint32_t gpu_count) {
   // Copies queued before the reset must not land in the new topology's memory.
   drain_async_copies();
   {
+    std::lock_guard<std::mutex> loader(s.loader_mutex);
     std::lock_guard<std::mutex> lock(s.mutex);
     rebuild_locked(s, gpu_count);
   }

@@ -98,7 +98,11 @@ void hsa_sim_executable_add_kernel(hsa_executable_t exe, hsa_agent_t agent, cons
 void hsa_sim_executable_destroy(hsa_executable_t exe);
 /* Loader-style iterator, the shape of hsa_ven_amd_loader_iterate_executables:
  * calls callback for every loaded executable in load order; a callback status
- * other than HSA_STATUS_SUCCESS stops the walk and is returned. */
+ * other than HSA_STATUS_SUCCESS stops the walk and is returned. As ROCr's
+ * loader, it holds the loader lock across the callbacks, and creating or
+ * destroying an executable takes that lock: an executable reported to a
+ * callback stays loaded until the callback returns (so a callback must not
+ * create or destroy one; it may call any other entry). */
 hsa_status_t hsa_sim_iterate_executables(hsa_status_t (*callback)(hsa_executable_t executable,
                                                                   void* data),
                                          void* data);
@@ -126,6 +130,15 @@ void hsa_sim_set_strict_async_access(bool enabled);
  * after 5.2 do; false models an older runtime (INVALID_ARGUMENT). On after
  * reset. */
 void hsa_sim_set_memory_avail_supported(bool supported);
+
+/* Host memory the test program owns, for the copy checks: a copy whose host
+ * side starts inside a noted block must end inside it (else it is a
+ * violation: nothing is copied), so an overrun of a host buffer is reported
+ * instead of corrupting the heap. A test harness notes what its allocator
+ * hands out and forgets it when freed. A host side outside every noted block
+ * must be mapped memory. Not part of the topology: reset keeps them. */
+void hsa_sim_note_host_block(const void* base, size_t size);
+void hsa_sim_forget_host_block(const void* base);
 
 /* ---- fault injection (all cleared by reset) ---------------------------- */
 
@@ -181,7 +194,10 @@ typedef enum hsa_sim_copy_direction_t {
 /* Copies (successful or injected-failed) per direction since reset. */
 uint64_t hsa_sim_copy_count(hsa_sim_copy_direction_t direction);
 /* Copies that touched freed (quarantined) memory, ran past the end of a live
- * allocation or variable, or had a NULL side. Such a copy copies nothing. */
+ * allocation or variable, had a NULL side, touched the range of a variable
+ * symbol with no storage behind it (hsa_sim_executable_add_variable_raw),
+ * touched unmapped host memory, or ran past the end of a noted host block
+ * (hsa_sim_note_host_block). Such a copy copies nothing. */
 uint64_t hsa_sim_copy_violations(void);
 /* Live allocations (pool + region), not counting executable storage. */
 uint64_t hsa_sim_live_allocation_count(void);

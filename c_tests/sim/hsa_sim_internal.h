@@ -159,6 +159,11 @@ struct Counters {
 
 struct State {
   std::mutex mutex;
+  // The loader's lock, as ROCr's loader holds one: the executable iterator
+  // holds it across its callbacks and creating or destroying an executable
+  // takes it, so an executable the iterator reports stays loaded until its
+  // callback returns. Taken before `mutex`, never while holding it.
+  std::mutex loader_mutex;
   uint32_t epoch = 0;
   uint32_t gpu_count = 0;
   bool address_reuse = false;
@@ -173,6 +178,9 @@ struct State {
 
   std::map<uint32_t, Executable> executables;  // by id = creation order
   uint32_t next_executable_id = 1;
+  // Ranges reported by raw variable symbols with no storage behind them (by
+  // address, bytes): a copy touching one is a violation, not a wild access.
+  std::map<uintptr_t, size_t> unbacked;
 
   Faults faults;
   Counters counters;
@@ -199,7 +207,13 @@ void unmap_block_memory(void* base, size_t bytes);
 void quarantine_block_locked(State& s, Block block);
 void release_all_memory_locked(State& s);
 
+// Classifies one side of a copy. Host memory must be mapped, must not run
+// past the end of a block the test program registered
+// (hsa_sim_note_host_block), and must not meet an unbacked symbol's range;
+// anything else is a violation.
 Side classify_range_locked(const State& s, const void* ptr, size_t size);
+// Whether [address, address + size) lies inside one live block.
+bool range_is_live_storage_locked(const State& s, uint64_t address, size_t size);
 // Whether the agent can reach ptr directly: a runtime block's accessible
 // agents, or the CPU for memory the runtime does not own.
 bool agent_can_access_locked(const State& s, uint32_t agent_index, const void* ptr);

@@ -92,6 +92,7 @@ using namespace hsa_sim;
 
 extern "C" hsa_executable_t hsa_sim_executable_create(void) {
   State& s = state();
+  std::lock_guard<std::mutex> loader(s.loader_mutex);
   std::lock_guard<std::mutex> lock(s.mutex);
   const uint32_t id = s.next_executable_id++;
   s.executables.emplace(id, Executable{});
@@ -138,7 +139,11 @@ extern "C" void hsa_sim_executable_add_variable_raw(hsa_executable_t exe, hsa_ag
   symbol.name = name;
   symbol.address = address;
   symbol.size = size;
-  add_symbol_locked(s, exe, agent, std::move(symbol));
+  if (add_symbol_locked(s, exe, agent, std::move(symbol)) && address != 0 && size != 0 &&
+      !range_is_live_storage_locked(s, address, size)) {
+    // Nothing backs it: remember it, so that a copy there is a violation.
+    s.unbacked[static_cast<uintptr_t>(address)] = size;
+  }
 }
 
 extern "C" void hsa_sim_executable_add_kernel(hsa_executable_t exe, hsa_agent_t agent,
@@ -164,9 +169,12 @@ extern "C" void hsa_sim_executable_destroy(hsa_executable_t exe) {
 extern "C" hsa_status_t hsa_sim_iterate_executables(
     hsa_status_t (*callback)(hsa_executable_t executable, void* data), void* data) {
   if (callback == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  State& s = state();
+  // Held across the callbacks, as ROCr's loader holds its lock: no executable
+  // is created or destroyed while the walk runs (a callback must not do so).
+  std::lock_guard<std::mutex> loader(s.loader_mutex);
   std::vector<hsa_executable_t> executables;
   {
-    State& s = state();
     std::lock_guard<std::mutex> lock(s.mutex);
     if (s.faults.fail_executable_iteration) return HSA_STATUS_ERROR;
     for (const auto& entry : s.executables) {
@@ -174,7 +182,8 @@ extern "C" hsa_status_t hsa_sim_iterate_executables(
           hsa_executable_t{make_handle(HandleTag::kExecutable, s.epoch, entry.first)});
     }
   }
-  // The callback runs without the lock, so it may call back into the runtime.
+  // The callbacks run without State::mutex, so they may call back into the
+  // runtime (anything but creating or destroying an executable).
   return hsa_common::call_each(
       executables, [&](hsa_executable_t executable) { return callback(executable, data); });
 }
@@ -185,6 +194,7 @@ namespace hsa_sim::api {
 
 hsa_status_t executable_destroy(hsa_executable_t executable) {
   State& s = state();
+  std::lock_guard<std::mutex> loader(s.loader_mutex);
   std::lock_guard<std::mutex> lock(s.mutex);
   uint32_t id = 0;
   if (!executable_id_from_handle_locked(s, executable, &id)) {

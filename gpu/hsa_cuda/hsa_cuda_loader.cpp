@@ -35,6 +35,11 @@ struct Executable {
 
 struct LoaderState {
   std::mutex mutex;
+  // The loader's lock as ROCr holds one: the executable iterator holds it
+  // across its callbacks and loading or destroying an executable takes it, so
+  // an executable the iterator reports stays loaded until its callback
+  // returns. Taken before `mutex`, never while holding it.
+  std::mutex iteration_mutex;
   std::map<uint32_t, Executable> executables;  // by id, which is load order
   uint32_t next_id = 1;
   // Destroyed executables' modules, unloaded at shutdown (see
@@ -101,6 +106,7 @@ hsa_status_t load(hsa_agent_t agent, const char* path, const void* image,
     return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
   }
   LoaderState& l = loader();
+  std::lock_guard<std::mutex> loading(l.iteration_mutex);
   std::lock_guard<std::mutex> lock(l.mutex);
   const uint32_t id = l.next_id++;
   Executable loaded;
@@ -176,6 +182,7 @@ namespace api {
 hsa_status_t executable_destroy(hsa_executable_t executable) {
   if (!ready()) return HSA_STATUS_ERROR_NOT_INITIALIZED;
   LoaderState& l = loader();
+  std::lock_guard<std::mutex> loading(l.iteration_mutex);
   Executable exe;
   {
     std::lock_guard<std::mutex> lock(l.mutex);
@@ -327,13 +334,17 @@ extern "C" hsa_status_t hsa_cuda_iterate_executables(
     hsa_status_t (*callback)(hsa_executable_t executable, void* data), void* data) {
   if (!ready()) return HSA_STATUS_ERROR_NOT_INITIALIZED;
   if (callback == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  LoaderState& l = loader();
+  // Held across the callbacks, as ROCr's loader holds its lock: no executable
+  // is loaded or destroyed while the walk runs (a callback must not do so).
+  std::lock_guard<std::mutex> loading(l.iteration_mutex);
   std::vector<hsa_executable_t> executables;
   {
-    LoaderState& l = loader();
     std::lock_guard<std::mutex> lock(l.mutex);
     for (const auto& entry : l.executables) executables.push_back(executable_handle(entry.first));
   }
-  // The callback runs without the lock, so it may call back into the runtime.
+  // The callbacks run without `mutex`, so they may call back into the
+  // runtime (anything but loading or destroying an executable).
   return hsa_common::call_each(
       executables, [&](hsa_executable_t executable) { return callback(executable, data); });
 }

@@ -9,8 +9,9 @@
 //! executable loads.
 //!
 //! Each executable is walked on its own; with the cache (see
-//! `executables.rs`), an executable already walked completely is not walked
-//! again while it stays loaded.
+//! `discovery_cache.rs`), an executable already walked completely is not
+//! walked again while it stays loaded. Executables are identified by the
+//! tracker's registry (`memory_tracker/executables.rs`) as they are listed.
 //!
 //! A walk that fails anywhere fails as a whole: a variable that was never
 //! discovered is never restored, and passes 2..N would then read state
@@ -21,7 +22,6 @@ use std::fmt;
 
 use log::warn;
 
-use super::executables::LoadedExecutable;
 use crate::context::Context;
 use crate::ffi::boundary::catch_panic;
 use crate::hsa::entries::{CoreEntries, IterateExecutablesFn};
@@ -33,6 +33,7 @@ use crate::hsa::sys::{
 use crate::hsa::{
     hsa_agent_t, hsa_executable_t, hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_SUCCESS,
 };
+use crate::memory_tracker::executables::{Identity, LoadedExecutable};
 
 /// Variables larger than this are skipped with a warning: no real module
 /// variable is that large, and capturing one would double a gigabyte of host
@@ -94,9 +95,9 @@ pub struct DiscoveredVariable {
 }
 
 /// Every variable symbol the loaded executables expose to `agent`, sorted by
-/// address, duplicates removed. With `use_cache`, an executable walked
-/// completely before (and still the same loaded executable) is not walked
-/// again.
+/// address, duplicates removed (the larger extent kept). With `use_cache`,
+/// an executable walked completely before (and still the same loaded
+/// executable) is not walked again.
 pub fn module_variables(
     ctx: &Context,
     core: &CoreEntries,
@@ -104,7 +105,11 @@ pub fn module_variables(
     agent: hsa_agent_t,
     use_cache: bool,
 ) -> Result<Vec<DiscoveredVariable>, DiscoveryError> {
-    let executables = loaded_executables(iterate)?;
+    let listed = loaded_executables(ctx, iterate)?;
+    if use_cache {
+        ctx.discovery_cache
+            .forget_unloaded(&ctx.executables.live_view());
+    }
     let mut found: Vec<DiscoveredVariable> = Vec::new();
     let mut add = |variables: &[ModuleVariable], executable| {
         found
@@ -116,48 +121,75 @@ pub fn module_variables(
         }));
         Ok(())
     };
-    for handle in executables {
-        let identity = ctx.executables.identify(handle);
-        let cacheable = identity.filter(|_| use_cache);
-        if let Some(exe) = cacheable {
-            if let Some(added) = ctx
-                .executables
-                .with_cached(exe, agent.handle, |v| add(v, identity))
-            {
+    for identity in listed {
+        let exe = match identity {
+            Identity::Loaded(exe) => exe,
+            Identity::Untracked(handle) => {
+                add(
+                    &walk_symbols(core, hsa_executable_t { handle }, agent)?,
+                    None,
+                )?;
+                continue;
+            }
+            // Refused at listing (see `loaded_executables`).
+            Identity::Unloading => continue,
+        };
+        if use_cache {
+            let cached = ctx
+                .discovery_cache
+                .with_cached(exe, agent.handle, |v| add(v, Some(exe)));
+            if let Some(added) = cached {
                 added?;
                 continue;
             }
         }
-        let walked = walk_symbols(core, hsa_executable_t { handle }, agent)?;
-        if let Some(exe) = cacheable {
-            ctx.executables.remember(exe, agent.handle, &walked);
+        // The walk runs while the executable is provably loaded: its destroy
+        // wrapper waits for the view. One being destroyed since it was
+        // listed has no variables in this snapshot.
+        let walked = {
+            let loaded = ctx.executables.live_view();
+            if !loaded.contains(exe) {
+                continue;
+            }
+            walk_symbols(core, hsa_executable_t { handle: exe.handle }, agent)?
+        };
+        if use_cache {
+            ctx.discovery_cache.remember(exe, agent.handle, &walked);
         }
-        add(&walked, identity)?;
+        add(&walked, Some(exe))?;
     }
     found.sort_unstable_by_key(|v| (v.variable.address, std::cmp::Reverse(v.variable.size)));
     found.dedup_by_key(|v| v.variable.address);
     Ok(found)
 }
 
-/// The handles the executable iterator reports, in its order.
-fn loaded_executables(iterate: IterateExecutablesFn) -> Result<Vec<u64>, DiscoveryError> {
-    let mut list = Handles {
-        handles: Vec::new(),
+/// The executables the iterator reports, in its order, each identified by
+/// the registry inside the iterator's callback: the loader holds its lock
+/// across the callbacks, so a listed executable is loaded while it is
+/// admitted, and one whose destroy has begun is left out.
+fn loaded_executables(
+    ctx: &Context,
+    iterate: IterateExecutablesFn,
+) -> Result<Vec<Identity>, DiscoveryError> {
+    let mut list = Listing {
+        ctx,
+        identities: Vec::new(),
         out_of_memory: false,
     };
     // SAFETY: `list` outlives the call; the callback only pushes into it.
-    let status = unsafe { iterate(Some(on_executable), (&mut list as *mut Handles).cast()) };
+    let status = unsafe { iterate(Some(on_executable), (&mut list as *mut Listing).cast()) };
     if list.out_of_memory {
         return Err(DiscoveryError::Metadata);
     }
     if status != HSA_STATUS_SUCCESS {
         return Err(DiscoveryError::Iterator(status));
     }
-    Ok(list.handles)
+    Ok(list.identities)
 }
 
-struct Handles {
-    handles: Vec<u64>,
+struct Listing<'a> {
+    ctx: &'a Context,
+    identities: Vec<Identity>,
     out_of_memory: bool,
 }
 
@@ -167,13 +199,16 @@ unsafe extern "C" fn on_executable(
     data: *mut c_void,
 ) -> hsa_status_t {
     catch_panic(HSA_STATUS_ERROR, || {
-        // SAFETY: `data` is the Handles passed by loaded_executables.
-        let list = unsafe { &mut *data.cast::<Handles>() };
-        if list.handles.try_reserve(1).is_err() {
+        // SAFETY: `data` is the Listing passed by loaded_executables.
+        let list = unsafe { &mut *data.cast::<Listing>() };
+        if list.identities.try_reserve(1).is_err() {
             list.out_of_memory = true;
             return HSA_STATUS_ERROR;
         }
-        list.handles.push(executable.handle);
+        match list.ctx.executables.identify(executable.handle) {
+            Identity::Unloading => {}
+            identity => list.identities.push(identity),
+        }
         HSA_STATUS_SUCCESS
     })
 }

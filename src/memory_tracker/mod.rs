@@ -8,9 +8,11 @@
 //! - [`inventory`] holds the live trackable allocations with generations.
 //! - [`gate`] decides whether allocations are recorded, and finalizes.
 
+pub mod executables;
 pub mod gate;
 pub mod install;
 pub mod inventory;
+pub mod registry;
 pub(crate) mod wrappers;
 
 use std::ffi::c_void;
@@ -52,6 +54,7 @@ pub fn finalize(ctx: &Context) {
     ctx.gate.finalize();
     ctx.inventory.clear();
     ctx.executables.clear();
+    ctx.discovery_cache.clear();
     // Retained arenas and pooled signals go back to the runtime now; arenas
     // still leased go back when their snapshots are freed.
     ctx.storage.trim(ctx);
