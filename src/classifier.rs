@@ -126,5 +126,8 @@ mod tests {
         );
         i.size = offset_of!(hsa_amd_pointer_info_t, global_flags) as u32;
         assert_eq!(verdict(&i), Err(Untracked::NoGlobalFlags));
+        // A struct that ends right after global_flags has them.
+        i.size += size_of::<u32>() as u32;
+        assert_eq!(verdict(&i), Ok(42));
     }
 }

@@ -145,6 +145,27 @@ fn the_same_variable_reported_twice_is_captured_once() {
 }
 
 #[test]
+fn two_symbols_at_one_address_keep_the_larger_extent() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    // An array and symbols naming its first elements (one reported before
+    // the array, one after, in another executable): the capture must cover
+    // the whole array whatever order the runtime reports them in.
+    let early = sim.executable_create();
+    let exe = sim.executable_create();
+    let array = sim.add_variable(exe, gpu, "array", 64, false);
+    sim.add_variable_raw(early, gpu, "first", array as u64, 16);
+    sim.add_variable_raw(exe, gpu, "first_again", array as u64, 8);
+    fill(array, 64, 0x21);
+    let snap = Snap::of(gpu);
+    assert_eq!(snap.regions(), 1);
+    assert_eq!(snap.bytes(), 64);
+    fill(array, 64, 0x99);
+    assert_eq!(snap.restore().restored, 1);
+    assert!(all(array, 64, 0x21), "every byte of the larger extent");
+}
+
+#[test]
 fn the_host_budget_holds_across_live_snapshots() {
     use kernel_replay::ffi::types::kr_storage_policy_t::*;
     // The host budget bounds the host tiers; the device tier has its own.

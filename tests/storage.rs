@@ -375,6 +375,68 @@ fn discovery_walks_each_executable_once_while_it_stays_loaded() {
 }
 
 #[test]
+fn the_discovery_cache_answers_only_for_the_agent_it_walked() {
+    let sim = session(2);
+    let _p = PolicyGuard::set(KR_STORAGE_AUTO);
+    let (gpu0, gpu1) = (sim.gpu(0), sim.gpu(1));
+    let exe = sim.executable_create();
+    let mine = [
+        sim.add_variable(exe, gpu0, "a0", 32, false),
+        sim.add_variable(exe, gpu0, "b0", 16, false),
+    ];
+    let theirs = sim.add_variable(exe, gpu1, "a1", 80, false);
+    // Twice each way: the first snapshot of each agent walks, the second is
+    // answered from the cache.
+    for round in 0..2 {
+        for (gpu, regions, bytes) in [(gpu0, 2, 48), (gpu1, 1, 80)] {
+            let snap = Snap::of(gpu);
+            assert!(snap.ok());
+            assert_eq!(
+                (snap.regions(), snap.bytes()),
+                (regions, bytes),
+                "round {round}: only the agent's own variables"
+            );
+        }
+    }
+    // A restore of gpu1's snapshot writes gpu1's variable only.
+    fill(theirs, 80, 1);
+    let snap = Snap::of(gpu1);
+    fill(theirs, 80, 2);
+    fill(mine[0], 32, 7);
+    fill(mine[1], 16, 7);
+    assert_eq!(snap.restore().restored, 1);
+    assert!(all(theirs, 80, 1));
+    assert!(all(mine[0], 32, 7) && all(mine[1], 16, 7));
+}
+
+#[test]
+fn repeated_snapshots_under_an_explicit_device_budget_reuse_their_arena() {
+    for policy in [KR_STORAGE_AUTO, KR_STORAGE_DEVICE] {
+        let sim = session(1);
+        let _p = PolicyGuard::set(policy);
+        let regions = workload(&sim);
+        // Room for one snapshot's arena (the three regions, 256-byte
+        // aligned: 104,448 bytes), not for two: the arena retained from the
+        // previous snapshot is this snapshot's to reuse, not a second one.
+        kr_set_device_budget(150_000);
+        for round in 0..3 {
+            let snap = Snap::of(sim.gpu(0));
+            assert!(snap.ok(), "{policy:?} round {round}: {:?}", snap.reason());
+            assert_eq!(
+                snap.tier_bytes(KR_TIER_DEVICE),
+                TOTAL,
+                "{policy:?} round {round}: everything stays on the device"
+            );
+            mutate(&regions);
+            assert_eq!(snap.restore().restored, 3);
+            assert!(restored(&regions));
+        }
+        assert!(kr_device_bytes_in_use() <= 150_000);
+        kr_set_device_budget(KR_DEVICE_BUDGET_AUTO);
+    }
+}
+
+#[test]
 fn an_unloaded_executable_is_forgotten_and_its_variables_not_written() {
     for policy in [KR_STORAGE_AUTO, KR_STORAGE_PAGEABLE, KR_STORAGE_BASELINE] {
         let sim = session(1);
