@@ -6,7 +6,8 @@
 //! changes it later. With a callback set, every message that passes the
 //! level goes to the callback instead of stderr.
 
-use std::ffi::{c_char, c_void, CString};
+use std::ffi::{c_char, c_void};
+use std::fmt;
 use std::io::Write;
 use std::sync::{Once, PoisonError, RwLock};
 
@@ -84,13 +85,12 @@ impl Log for Backend {
         let sink = *SINK.read().unwrap_or_else(PoisonError::into_inner);
         match sink {
             Some(sink) => {
-                let text = record.args().to_string().replace('\0', " ");
+                let mut message = MessageBuffer::new();
+                let _ = fmt::write(&mut message, *record.args());
                 let level = kr_log_level_t::from_level(record.level());
-                if let Ok(message) = CString::new(text) {
-                    // SAFETY: a registered C callback with its own user data;
-                    // the message outlives the call.
-                    unsafe { (sink.callback)(level, message.as_ptr(), sink.user_data) };
-                }
+                // SAFETY: a registered C callback with its own user data;
+                // the message is NUL-terminated and outlives the call.
+                unsafe { (sink.callback)(level, message.as_c_str(), sink.user_data) };
             }
             None => {
                 let _ = writeln!(
@@ -106,9 +106,80 @@ impl Log for Backend {
     fn flush(&self) {}
 }
 
+/// A message formatted on the stack: logging must work when the heap does
+/// not (a snapshot declined for lack of host memory says so), so nothing
+/// here allocates. Longer messages are cut short, marked with "...".
+struct MessageBuffer {
+    bytes: [u8; MESSAGE_CAPACITY],
+    len: usize,
+    truncated: bool,
+}
+
+/// Bytes of a message, NUL included.
+const MESSAGE_CAPACITY: usize = 1024;
+const ELLIPSIS: &[u8] = b"...";
+
+impl MessageBuffer {
+    fn new() -> Self {
+        MessageBuffer {
+            bytes: [0; MESSAGE_CAPACITY],
+            len: 0,
+            truncated: false,
+        }
+    }
+
+    /// The message, NUL-terminated (interior NULs became spaces).
+    fn as_c_str(&mut self) -> *const c_char {
+        if self.truncated {
+            let end = MESSAGE_CAPACITY - 1 - ELLIPSIS.len();
+            self.bytes[end..end + ELLIPSIS.len()].copy_from_slice(ELLIPSIS);
+            self.len = end + ELLIPSIS.len();
+        }
+        self.bytes[self.len] = 0;
+        self.bytes.as_ptr().cast()
+    }
+}
+
+impl fmt::Write for MessageBuffer {
+    fn write_str(&mut self, text: &str) -> fmt::Result {
+        let room = MESSAGE_CAPACITY - 1 - self.len;
+        let taken = text.len().min(room);
+        for (slot, &byte) in self.bytes[self.len..self.len + taken]
+            .iter_mut()
+            .zip(text.as_bytes())
+        {
+            *slot = if byte == 0 { b' ' } else { byte };
+        }
+        self.len += taken;
+        self.truncated |= taken < text.len();
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use std::ffi::CStr;
+    use std::fmt::Write as _;
+
+    #[test]
+    fn messages_are_nul_terminated_without_interior_nuls_and_cut_when_long() {
+        let mut short = MessageBuffer::new();
+        write!(short, "a\0b {}", 7).unwrap();
+        // SAFETY: as_c_str returns a NUL-terminated buffer owned by `short`.
+        let text = unsafe { CStr::from_ptr(short.as_c_str()) };
+        assert_eq!(text.to_str().unwrap(), "a b 7");
+
+        let mut long = MessageBuffer::new();
+        for _ in 0..MESSAGE_CAPACITY {
+            long.write_str("xy").unwrap();
+        }
+        // SAFETY: as above.
+        let text = unsafe { CStr::from_ptr(long.as_c_str()) }.to_str().unwrap();
+        assert_eq!(text.len(), MESSAGE_CAPACITY - 1);
+        assert!(text.ends_with("...") && text.starts_with("xyxy"));
+    }
 
     #[test]
     fn levels_parse_by_name_and_number() {

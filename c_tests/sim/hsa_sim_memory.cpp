@@ -7,6 +7,7 @@
 // HSA_SIM_POISON_BYTE, in a FIFO quarantine so late accesses are caught.
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -38,6 +39,47 @@ constexpr auto kMappedBytes = [](const auto& entry) { return block_of(entry).map
 
 using hsa_common::find_containing;
 using hsa_common::range_meets;
+
+// The extent of an entry of a map of plain ranges (base -> bytes).
+constexpr auto kRangeBytes = [](size_t bytes) { return bytes; };
+
+// ---- host memory the test program registered ---------------------------------
+
+// Blocks of host memory the test program told the runtime about (its
+// allocator registers what it hands out), by base. A copy whose host side
+// starts in one must end in it: that is how an overrun of a host buffer (a
+// snapshot's pageable arena, say) is caught as a violation instead of as
+// heap corruption. Its own lock, a leaf: taken under State::mutex, or alone.
+struct HostBlocks {
+  std::mutex mutex;
+  std::map<uintptr_t, size_t> blocks;
+};
+
+HostBlocks& host_blocks() {
+  static HostBlocks* const blocks = new HostBlocks;
+  return *blocks;
+}
+
+// Whether every page of [address, address + size) is mapped.
+bool pages_mapped(uintptr_t address, size_t size) {
+  static const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = address & ~(page - 1);
+  const uintptr_t length = address + size - first;
+  std::vector<unsigned char> residency((length + page - 1) / page);
+  return mincore(reinterpret_cast<void*>(first), length, residency.data()) == 0;
+}
+
+// A host-side range is valid when it is mapped and, if it starts in a
+// registered block, ends in it.
+bool host_range_valid(uintptr_t address, size_t size) {
+  {
+    HostBlocks& h = host_blocks();
+    std::lock_guard<std::mutex> lock(h.mutex);
+    auto block = find_containing(h.blocks, address, kRangeBytes);
+    if (block != h.blocks.end()) return size <= block->second - (address - block->first);
+  }
+  return pages_mapped(address, size);
+}
 
 // ---- quarantine -------------------------------------------------------------
 
@@ -244,7 +286,18 @@ Side classify_range_locked(const State& s, const void* ptr, size_t size) {
       range_meets(s.quarantine, address, size, kMappedBytes)) {
     return Side::kViolation;
   }
+  if (size == 0) return Side::kHost;
+  if (range_meets(s.unbacked, address, size, kRangeBytes) || !host_range_valid(address, size)) {
+    return Side::kViolation;
+  }
   return Side::kHost;
+}
+
+bool range_is_live_storage_locked(const State& s, uint64_t address, size_t size) {
+  auto live = find_containing(s.live, static_cast<uintptr_t>(address), kMappedBytes);
+  if (live == s.live.end()) return false;
+  const uintptr_t offset = static_cast<uintptr_t>(address) - reinterpret_cast<uintptr_t>(live->second.base);
+  return offset <= live->second.extent && size <= live->second.extent - offset;
 }
 
 bool agent_can_access_locked(const State& s, uint32_t agent_index, const void* ptr) {
@@ -470,3 +523,18 @@ hsa_status_t amd_pointer_info_set_userdata(const void* ptr, void* userdata) {
 }
 
 }  // namespace hsa_sim::api
+
+// ---- control interface: host blocks ------------------------------------------
+
+extern "C" void hsa_sim_note_host_block(const void* base, size_t size) {
+  if (base == nullptr || size == 0) return;
+  hsa_sim::HostBlocks& h = hsa_sim::host_blocks();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  h.blocks[reinterpret_cast<uintptr_t>(base)] = size;
+}
+
+extern "C" void hsa_sim_forget_host_block(const void* base) {
+  hsa_sim::HostBlocks& h = hsa_sim::host_blocks();
+  std::lock_guard<std::mutex> lock(h.mutex);
+  h.blocks.erase(reinterpret_cast<uintptr_t>(base));
+}

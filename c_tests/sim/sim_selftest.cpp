@@ -19,6 +19,9 @@
 
 #include <hsa_api_trace.h>
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -613,6 +616,51 @@ void test_copies() {
   CHECK_STATUS(core().hsa_memory_copy_fn(b, host.data(), 16), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK(hsa_sim_copy_violations() == 6);
   CHECK(hsa_sim_quarantine_intact());
+}
+
+// Host-side checks: what would otherwise be a wild access is a violation.
+void test_host_side_checks() {
+  hsa_sim_reset(1);
+  char* dev = static_cast<char*>(device_alloc(4096));
+  std::memset(dev, 'd', 4096);
+
+  // A noted host block: a copy may not run past its end.
+  std::vector<char> block(1000, 'b');
+  hsa_sim_note_host_block(block.data(), block.size());
+  CHECK_STATUS(core().hsa_memory_copy_fn(block.data() + 500, dev, 500), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(core().hsa_memory_copy_fn(block.data() + 500, dev, 501),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(core().hsa_memory_copy_fn(dev, block.data() + 999, 2),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK(hsa_sim_copy_violations() == 2);
+  hsa_sim_forget_host_block(block.data());
+  CHECK_STATUS(core().hsa_memory_copy_fn(dev, block.data(), 1000), HSA_STATUS_SUCCESS);
+
+  // Unmapped host memory.
+  const long page = sysconf(_SC_PAGESIZE);
+  void* gone = mmap(nullptr, static_cast<size_t>(page), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(gone != MAP_FAILED);
+  munmap(gone, static_cast<size_t>(page));
+  CHECK_STATUS(core().hsa_memory_copy_fn(dev, gone, 16), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK(hsa_sim_copy_violations() == 3);
+
+  // A raw variable symbol with nothing behind it, and one inside live storage.
+  hsa_executable_t exe = hsa_sim_executable_create();
+  const uint64_t nowhere = 0x7300'0000;
+  hsa_sim_executable_add_variable_raw(exe, gpu(0), "unbacked", nowhere, 64);
+  hsa_sim_executable_add_variable_raw(exe, gpu(0), "alias", reinterpret_cast<uint64_t>(dev), 64);
+  std::vector<char> back(64, 0);
+  CHECK_STATUS(core().hsa_memory_copy_fn(back.data(), reinterpret_cast<void*>(nowhere + 8), 8),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(core().hsa_memory_copy_fn(back.data(), dev, 64), HSA_STATUS_SUCCESS);
+  CHECK(back[63] == 'b');  // what the copy from the forgotten block wrote
+  CHECK(hsa_sim_copy_violations() == 4);
+  // Reset forgets the unbacked ranges with the executables.
+  hsa_sim_reset(1);
+  char* fresh = static_cast<char*>(device_alloc(64));
+  CHECK_STATUS(core().hsa_memory_copy_fn(fresh, block.data(), 64), HSA_STATUS_SUCCESS);
+  CHECK(hsa_sim_copy_violations() == 0);
 }
 
 // ---- quarantine and address reuse -------------------------------------------
@@ -1321,6 +1369,7 @@ int main() {
   test_allocation();
   test_pointer_info();
   test_copies();
+  test_host_side_checks();
   test_quarantine_and_reuse();
   test_fault_injection();
   test_loader();

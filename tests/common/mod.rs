@@ -6,12 +6,12 @@
 
 #![allow(dead_code)]
 
-use std::alloc::{GlobalAlloc, Layout, System};
+use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::{Mutex, Once, PoisonError};
 
-use hsa_sim::Agent;
+use hsa_sim::{Agent, NotingAllocator};
 use kernel_replay::ffi::types::*;
 use kernel_replay::ffi::*;
 
@@ -168,6 +168,9 @@ pub unsafe extern "C" fn capture_log(
     message: *const c_char,
     _: *mut c_void,
 ) {
+    // The capture is the test's, not the library's: it may allocate even
+    // inside a section where the library's allocations are made to fail.
+    let failing = FAIL_AT_OR_ABOVE.try_with(|t| t.replace(0)).unwrap_or(0);
     // SAFETY: the library passes a NUL-terminated message valid for the call.
     let text = unsafe { CStr::from_ptr(message) }
         .to_string_lossy()
@@ -175,6 +178,7 @@ pub unsafe extern "C" fn capture_log(
     LOGS.lock()
         .unwrap_or_else(PoisonError::into_inner)
         .push((level, text));
+    let _ = FAIL_AT_OR_ABOVE.try_with(|t| t.set(failing));
 }
 
 /// Routes the library's log into the capture buffer, at `level`.
@@ -210,21 +214,33 @@ thread_local! {
 /// Runs `body` with every allocation of `threshold` bytes or more failing on
 /// this thread, the way `malloc` fails under real memory pressure.
 pub fn with_allocations_failing_at<R>(threshold: usize, body: impl FnOnce() -> R) -> R {
+    /// Ends the failing section even when `body` panics.
+    struct Section;
+    impl Drop for Section {
+        fn drop(&mut self) {
+            let _ = FAIL_AT_OR_ABOVE.try_with(|t| t.set(0));
+        }
+    }
     FAIL_AT_OR_ABOVE.with(|t| t.set(threshold));
-    let result = body();
-    FAIL_AT_OR_ABOVE.with(|t| t.set(0));
-    result
+    let _section = Section;
+    body()
 }
 
 fn must_fail(size: usize) -> bool {
+    // A failed assertion inside the failing section must still be able to
+    // format and report itself (else the whole binary aborts).
     FAIL_AT_OR_ABOVE
         .try_with(|t| t.get())
         .is_ok_and(|t| t != 0 && size >= t)
+        && !std::thread::panicking()
 }
 
+/// The test binaries' allocator: the runtime's noting allocator (a copy
+/// past the end of host memory is a counted violation, not heap corruption),
+/// failing on request.
 pub struct FailingAllocator;
 
-// SAFETY: forwards to the system allocator, or returns NULL (a permitted
+// SAFETY: forwards to the noting allocator, or returns NULL (a permitted
 // answer of `alloc`) when told to fail.
 unsafe impl GlobalAlloc for FailingAllocator {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
@@ -232,25 +248,25 @@ unsafe impl GlobalAlloc for FailingAllocator {
             return std::ptr::null_mut();
         }
         // SAFETY: forwarded.
-        unsafe { System.alloc(layout) }
+        unsafe { NotingAllocator.alloc(layout) }
     }
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
         if must_fail(layout.size()) {
             return std::ptr::null_mut();
         }
         // SAFETY: forwarded.
-        unsafe { System.alloc_zeroed(layout) }
+        unsafe { NotingAllocator.alloc_zeroed(layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
         if must_fail(new_size) {
             return std::ptr::null_mut();
         }
         // SAFETY: forwarded.
-        unsafe { System.realloc(ptr, layout, new_size) }
+        unsafe { NotingAllocator.realloc(ptr, layout, new_size) }
     }
     unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
         // SAFETY: forwarded.
-        unsafe { System.dealloc(ptr, layout) }
+        unsafe { NotingAllocator.dealloc(ptr, layout) }
     }
 }
 

@@ -17,6 +17,7 @@
 //! pass [`core_table_ptr`] / [`amd_ext_table_ptr`] where ROCr would hand its
 //! tables to a tool.
 
+use std::alloc::{GlobalAlloc, Layout, System};
 use std::ffi::{c_char, c_void, CString};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -145,6 +146,8 @@ extern "C" {
     ) -> u32;
 
     // modes
+    pub fn hsa_sim_note_host_block(base: *const c_void, size: usize);
+    pub fn hsa_sim_forget_host_block(base: *const c_void);
     pub fn hsa_sim_set_address_reuse(enabled: bool);
     pub fn hsa_sim_set_strict_async_access(enabled: bool);
 
@@ -559,5 +562,54 @@ impl SimSession {
 
     pub fn invalid_signal_uses(&self) -> u64 {
         unsafe { hsa_sim_invalid_signal_uses() }
+    }
+}
+
+// ---- the test programs' allocator ----------------------------------------------
+
+/// A global allocator for the programs that test against this runtime: the
+/// system's, telling the runtime the extent of every block it hands out
+/// ([`hsa_sim_note_host_block`]), so that a copy running past the end of
+/// host memory the library under test allocated (a pageable arena, a host
+/// buffer) is a counted violation that copies nothing, instead of heap
+/// corruption that kills the whole test program.
+pub struct NotingAllocator;
+
+impl NotingAllocator {
+    fn noted(ptr: *mut u8, size: usize) -> *mut u8 {
+        // SAFETY: a plain registration call; NULL is ignored.
+        unsafe { hsa_sim_note_host_block(ptr.cast(), size) };
+        ptr
+    }
+
+    fn forget(ptr: *mut u8) {
+        // SAFETY: a plain unregistration call.
+        unsafe { hsa_sim_forget_host_block(ptr.cast()) };
+    }
+}
+
+// SAFETY: every block comes from, and goes back to, the system allocator
+// unchanged; the runtime is only told about it.
+unsafe impl GlobalAlloc for NotingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded.
+        Self::noted(unsafe { System.alloc(layout) }, layout.size())
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        // SAFETY: forwarded.
+        Self::noted(unsafe { System.alloc_zeroed(layout) }, layout.size())
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // SAFETY: forwarded.
+        let moved = unsafe { System.realloc(ptr, layout, new_size) };
+        if !moved.is_null() {
+            Self::forget(ptr);
+        }
+        Self::noted(moved, new_size)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        Self::forget(ptr);
+        // SAFETY: forwarded.
+        unsafe { System.dealloc(ptr, layout) }
     }
 }
