@@ -115,54 +115,7 @@ impl Interp {
     /// (once per process) with the runtime's iterator, tracking off, no
     /// faults, no host budget, nothing tracked and no host memory held.
     pub fn new() -> Interp {
-        // The runtime is reset (one CPU, two GPUs) for the first input of
-        // the process only. A reset starts a new handle epoch, so every agent
-        // handle changes, and the library keeps per-agent storage state
-        // (pools, arenas) for the life of the process, as for a real
-        // runtime's fixed agents: resetting per input would grow that state
-        // by three agents per input and slow every later input down. Each
-        // input instead starts from the clean state the previous one left
-        // (everything freed and unloaded, arenas trimmed: checked below),
-        // with every fault and mode cleared here.
-        static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-        let sim = if STARTED.swap(true, std::sync::atomic::Ordering::AcqRel) {
-            hsa_sim::continue_session()
-        } else {
-            hsa_sim::session(2)
-        };
-        clear_faults(&sim);
-        assert_eq!(sim.gpu_count(), 2, "the runtime was reset by someone else");
-        assert_eq!(
-            sim.live_allocation_count(),
-            0,
-            "an earlier input left runtime allocations"
-        );
-        app::install_once();
-        #[cfg(fuzzing)]
-        kernel_replay::context::GLOBAL.gate.reset_for_fuzzing();
-        assert!(
-            !kr_is_finalized(),
-            "the library is finalized: build with --cfg fuzzing for the reset hook"
-        );
-        kr_set_executable_iterator(app::sim_iterator());
-        kr_set_host_budget(0);
-        {
-            assert!(kr_set_storage_policy(
-                kr_storage_policy_t::KR_STORAGE_BASELINE as u32
-            ));
-            kr_set_batched_copies(true);
-            assert_eq!(kr_device_bytes_in_use(), 0, "an earlier input left arenas");
-        }
-        assert!(!kr_set_tracking_enabled(false));
-        assert!(
-            kernel_replay::context::GLOBAL.inventory.is_empty(),
-            "an earlier input left allocations in the inventory"
-        );
-        assert_eq!(
-            kr_host_bytes_in_use(),
-            0,
-            "an earlier input left host memory held"
-        );
+        let sim = clean_session();
         let agents = [sim.gpu(0), sim.gpu(1), sim.cpu()];
         let violations_before = sim.copy_violations();
         Interp {
@@ -1135,6 +1088,64 @@ fn granules(size: usize) -> usize {
 }
 
 /// Disarms every fault and mode the interpreter can set in the runtime.
+/// The clean state every input starts from: the runtime reset (2 GPUs) for
+/// the first input of the process and continued after, with every fault and
+/// mode cleared; the library installed (once per process) with the runtime's
+/// iterator, tracking off, the baseline policy, batched copies, no host
+/// budget, nothing tracked and no memory held. Shared by the single-threaded
+/// interpreter and the threaded runner (`threads.rs`).
+pub fn clean_session() -> hsa_sim::SimSession {
+    // The runtime is reset (one CPU, two GPUs) for the first input of
+    // the process only. A reset starts a new handle epoch, so every agent
+    // handle changes, and the library keeps per-agent storage state
+    // (pools, arenas) for the life of the process, as for a real
+    // runtime's fixed agents: resetting per input would grow that state
+    // by three agents per input and slow every later input down. Each
+    // input instead starts from the clean state the previous one left
+    // (everything freed and unloaded, arenas trimmed: checked below),
+    // with every fault and mode cleared here.
+    static STARTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let sim = if STARTED.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        hsa_sim::continue_session()
+    } else {
+        hsa_sim::session(2)
+    };
+    clear_faults(&sim);
+    assert_eq!(sim.gpu_count(), 2, "the runtime was reset by someone else");
+    assert_eq!(
+        sim.live_allocation_count(),
+        0,
+        "an earlier input left runtime allocations"
+    );
+    app::install_once();
+    #[cfg(fuzzing)]
+    kernel_replay::context::GLOBAL.gate.reset_for_fuzzing();
+    assert!(
+        !kr_is_finalized(),
+        "the library is finalized: build with --cfg fuzzing for the reset hook"
+    );
+    kr_set_executable_iterator(app::sim_iterator());
+    kr_set_host_budget(0);
+    {
+        assert!(kr_set_storage_policy(
+            kr_storage_policy_t::KR_STORAGE_BASELINE as u32
+        ));
+        kr_set_batched_copies(true);
+        assert_eq!(kr_device_bytes_in_use(), 0, "an earlier input left arenas");
+    }
+    assert!(!kr_set_tracking_enabled(false));
+    assert!(
+        kernel_replay::context::GLOBAL.inventory.is_empty(),
+        "an earlier input left allocations in the inventory"
+    );
+    assert_eq!(
+        kr_host_bytes_in_use(),
+        0,
+        "an earlier input left host memory held"
+    );
+    sim
+}
+
 fn clear_faults(sim: &hsa_sim::SimSession) {
     sim.fail_next_frees(0);
     sim.fail_next_allocations(0);

@@ -10,13 +10,22 @@
 //! must be true (see `fuzz/README.md` for the list).
 //!
 //! Used by the libFuzzer target `fuzz_targets/replay_ops.rs` and by the
-//! deterministic seeded runner `tests/seeded.rs`.
+//! deterministic seeded runner `tests/seeded.rs`. The threaded runner
+//! ([`threads`]) races an application thread against a tool thread; it is
+//! the libFuzzer target `fuzz_targets/replay_threads.rs` and runs seeded in
+//! `tests/seeded_threads.rs`.
 
 pub mod app;
 pub mod interp;
 pub mod model;
 pub mod ops;
 pub mod seeds;
+pub mod threads;
+
+/// Host copies past the end of a block the library allocated are counted
+/// violations, not heap corruption (see `hsa_sim::NotingAllocator`).
+#[global_allocator]
+static ALLOCATOR: hsa_sim::NotingAllocator = hsa_sim::NotingAllocator;
 
 /// Most ops run from one input.
 pub const MAX_OPS: usize = 256;
