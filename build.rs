@@ -7,29 +7,18 @@
 //! checks the tables a runtime hands over against this layout.
 
 use std::env;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-/// Where the `hsa/` header directory is looked for, in order.
-fn hsa_include_dir() -> Option<PathBuf> {
-    let mut candidates = env::var_os("HSA_INCLUDE_DIR")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(env::var_os("ROCM_PATH").map(|p| Path::new(&p).join("include")))
-        .chain(["/opt/rocm/include", "/usr/include"].map(PathBuf::from));
-    candidates.find(|dir| dir.join("hsa/hsa_api_trace.h").is_file())
-}
+include!("buildtools/hsa_include.rs");
 
 fn main() {
-    println!("cargo:rerun-if-env-changed=HSA_INCLUDE_DIR");
-    println!("cargo:rerun-if-env-changed=ROCM_PATH");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=buildtools/hsa_include.rs");
 
-    let Some(include) = hsa_include_dir() else {
-        panic!(
-            "HSA headers not found: install libhsa-runtime-dev (Debian) or set HSA_INCLUDE_DIR \
-             to the directory that holds hsa/hsa_api_trace.h"
-        );
-    };
+    let root = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let include = hsa_include_dir(&root).unwrap_or_else(|why| {
+        panic!("HSA headers not found: {why}\n(run scripts/setup.sh, install libhsa-runtime-dev or ROCm, or set HSA_INCLUDE_DIR)")
+    });
     let hsa_dir = include.join("hsa");
     println!("cargo:rerun-if-changed={}", hsa_dir.display());
 
@@ -39,7 +28,8 @@ fn main() {
     let bindings = bindgen::Builder::default()
         .header_contents(
             "kernel_replay_hsa.hpp",
-            "#include <hsa.h>\n#include <hsa_ext_amd.h>\n#include <hsa_api_trace.h>\n",
+            "#include <hsa.h>\n#include <hsa_ext_amd.h>\n#include <hsa_ven_amd_loader.h>\n\
+             #include <hsa_api_trace.h>\n",
         )
         .clang_args(["-x", "c++", "-std=c++14", "-DAMD_INTERNAL_BUILD"])
         .clang_arg(format!("-I{}", hsa_dir.display()))

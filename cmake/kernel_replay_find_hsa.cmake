@@ -1,18 +1,22 @@
-# Finds the HSA headers kernel_replay.h builds on, in the order the library's
-# own build script (build.rs) searches, so that a consumer sees the headers
-# the library was built against:
+# The one HSA-header finder. In order:
 #   the HSA_INCLUDE_DIR cache variable, $ENV{HSA_INCLUDE_DIR},
-#   $ENV{ROCM_PATH}/include, /opt/rocm/include, /usr/include.
+#   $ENV{ROCM_PATH}/include, /opt/rocm/include (an installed ROCm wins, as in
+#   an SDK build), then the extra directories the caller passes (the project
+#   build passes its header cache, newest ROCm first: scripts/hsa_headers.sh
+#   fills it), then /usr/include.
 # The marker is hsa/hsa_api_trace.h: a tool needs it for the API tables it
 # hands to kr_memory_tracker_init, and it only ships with the full headers.
 #
-# Used by the project's CMakeLists.txt and by the installed package
-# (kernel_replayConfig.cmake), so both search the same way.
+# Used by the project's CMakeLists.txt, by the installed package
+# (kernel_replayConfig.cmake), and, through print_hsa_include.cmake, by the
+# Rust build scripts (build.rs, c_tests/sim/build.rs): every part of a build
+# sees the same headers.
 include_guard(GLOBAL)
 
 # Sets the cache variable HSA_INCLUDE_DIR (the directory holding hsa/) and
 # <found_var> (TRUE/FALSE) and <message_var> (why not, when FALSE) in the
-# caller's scope.
+# caller's scope. Further arguments are extra candidate directories, searched
+# after an installed ROCm and before /usr/include.
 function(kernel_replay_find_hsa_headers found_var message_var)
   set(marker "hsa/hsa_api_trace.h")
   # A directory the user named (-DHSA_INCLUDE_DIR=...) is kept by find_path
@@ -33,7 +37,7 @@ function(kernel_replay_find_hsa_headers found_var message_var)
   if(NOT "$ENV{ROCM_PATH}" STREQUAL "")
     list(APPEND candidates "$ENV{ROCM_PATH}/include")
   endif()
-  list(APPEND candidates /opt/rocm/include /usr/include)
+  list(APPEND candidates /opt/rocm/include ${ARGN} /usr/include)
   find_path(HSA_INCLUDE_DIR
     NAMES "${marker}"
     PATHS ${candidates}

@@ -1,10 +1,16 @@
 #!/usr/bin/env bash
 # Installs what building and testing kernel-replay needs on Debian/Ubuntu,
-# skipping anything already present. Safe to run repeatedly.
+# skipping anything already present, and fetches the newest HSA (ROCr)
+# headers Debian carries (experimental, then sid, then trixie) into the
+# project's header cache (.cache/hsa, through a private apt configuration:
+# the machine's apt sources are never touched). The build uses them unless
+# an installed ROCm (ROCM_PATH, /opt/rocm) or HSA_INCLUDE_DIR says otherwise.
+# Safe to run repeatedly.
 set -euo pipefail
 
 packages=(
-  libhsa-runtime-dev   # HSA headers (hsa.h, hsa_ext_amd.h, hsa_api_trace.h)
+  libhsa-runtime-dev   # ROCm 5.2 HSA headers: the oldest generation the tests build against
+  debian-archive-keyring  # verifies the newer suites' packages (scripts/hsa_headers.sh)
   libclang-dev         # libclang for bindgen
   clang                # clang's resource headers for bindgen
   cmake                # C/C++ tests, install and package
@@ -31,3 +37,8 @@ if ! command -v cargo >/dev/null; then
   exit 1
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
+
+# The newest HSA headers Debian has, unless the build is pointed elsewhere.
+if [[ -z "${HSA_INCLUDE_DIR:-}" && -z "${ROCM_PATH:-}" && ! -f /opt/rocm/include/hsa/hsa_api_trace.h ]]; then
+  "$(dirname "$0")/hsa_headers.sh" newest >/dev/null
+fi

@@ -1,11 +1,20 @@
 #!/usr/bin/env bash
-# Runs every test: formatting, lints, the Rust unit and integration tests
-# (with the header-drift check) under every storage policy, the loom model
-# checks, the fuzzing job (bounded: FUZZ_SECONDS, default 120), then the
-# C/C++ tests, valgrind memcheck, the install/package test, the exported-
-# symbol check and the GPU harness's no-GPU checks under ctest, and the C/C++
-# tests again under ASan+UBSan. Installs what is missing
-# first (scripts/setup.sh).
+# Runs every test. Installs what is missing first (scripts/setup.sh).
+#
+# Against the default HSA headers (the newest ROCm generation Debian carries,
+# unless an installed ROCm or HSA_INCLUDE_DIR says otherwise), the full
+# suite: formatting, lints, the Rust unit and integration tests (with the
+# header-drift check) under every storage policy and with blocking copies,
+# the loom model checks, the fuzzing job (FUZZ_SECONDS, default 120, and
+# FUZZ_THREAD_SECONDS, default 60), the C/C++ tests, valgrind memcheck, the
+# install/package test, the exported-symbol check and the GPU harness's
+# no-GPU checks under ctest, and the C/C++ tests under ASan+UBSan.
+#
+# Then, against every other ROCm generation it can obtain (5.2: bookworm,
+# 6.1: trixie, 6.4: sid, 7.2: experimental; scripts/hsa_headers.sh), the
+# library is built again and the Rust and C/C++ tests run against it: both
+# test runtimes fill their tables as that generation of ROCr does.
+# GENERATIONS="bookworm trixie" limits the list; GENERATIONS="" skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/setup.sh
@@ -13,8 +22,14 @@ cd "$(dirname "$0")/.."
 export CARGO_TERM_COLOR=never
 step() { printf '\n== %s\n' "$*"; }
 
+# The default headers, as the build's one finder chooses them.
+HSA_INCLUDE_DIR=${HSA_INCLUDE_DIR:-$(cmake -P cmake/print_hsa_include.cmake)}
+export HSA_INCLUDE_DIR
+step "default HSA headers: $HSA_INCLUDE_DIR"
+
 step "cargo fmt --check"
 cargo fmt --all -- --check
+(cd fuzz && cargo fmt -- --check)
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test (unit, integration, header drift)"
@@ -29,20 +44,49 @@ done
 step "integration tests with blocking copies (KERNEL_REPLAY_COPY=blocking)"
 KERNEL_REPLAY_COPY=blocking cargo test -p kernel-replay --tests -q
 
-step "loom model checks of the inventory protocol"
+step "loom model checks of the tracker's retire-before-free protocol"
 RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom cargo test --release --test loom_inventory -q
 
-step "fuzzing: the seeded runner, then ${FUZZ_SECONDS:-120} s of cargo fuzz over the kept corpus"
-FUZZ_SECONDS=${FUZZ_SECONDS:-120} ./fuzz/ci.sh
+step "fuzzing: the seeded runners, then cargo fuzz"
+FUZZ_SECONDS=${FUZZ_SECONDS:-120} FUZZ_THREAD_SECONDS=${FUZZ_THREAD_SECONDS:-60} ./fuzz/ci.sh
 
 step "CMake build and ctest (C/C++ tests, install, exports, valgrind memcheck)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKR_VALGRIND=ON
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKR_VALGRIND=ON -DHSA_INCLUDE_DIR="$HSA_INCLUDE_DIR"
 cmake --build build -j2
 ctest --test-dir build --output-on-failure -j2
 
 step "C/C++ tests under AddressSanitizer + UndefinedBehaviorSanitizer"
 # Shares the first tree's cargo build: the Rust library is the same.
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DKR_SANITIZE=address,undefined \
-  -DKR_CARGO_TARGET_DIR="$PWD/build/cargo"
+  -DKR_CARGO_TARGET_DIR="$PWD/build/cargo" -DHSA_INCLUDE_DIR="$HSA_INCLUDE_DIR"
 cmake --build build-asan -j2
 ctest --test-dir build-asan --output-on-failure -j2
+
+# ---- every other ROCm generation ------------------------------------------------
+
+ran=("$(basename "$(dirname "$HSA_INCLUDE_DIR")") (full suite): $HSA_INCLUDE_DIR")
+missing=()
+for generation in ${GENERATIONS-bookworm trixie sid experimental}; do
+  if ! include=$(./scripts/hsa_headers.sh fetch "$generation"); then
+    missing+=("$generation")
+    continue
+  fi
+  [[ "$include" -ef "$HSA_INCLUDE_DIR" ]] && continue
+  step "ROCm headers of $generation ($(cat "$(dirname "$include")/VERSION")): Rust tests"
+  # One target directory for every generation: each build reruns only what
+  # the headers change (the bindings, the library, the runtime, the tests).
+  HSA_INCLUDE_DIR="$include" CARGO_TARGET_DIR=target/generations cargo test --workspace -q
+  step "ROCm headers of $generation: C/C++ tests"
+  cmake -S . -B "build-generations/$generation" -DCMAKE_BUILD_TYPE=Debug -DKR_CARGO_PROFILE=debug \
+    -DKR_CARGO_TARGET_DIR="$PWD/target/generations" -DHSA_INCLUDE_DIR="$include" >/dev/null
+  cmake --build "build-generations/$generation" -j2
+  ctest --test-dir "build-generations/$generation" --output-on-failure -j2
+  ran+=("$generation: $include")
+done
+
+step "summary"
+printf 'tested against the HSA headers of:\n'
+printf '  %s\n' "${ran[@]}"
+if ((${#missing[@]})); then
+  printf 'WARNING: could not fetch the headers of: %s (not tested)\n' "${missing[*]}"
+fi

@@ -134,14 +134,78 @@ fn a_table_too_small_for_any_used_entry_installs_nothing() {
         assert_eq!(c.as_bytes(), &before_c[..]);
         assert_eq!(a.as_bytes(), &before_a[..]);
     }
-    // Exactly enough is accepted (a runtime older than these headers).
+    // Exactly enough: a runtime older than these headers. From major 2 on
+    // (ROCm 6.0), tables only grow at the end, so that is accepted; a major-1
+    // (ROCm 5.x) table must be exactly the size built against.
     let (mut c, mut a) = (fresh_core_table(), fresh_amd_ext_table());
     version(&mut c).minor_id = core_needed;
     version(&mut a).minor_id = amd_needed;
+    let expected = if version(&mut a).major_id >= 2 && version(&mut c).major_id >= 2 {
+        KR_STATUS_SUCCESS
+    } else {
+        KR_STATUS_ERROR_INCOMPATIBLE_TABLE
+    };
     // SAFETY: as above.
     assert_eq!(
         unsafe { kr_memory_tracker_init(core(&mut c), amd(&mut a), 0) },
-        KR_STATUS_SUCCESS
+        expected
+    );
+}
+
+/// The AMD table sizes of ROCm 5.x (major 1): 5.5 inserted three entries
+/// and 5.6 two more, each without a new major version.
+const ROCM_5_5_AMD_TABLE_SIZE: u32 = 424;
+const ROCM_5_6_AMD_TABLE_SIZE: u32 = 456;
+
+#[test]
+fn the_guard_follows_each_rocm_generations_rules() {
+    if !in_child("the_guard_follows_each_rocm_generations_rules") {
+        return;
+    }
+    let built_major = version(&mut fresh_amd_ext_table()).major_id;
+    let install = |c: &mut TableCopy, a: &mut TableCopy| {
+        // SAFETY: table copies at least as long as their minor_id says.
+        unsafe { kr_memory_tracker_init(core(c), amd(a), 0) }
+    };
+    if built_major == 1 {
+        // Built against ROCm 5.x headers: a 5.5- or 5.6-shaped table has
+        // the same major and other offsets, and is refused.
+        for size in [ROCM_5_5_AMD_TABLE_SIZE, ROCM_5_6_AMD_TABLE_SIZE] {
+            let (mut c, mut a) = (fresh_core_table(), fresh_amd_ext_table());
+            a.grow(64);
+            version(&mut a).minor_id = size;
+            assert_eq!(install(&mut c, &mut a), KR_STATUS_ERROR_INCOMPATIBLE_TABLE);
+        }
+        // A table of ROCm 6.0 or later: another major.
+        let (mut c, mut a) = (fresh_core_table(), fresh_amd_ext_table());
+        version(&mut c).major_id = 2;
+        version(&mut a).major_id = 2;
+        assert_eq!(install(&mut c, &mut a), KR_STATUS_ERROR_INCOMPATIBLE_TABLE);
+    } else {
+        // Built against ROCm 6.0 or later headers: a 5.x runtime's tables
+        // (major 1, a 5.6-shaped AMD table among them) and a future major
+        // are refused.
+        for major in [1, built_major + 1] {
+            let (mut c, mut a) = (fresh_core_table(), fresh_amd_ext_table());
+            version(&mut c).major_id = major;
+            version(&mut a).major_id = major;
+            if major == 1 {
+                version(&mut a).minor_id = ROCM_5_6_AMD_TABLE_SIZE;
+            }
+            assert_eq!(install(&mut c, &mut a), KR_STATUS_ERROR_INCOMPATIBLE_TABLE);
+        }
+        // A newer runtime's longer tables, same major: accepted.
+        let (mut c, mut a) = (fresh_core_table(), fresh_amd_ext_table());
+        c.grow(64);
+        a.grow(128);
+        assert_eq!(install(&mut c, &mut a), KR_STATUS_SUCCESS);
+    }
+    // Exactly the headers' tables always install (here: already installed).
+    let (mut c, mut a) = (fresh_core_table(), fresh_amd_ext_table());
+    let status = install(&mut c, &mut a);
+    assert!(
+        status == KR_STATUS_SUCCESS || status == KR_STATUS_ALREADY_INSTALLED,
+        "{status:?}"
     );
 }
 

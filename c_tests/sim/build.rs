@@ -4,8 +4,8 @@
 //! The runtime includes `<hsa/hsa_api_trace.h>`, which is C++ (its tables are
 //! declared with `decltype`); `AMD_INTERNAL_BUILD` makes it include its
 //! siblings from its own directory instead of an `inc/` subdirectory that
-//! installed headers do not have. The headers are found the same way the
-//! main crate's build script finds them.
+//! installed headers do not have. The headers are found by the project's one
+//! finder (`buildtools/hsa_include.rs`), as for the main crate.
 //!
 //! The HSA semantics the sim shares with HSA-on-CUDA (gpu/hsa_cuda) live in
 //! `../hsa_common`, compiled in from there (without hsa_common_app.cpp: the
@@ -13,7 +13,7 @@
 //! hsa_sim_app.cpp is).
 
 use std::env;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// The runtime's translation units, relative to this crate (keep in step
 /// with the hsa_sim library in c_tests/CMakeLists.txt).
@@ -38,39 +38,33 @@ const HEADERS: [&str; 5] = [
 /// Where the shared headers are, relative to this crate.
 const COMMON_DIR: &str = "../hsa_common";
 
-/// The first directory holding `hsa/hsa_api_trace.h`: `$HSA_INCLUDE_DIR`,
-/// `$ROCM_PATH/include`, `/opt/rocm/include`, then `/usr/include`.
-fn hsa_include_dir() -> Option<PathBuf> {
-    let mut candidates = env::var_os("HSA_INCLUDE_DIR")
-        .map(PathBuf::from)
-        .into_iter()
-        .chain(env::var_os("ROCM_PATH").map(|p| Path::new(&p).join("include")))
-        .chain(["/opt/rocm/include", "/usr/include"].map(PathBuf::from));
-    candidates.find(|dir| dir.join("hsa/hsa_api_trace.h").is_file())
-}
+include!("../../buildtools/hsa_include.rs");
 
 fn main() {
-    println!("cargo:rerun-if-env-changed=HSA_INCLUDE_DIR");
-    println!("cargo:rerun-if-env-changed=ROCM_PATH");
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=../../buildtools/hsa_include.rs");
     for file in SOURCES.iter().chain(HEADERS.iter()) {
         println!("cargo:rerun-if-changed={file}");
     }
 
-    let Some(include) = hsa_include_dir() else {
-        panic!(
-            "HSA headers not found: install libhsa-runtime-dev (Debian) or set HSA_INCLUDE_DIR \
-             to the directory that holds hsa/hsa_api_trace.h"
-        );
-    };
     let crate_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let include = hsa_include_dir(&crate_dir.join("../..")).unwrap_or_else(|why| {
+        panic!("HSA headers not found: {why}\n(run scripts/setup.sh, install libhsa-runtime-dev or ROCm, or set HSA_INCLUDE_DIR)")
+    });
 
     let mut build = cc::Build::new();
+    // System headers: ROCm 6.4 and later use anonymous structs and flexible
+    // array members that -Wpedantic would reject. /usr/include is one
+    // already (naming it again would reorder the compiler's own search and
+    // break <cstdlib>'s #include_next).
+    for dir in [include.join("hsa"), include.clone()] {
+        if dir != std::path::Path::new("/usr/include") {
+            build.flag(format!("-isystem{}", dir.display()));
+        }
+    }
     build
         .cpp(true)
         .std("c++17")
-        .include(include.join("hsa"))
-        .include(&include)
         .include(&crate_dir)
         .include(crate_dir.join(COMMON_DIR))
         .define("AMD_INTERNAL_BUILD", None)

@@ -106,3 +106,10 @@ extern "C" AmdExtTable* hsa_sim_amd_ext_table(void) {
 extern "C" size_t hsa_sim_core_table_size(void) { return sizeof(CoreApiTable); }
 
 extern "C" size_t hsa_sim_amd_ext_table_size(void) { return sizeof(AmdExtTable); }
+
+extern "C" void hsa_sim_header_table_versions(uint32_t out[4]) {
+  out[0] = HSA_CORE_API_TABLE_MAJOR_VERSION;
+  out[1] = HSA_CORE_API_TABLE_STEP_VERSION;
+  out[2] = HSA_AMD_EXT_API_TABLE_MAJOR_VERSION;
+  out[3] = HSA_AMD_EXT_API_TABLE_STEP_VERSION;
+}

@@ -1,12 +1,21 @@
-//! The table-size guard.
+//! The table guard.
 //!
-//! `CoreApiTable` and `AmdExtTable` grow between ROCm releases. ROCr fills
+//! `CoreApiTable` and `AmdExtTable` change between ROCm releases. ROCr fills
 //! `version.major_id` with the table's major version and `version.minor_id`
-//! with `sizeof` the table it was built with, so a table handed over by an
-//! older runtime can be shorter than the struct this library was compiled
-//! against. Before reading or replacing any entry, the library checks that the
-//! major version matches the headers and that `minor_id` covers every entry
-//! it touches; otherwise it installs nothing.
+//! with `sizeof` the table it was built with (the real minor version is
+//! `step_id`). Before reading or replacing any entry, the library checks a
+//! table against the headers it was built with:
+//!
+//! - the major version must be the one of those headers: another major is
+//!   another layout;
+//! - major 1 (ROCm 5.x) must be exactly the size of those headers' table:
+//!   5.5 and 5.6 inserted entries into `AmdExtTable` without a new major, so
+//!   a different size means entries at other offsets;
+//! - from major 2 (ROCm 6.0 on) tables only grow at the end, so any size that
+//!   covers every entry the library reads or replaces is accepted: a newer
+//!   runtime's longer table, or an older one's shorter table.
+//!
+//! Otherwise the library installs nothing.
 //!
 //! Tables are handled through raw pointers: forming a `&CoreApiTable` over a
 //! shorter table would itself be undefined behaviour.
@@ -58,6 +67,13 @@ pub enum TableError {
         found: u32,
         expected: u32,
     },
+    /// A major-1 table whose size (`version.minor_id`) is not the size of
+    /// the headers' table: another 5.x layout.
+    SizeMismatch {
+        table: &'static str,
+        size: u32,
+        expected: usize,
+    },
     /// `version.minor_id` (the table's size) ends before an entry we use.
     TooSmall {
         table: &'static str,
@@ -78,6 +94,11 @@ impl fmt::Display for TableError {
             TableError::MajorVersion { table, found, expected } => write!(
                 f,
                 "{table}: major version {found}, this library was built for {expected}"
+            ),
+            TableError::SizeMismatch { table, size, expected } => write!(
+                f,
+                "{table}: major version 1 with {size} bytes, this library was built for {expected} \
+                 (ROCm 5.x moved entries without a new major version)"
             ),
             TableError::TooSmall { table, size, entry, needed } => write!(
                 f,
@@ -124,6 +145,13 @@ pub unsafe fn validate<T: GuardedTable>(table: *const T) -> Result<(), TableErro
             table: T::NAME,
             found: version.major_id,
             expected: T::MAJOR_VERSION,
+        });
+    }
+    if version.major_id == 1 && version.minor_id as usize != size_of::<T>() {
+        return Err(TableError::SizeMismatch {
+            table: T::NAME,
+            size: version.minor_id,
+            expected: size_of::<T>(),
         });
     }
     for entry in T::ENTRIES_USED {
