@@ -45,8 +45,8 @@ bool tool_on_load(HsaApiTable* table) {
     std::printf("kr_memory_tracker_init failed: %d\n", static_cast<int>(status));
     return false;
   }
-  // rocprofiler-sdk passes hsa_ven_amd_loader_iterate_executables here.
-  kr_set_executable_iterator(hsa_sim_iterate_executables);
+  // No executable iterator to set: snapshots find the runtime loader's own
+  // (hsa_ven_amd_loader_iterate_executables) through the core table.
   kr_set_tracking_enabled(true);
   return true;
 }
@@ -195,10 +195,13 @@ int main() {
   std::printf("  replayed = %s, passes = %u, restore failures = %zu\n",
               result.replayed ? "true" : "false", result.passes_run, result.restore_failures);
 
-  std::printf("\nwithout an executable iterator the snapshot cannot find module variables,\n"
-              "so it declines and the dispatch runs once:\n");
-  kr_set_executable_iterator(nullptr);
+  std::printf("\nwith snapshots held to pageable host memory under a 1 KiB host budget,\n"
+              "the snapshot cannot be taken whole, so it declines and the dispatch runs once:\n");
+  kr_set_storage_policy(KR_STORAGE_PAGEABLE);
+  kr_set_host_budget(1024);
   result = kr_replay(gpu, 3, run_pass, &k);
+  kr_set_host_budget(0);
+  kr_set_storage_policy(KR_STORAGE_AUTO);
   std::printf("  replayed = %s, passes = %u, decline reason = %d\n",
               result.replayed ? "true" : "false", result.passes_run,
               static_cast<int>(result.decline_reason));

@@ -85,8 +85,9 @@ bool install_kernel_replay(kr_log_callback_t log, void* user_data) {
                 static_cast<int>(status));
     return false;
   }
-  // The way a tool finds the loader's executable iterator (README, "How an
-  // HSA tool uses it").
+  // The library finds the loader's executable iterator itself (no
+  // kr_set_executable_iterator, as under rocprofiler-sdk); check that the
+  // runtime's loader extension table carries it.
   hsa_ven_amd_loader_1_03_pfn_t loader;
   std::memset(&loader, 0, sizeof(loader));
   if (!KR_HSA(hsa_system_get_major_extension_table(HSA_EXTENSION_AMD_LOADER, 1, sizeof(loader),
@@ -97,7 +98,6 @@ bool install_kernel_replay(kr_log_callback_t log, void* user_data) {
     std::printf("the loader extension table does not carry hsa_cuda_iterate_executables\n");
     return false;
   }
-  kr_set_executable_iterator(loader.hsa_ven_amd_loader_iterate_executables);
   if (!kr_set_tracking_enabled(true)) {
     std::printf("kr_set_tracking_enabled(true) left tracking off\n");
     return false;

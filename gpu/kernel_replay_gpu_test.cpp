@@ -1087,21 +1087,27 @@ void counting_pass(uint32_t, void* user_data) {
   if (result != CUDA_SUCCESS) s.error = harness::cuda_error_text(result);
 }
 
+// A tool's executable iterator that fails: the snapshot cannot find module
+// variables and declines.
+hsa_status_t failing_iterator(hsa_status_t (*)(hsa_executable_t, void*), void*) {
+  return HSA_STATUS_ERROR;
+}
+
 void test_declined(Reporter& r, const Module& m) {
   harness::ContextScope scope(m.gpu.context);
   unsigned long long before = 0;
   T_CU_REQUIRE(r, cu().cuMemcpy(reinterpret_cast<CUdeviceptr>(&before), m.pass_counter, 8));
   const size_t log_mark = log_size();
-  kr_set_executable_iterator(nullptr);  // snapshots now decline
+  kr_set_executable_iterator(failing_iterator);  // snapshots now decline
   CountingPass s;
   s.m = &m;
   const kr_replay_result_t result = kr_replay(m.gpu.agent, 5, counting_pass, &s);
-  kr_set_executable_iterator(hsa_cuda_iterate_executables);
+  kr_set_executable_iterator(nullptr);  // back to the loader's own
   r.expect(!result.replayed && result.passes_run == 1 &&
-               result.decline_reason == KR_DECLINE_NO_EXECUTABLE_ITERATOR,
+               result.decline_reason == KR_DECLINE_SYMBOL_ENUMERATION,
            "kr_replay: replayed %d, passes %u, decline %d (expected 0, 1, %d)",
            int(result.replayed), result.passes_run, int(result.decline_reason),
-           int(KR_DECLINE_NO_EXECUTABLE_ITERATOR));
+           int(KR_DECLINE_SYMBOL_ENUMERATION));
   r.expect(s.passes == 1, "the pass function ran %u times, expected once", s.passes);
   if (!s.error.empty()) r.fail("bump_pass_counter: %s", s.error.c_str());
   unsigned long long after = 0;

@@ -70,7 +70,9 @@ typedef enum kr_decline_reason_t {
    */
   KR_DECLINE_FINALIZED = 2,
   /**
-   * No executable iterator set (`kr_set_executable_iterator`).
+   * No way to enumerate loaded executables: no iterator was set with
+   * `kr_set_executable_iterator`, and the runtime has no AMD loader
+   * extension table with `hsa_ven_amd_loader_iterate_executables`.
    */
   KR_DECLINE_NO_EXECUTABLE_ITERATOR = 3,
   /**
@@ -94,6 +96,13 @@ typedef enum kr_decline_reason_t {
    * fit the device budget or cannot be allocated there.
    */
   KR_DECLINE_DEVICE_MEMORY = 8,
+  /**
+   * The allocation wrappers were taken out of the HSA tables they were
+   * installed into (a tool restored the runtime's entries): frees may have
+   * gone unseen, so what was tracked is dropped. Snapshots decline until
+   * `kr_memory_tracker_init` installs the wrappers again.
+   */
+  KR_DECLINE_WRAPPERS_REMOVED = 9,
 } kr_decline_reason_t;
 
 /**
@@ -319,9 +328,11 @@ bool kr_is_finalized(void);
 
 /**
  * Sets how snapshots enumerate loaded executables to find module-scope
- * variables, typically the loader extension's
- * `hsa_ven_amd_loader_iterate_executables`. NULL unsets it; snapshots then
- * decline with `KR_DECLINE_NO_EXECUTABLE_ITERATOR`.
+ * variables, instead of the runtime loader's own iterator. Not needed with
+ * ROCr: without it, the first snapshot asks the runtime for the AMD loader
+ * extension (`hsa_system_get_major_extension_table`, `HSA_EXTENSION_AMD_LOADER`)
+ * through the installed core table and uses its
+ * `hsa_ven_amd_loader_iterate_executables`. NULL goes back to that.
  */
 void kr_set_executable_iterator(kr_iterate_executables_fn_t iterate);
 
@@ -385,6 +396,22 @@ size_t kr_restore(const kr_snapshot_t *snapshot);
  * writable.
  */
 size_t kr_restore_with_report(const kr_snapshot_t *snapshot, struct kr_restore_report_t *report);
+
+/**
+ * Writes the snapshot back and says whether that restored it, with the
+ * meaning of rocprofiler-sdk's `memory_snapshot::restore`: true when every
+ * region that is still the captured allocation or variable was written back
+ * (regions freed or unloaded since are skipped, and an empty snapshot is
+ * restored by writing nothing); false when any copy failed, for NULL or a
+ * declined snapshot, after `kr_finalize`, and when the allocation wrappers
+ * were found taken out of the HSA tables (then nothing tracked is written).
+ * A caller that stops replaying on false never runs a pass on memory the
+ * library could not vouch for.
+ *
+ * # Safety
+ * `snapshot` is NULL or a live snapshot from `kr_snap`.
+ */
+bool kr_restore_all(const kr_snapshot_t *snapshot);
 
 /**
  * Frees a snapshot and the host memory it holds. NULL is a no-op.

@@ -7,24 +7,27 @@
 //! original needed its teardown guard for).
 
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
-use std::sync::{OnceLock, PoisonError, RwLock};
+use std::sync::{PoisonError, RwLock};
 
 use crate::hsa::entries::{AmdEntries, CoreEntries, IterateExecutablesFn};
 use crate::memory_snapshot::discovery_cache::DiscoveryCache;
 use crate::memory_snapshot::storage::arena::Storage;
 use crate::memory_tracker::executables::Executables;
 use crate::memory_tracker::gate::Gate;
+use crate::memory_tracker::hooks::Hooks;
 use crate::memory_tracker::inventory::Inventory;
 use crate::stats::Stats;
 
 pub struct Context {
-    core: OnceLock<CoreEntries>,
-    amd: OnceLock<AmdEntries>,
+    /// The core table the wrappers went into and the entries captured.
+    pub core_hooks: Hooks<CoreEntries>,
+    /// The same for the AMD extension table.
+    pub amd_hooks: Hooks<AmdEntries>,
     /// Tracking on/off and the teardown guard.
     pub gate: Gate,
     pub inventory: Inventory,
-    /// How `snap` enumerates loaded executables (the loader extension's
-    /// `hsa_ven_amd_loader_iterate_executables` in rocprofiler-sdk).
+    /// The executable iterator a tool set (`kr_set_executable_iterator`),
+    /// which overrides the loader's.
     executable_iterator: RwLock<Option<IterateExecutablesFn>>,
     /// Storage policy, budgets, retained arenas, completion signals.
     pub storage: Storage,
@@ -48,8 +51,8 @@ const UNRESOLVED: u8 = u8::MAX;
 impl Context {
     pub const fn new() -> Self {
         Context {
-            core: OnceLock::new(),
-            amd: OnceLock::new(),
+            core_hooks: Hooks::new(),
+            amd_hooks: Hooks::new(),
             gate: Gate::new(),
             inventory: Inventory::new(),
             executable_iterator: RwLock::new(None),
@@ -70,27 +73,19 @@ impl Context {
     }
 
     /// The captured core entries, once a core table was installed.
-    #[inline]
-    pub fn core(&self) -> Option<&CoreEntries> {
-        self.core.get()
+    #[inline(always)]
+    pub fn core(&self) -> Option<&'static CoreEntries> {
+        self.core_hooks.entries()
     }
 
     /// The captured AMD-extension entries, once that table was installed.
-    #[inline]
-    pub fn amd(&self) -> Option<&AmdEntries> {
-        self.amd.get()
+    #[inline(always)]
+    pub fn amd(&self) -> Option<&'static AmdEntries> {
+        self.amd_hooks.entries()
     }
 
-    /// Stores the core entries if none were stored yet; true if these were.
-    pub fn set_core(&self, entries: CoreEntries) -> bool {
-        self.core.set(entries).is_ok()
-    }
-
-    /// Stores the AMD entries if none were stored yet; true if these were.
-    pub fn set_amd(&self, entries: AmdEntries) -> bool {
-        self.amd.set(entries).is_ok()
-    }
-
+    /// Sets the executable iterator snapshots use instead of the runtime
+    /// loader's own; `None` goes back to the loader's.
     pub fn set_executable_iterator(&self, iterate: Option<IterateExecutablesFn>) {
         *self
             .executable_iterator
@@ -98,11 +93,20 @@ impl Context {
             .unwrap_or_else(PoisonError::into_inner) = iterate;
     }
 
+    /// How snapshots enumerate loaded executables: the iterator the tool
+    /// set, else the AMD loader extension's own, asked of the runtime through
+    /// the captured core table (as rocprofiler-sdk finds its loader table).
+    /// Asked at every snapshot: one cheap call, and always the runtime's
+    /// current answer.
     pub fn executable_iterator(&self) -> Option<IterateExecutablesFn> {
-        *self
+        let set = *self
             .executable_iterator
             .read()
-            .unwrap_or_else(PoisonError::into_inner)
+            .unwrap_or_else(PoisonError::into_inner);
+        set.or_else(|| {
+            self.core()
+                .and_then(CoreEntries::loader_executable_iterator)
+        })
     }
 
     /// Whether copies are batched where the runtime can: on unless

@@ -23,6 +23,8 @@ pub mod classifier;
 #[cfg(not(loom))]
 pub mod context;
 #[cfg(not(loom))]
+mod fallible;
+#[cfg(not(loom))]
 pub mod ffi;
 #[cfg(not(loom))]
 pub mod hsa;

@@ -165,12 +165,15 @@ fn fresh_executable(sim: &SimSession, f: &mut Fixture) -> hsa_sim::Executable {
 fn decline_cases() -> Vec<DeclineCase> {
     let mut cases = vec![
         DeclineCase {
-            name: "no executable iterator",
+            name: "no executable iterator (none set, no loader extension)",
             reason: KR_DECLINE_NO_EXECUTABLE_ITERATOR,
             applies: any_policy,
-            arm: |_, _| kr_set_executable_iterator(None),
+            arm: |sim, _| {
+                kr_set_executable_iterator(None);
+                sim.fail_loader_extension(true);
+            },
             snap: plain_snap,
-            disarm: |_, _| kr_set_executable_iterator(sim_iterator()),
+            disarm: |sim, _| sim.fail_loader_extension(false),
         },
         DeclineCase {
             name: "executable iterator fails",

@@ -26,15 +26,21 @@ fn null_and_declined_snapshots_restore_nothing() {
         0
     );
     assert_eq!(report, kr_restore_report_t::default());
-    kr_set_executable_iterator(None);
+    // No iterator set and a runtime without the loader extension: declined.
+    sim.fail_loader_extension(true);
     let declined = Snap::of(gpu);
-    kr_set_executable_iterator(sim_iterator());
+    sim.fail_loader_extension(false);
+    assert!(!declined.ok());
     fill(p, 4096, 2);
     // SAFETY: a live (declined) snapshot; NULL report.
     assert_eq!(
         unsafe { kr_restore_with_report(declined.0, std::ptr::null_mut()) },
         0
     );
+    // SAFETY: NULL and a live (declined) snapshot: neither was restored.
+    assert!(!unsafe { kr_restore_all(std::ptr::null()) });
+    // SAFETY: as above.
+    assert!(!unsafe { kr_restore_all(declined.0) });
     assert_eq!(copies(&sim), 0);
     assert!(all(p, 4096, 2));
 }

@@ -218,7 +218,7 @@ fn a_region_freed_while_the_snapshot_runs_is_dropped_not_a_failure() {
     FREE_ME.store(doomed as usize, std::sync::atomic::Ordering::SeqCst);
     kr_set_executable_iterator(Some(iterate_and_free));
     let snap = Snap::of(gpu);
-    kr_set_executable_iterator(sim_iterator());
+    kr_set_executable_iterator(None);
     assert!(snap.ok());
     assert_eq!(snap.regions(), 1);
     assert_eq!(snap.bytes(), 4096);
@@ -226,6 +226,46 @@ fn a_region_freed_while_the_snapshot_runs_is_dropped_not_a_failure() {
     assert_eq!(copies(&sim), 1);
     drop(snap);
     pool_free(keep);
+}
+
+#[test]
+fn the_runtime_loaders_iterator_is_used_unless_the_tool_sets_one() {
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    /// A tool's iterator that reports no executable at all.
+    unsafe extern "C" fn reports_nothing(
+        _: kr_executable_callback_t,
+        _: *mut std::ffi::c_void,
+    ) -> kernel_replay::hsa::hsa_status_t {
+        CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        SUCCESS
+    }
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let exe = sim.executable_create();
+    let v = sim.add_variable(exe, gpu, "v", 64, false);
+    fill(v, 64, 1);
+    // No iterator set (the session's default): the loader extension's,
+    // found through the runtime's core table, lists the executable.
+    let through_loader = Snap::of(gpu);
+    assert!(through_loader.ok());
+    assert_eq!(through_loader.regions(), 1);
+    // A tool's own iterator overrides it.
+    kr_set_executable_iterator(Some(reports_nothing));
+    let through_tool = Snap::of(gpu);
+    kr_set_executable_iterator(None);
+    assert!(through_tool.ok());
+    assert_eq!(through_tool.regions(), 0);
+    assert_eq!(CALLS.load(std::sync::atomic::Ordering::Relaxed), 1);
+    // Unset again: back to the loader's.
+    assert_eq!(Snap::of(gpu).regions(), 1);
+    // A runtime without the loader extension, and no iterator set.
+    sim.fail_loader_extension(true);
+    let declined = Snap::of(gpu);
+    sim.fail_loader_extension(false);
+    assert_eq!(
+        declined.reason(),
+        kernel_replay::ffi::types::kr_decline_reason_t::KR_DECLINE_NO_EXECUTABLE_ITERATOR
+    );
 }
 
 #[test]

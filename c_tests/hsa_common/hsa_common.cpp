@@ -82,6 +82,17 @@ const char* status_text(hsa_status_t status, StatusCodes codes) {
   }
 }
 
+hsa_status_t loader_extension_table(uint16_t extension, uint16_t version_major, size_t length,
+                                    void* table, IterateExecutablesFn iterate) {
+  if (table == nullptr || length == 0) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if (extension != HSA_EXTENSION_AMD_LOADER || version_major != 1) return HSA_STATUS_ERROR;
+  hsa_ven_amd_loader_1_03_pfn_t loader;
+  std::memset(&loader, 0, sizeof(loader));
+  loader.hsa_ven_amd_loader_iterate_executables = iterate;
+  std::memcpy(table, &loader, std::min(length, sizeof(loader)));
+  return HSA_STATUS_SUCCESS;
+}
+
 hsa_status_t system_get_info(hsa_system_info_t attribute, void* value) {
   if (value == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   switch (attribute) {

@@ -25,6 +25,7 @@
 
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
+#include <hsa/hsa_ven_amd_loader.h>
 
 namespace hsa_common {
 
@@ -148,6 +149,19 @@ hsa_status_t status_string(hsa_status_t status, const char** status_string) {
 // hsa_system_get_info: version 1.1, a 1 GHz steady timestamp, unbounded
 // signal waits, little endian, large model. Answered before initialisation.
 hsa_status_t system_get_info(hsa_system_info_t attribute, void* value);
+
+// hsa_ven_amd_loader_iterate_executables' shape.
+using IterateExecutablesFn = hsa_status_t (*)(hsa_status_t (*)(hsa_executable_t, void*), void*);
+
+// hsa_system_get_major_extension_table as ROCr answers it for the AMD loader
+// extension: a NULL table or a length of 0 is INVALID_ARGUMENT; another
+// extension, or a major version other than 1, is HSA_STATUS_ERROR; otherwise
+// the loader's table (version 1.03) is copied, its first min(length, size)
+// bytes, and bytes past it are left alone. Of the loader's entries only the
+// executable iterator (`iterate`) is filled; the others are NULL. (The
+// caller checks that the runtime is initialized.)
+hsa_status_t loader_extension_table(uint16_t extension, uint16_t version_major, size_t length,
+                                    void* table, IterateExecutablesFn iterate);
 
 // What a runtime says about one of its agents in hsa_agent_get_info beyond
 // what both say alike (see write_agent_info).

@@ -64,6 +64,16 @@ hsa_status_t hsa_amd_agents_allow_access(uint32_t num_agents, const hsa_agent_t*
   return amd_ext().hsa_amd_agents_allow_access_fn(num_agents, agents, flags, ptr);
 }
 
+hsa_status_t hsa_executable_destroy(hsa_executable_t executable) {
+  return core().hsa_executable_destroy_fn(executable);
+}
+
+hsa_status_t hsa_system_get_major_extension_table(uint16_t extension, uint16_t version_major,
+                                                  size_t table_length, void* table) {
+  return core().hsa_system_get_major_extension_table_fn(extension, version_major, table_length,
+                                                        table);
+}
+
 hsa_status_t hsa_amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
                                   void* (*alloc)(size_t), uint32_t* num_agents_accessible,
                                   hsa_agent_t** accessible) {

@@ -11,7 +11,7 @@
  * its field) and fills them with the same lists. The entries with a shared
  * implementation (system info, status strings, signals) come from
  * hsa_common.h and hsa_common_signals.h. A runtime adds its own extras
- * (HSA-on-CUDA: hsa_system_get_major_extension_table) after these.
+ * after these.
  */
 #ifndef HSA_COMMON_TABLES_H
 #define HSA_COMMON_TABLES_H
@@ -38,7 +38,9 @@
   ENTRY(CoreApiTable, hsa_executable_destroy_fn, executable_destroy)                   \
   ENTRY(CoreApiTable, hsa_executable_symbol_get_info_fn, executable_symbol_get_info)   \
   ENTRY(CoreApiTable, hsa_executable_iterate_agent_symbols_fn,                         \
-        executable_iterate_agent_symbols)
+        executable_iterate_agent_symbols)                                               \
+  ENTRY(CoreApiTable, hsa_system_get_major_extension_table_fn,                          \
+        system_get_major_extension_table)
 
 // ENTRY(Table, field, function) for every AmdExtTable entry a runtime
 // implements in its own `api` namespace.

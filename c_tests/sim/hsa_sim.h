@@ -77,6 +77,10 @@ void hsa_sim_fill_amd_ext_table(struct AmdExtTable* out);
  * include the C++ <hsa/hsa_api_trace.h> but need storage for the fills. */
 size_t hsa_sim_core_table_size(void);
 size_t hsa_sim_amd_ext_table_size(void);
+/* The table versions the HSA headers this runtime was compiled against
+ * declare, straight from their macros (not from the tables): core major,
+ * core step, AMD extension major, AMD extension step. */
+void hsa_sim_header_table_versions(uint32_t out[4]);
 
 /* ---- executables (the loader) ----------------------------------------- */
 
@@ -167,6 +171,9 @@ void hsa_sim_refuse_symbol_walk(hsa_executable_t exe, bool refuse);
 void hsa_sim_fail_symbol_query(hsa_executable_symbol_info_t attribute, bool fail);
 /* The loader iterator returns HSA_STATUS_ERROR before any callback while fail. */
 void hsa_sim_fail_executable_iteration(bool fail);
+/* hsa_system_get_major_extension_table returns HSA_STATUS_ERROR for every
+ * extension while fail, as a runtime without the AMD loader extension. */
+void hsa_sim_fail_loader_extension(bool fail);
 /* The next count allocations (pool or region) fail with
  * HSA_STATUS_ERROR_OUT_OF_RESOURCES. */
 void hsa_sim_fail_next_allocations(uint32_t count);
@@ -286,7 +293,12 @@ uint64_t hsa_sim_invalid_signal_uses(void);
  *     hsa_memory_copy, hsa_signal_create/destroy, every hsa_signal_load/
  *     store/silent_store/wait/and/or/xor/add/subtract/exchange/cas variant,
  *     hsa_executable_destroy, hsa_executable_symbol_get_info,
- *     hsa_executable_iterate_agent_symbols, hsa_status_string.
+ *     hsa_executable_iterate_agent_symbols, hsa_status_string,
+ *     hsa_system_get_major_extension_table (the AMD loader extension, major
+ *     version 1, as ROCr answers it: up to the 1.03 table, of which only
+ *     hsa_ven_amd_loader_iterate_executables is filled, with
+ *     hsa_sim_iterate_executables; another extension or major version is
+ *     HSA_STATUS_ERROR, a NULL table or length 0 INVALID_ARGUMENT).
  *   amd: hsa_amd_agent_iterate_memory_pools, hsa_amd_memory_pool_get_info,
  *     hsa_amd_agent_memory_pool_get_info, hsa_amd_memory_pool_allocate,
  *     hsa_amd_memory_pool_free, hsa_amd_agents_allow_access,

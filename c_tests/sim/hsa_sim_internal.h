@@ -138,6 +138,7 @@ struct Faults {
   std::vector<uintptr_t> copy_from_fail_addresses;  // hsa_sim_fail_copies_from
   std::set<uint32_t> failing_symbol_queries;
   bool fail_executable_iteration = false;
+  bool fail_loader_extension = false;
   uint32_t failing_allocations = 0;
   uint32_t failing_frees = 0;
   uint64_t async_fail_at = 0;  // 0 = disarmed

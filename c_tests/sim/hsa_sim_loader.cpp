@@ -166,6 +166,12 @@ extern "C" void hsa_sim_executable_destroy(hsa_executable_t exe) {
   hsa_sim::api::executable_destroy(exe);
 }
 
+extern "C" void hsa_sim_fail_loader_extension(bool fail) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.faults.fail_loader_extension = fail;
+}
+
 extern "C" hsa_status_t hsa_sim_iterate_executables(
     hsa_status_t (*callback)(hsa_executable_t executable, void* data), void* data) {
   if (callback == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
@@ -204,6 +210,19 @@ hsa_status_t executable_destroy(hsa_executable_t executable) {
   release_executable_storage_locked(s, s.executables.at(id));
   s.executables.erase(id);
   return HSA_STATUS_SUCCESS;
+}
+
+// The AMD loader extension's table, as ROCr hands it out, with this
+// runtime's executable iterator (hsa_common::loader_extension_table).
+hsa_status_t system_get_major_extension_table(uint16_t extension, uint16_t version_major,
+                                              size_t table_length, void* table) {
+  {
+    State& s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (s.faults.fail_loader_extension) return HSA_STATUS_ERROR;
+  }
+  return hsa_common::loader_extension_table(extension, version_major, table_length, table,
+                                            hsa_sim_iterate_executables);
 }
 
 hsa_status_t executable_iterate_agent_symbols(

@@ -713,7 +713,10 @@ impl Interp {
                 faults.query[a] = fail;
             }
             Fault::Iterator(set) => {
+                // Unset: no iterator set and a runtime without the loader
+                // extension, so none can be found; set: the runtime's own.
                 kr_set_executable_iterator(if set { app::sim_iterator() } else { None });
+                self.sim.fail_loader_extension(!set);
                 faults.iterator_set = set;
             }
         }
@@ -1071,7 +1074,8 @@ impl Interp {
             assert!(self.sim.quarantine_intact(), "freed memory was written");
         }
         kr_set_host_budget(0);
-        kr_set_executable_iterator(app::sim_iterator());
+        // No iterator set: snapshots find the runtime loader's, as under the SDK.
+        kr_set_executable_iterator(None);
         kr_set_tracking_enabled(false);
     }
 }
@@ -1124,7 +1128,8 @@ pub fn clean_session() -> hsa_sim::SimSession {
         !kr_is_finalized(),
         "the library is finalized: build with --cfg fuzzing for the reset hook"
     );
-    kr_set_executable_iterator(app::sim_iterator());
+    // No iterator set: snapshots find the runtime loader's, as under the SDK.
+    kr_set_executable_iterator(None);
     kr_set_host_budget(0);
     {
         assert!(kr_set_storage_policy(
@@ -1154,6 +1159,7 @@ fn clear_faults(sim: &hsa_sim::SimSession) {
     sim.clear_h2d_copy_faults();
     sim.clear_copy_faults();
     sim.fail_executable_iteration(false);
+    sim.fail_loader_extension(false);
     for attribute in QUERY_ATTRIBUTES {
         sim.fail_symbol_query(attribute, false);
     }

@@ -122,7 +122,9 @@ pub enum Fault {
     ExecutableIteration(bool),
     /// `hsa_executable_symbol_get_info` fails for one attribute while on.
     SymbolQuery { attribute: u8, fail: bool },
-    /// `kr_set_executable_iterator(NULL)` (false) or the runtime's (true).
+    /// The runtime's iterator set with `kr_set_executable_iterator` (true),
+    /// or none set and a runtime without the AMD loader extension, so that
+    /// none can be found (false).
     Iterator(bool),
     /// Copies out of `base + offset` of live allocation `index` fail: a
     /// capture of it fails (needs `hsa_sim_fail_copies_from`; else no-op).

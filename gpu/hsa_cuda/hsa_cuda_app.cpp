@@ -36,12 +36,6 @@ hsa_status_t hsa_system_get_info(hsa_system_info_t attribute, void* value) {
   return core().hsa_system_get_info_fn(attribute, value);
 }
 
-hsa_status_t hsa_system_get_major_extension_table(uint16_t extension, uint16_t version_major,
-                                                  size_t table_length, void* table) {
-  return core().hsa_system_get_major_extension_table_fn(extension, version_major, table_length,
-                                                        table);
-}
-
 hsa_status_t hsa_agent_iterate_regions(hsa_agent_t agent,
                                        hsa_status_t (*callback)(hsa_region_t region, void* data),
                                        void* data) {
@@ -50,10 +44,6 @@ hsa_status_t hsa_agent_iterate_regions(hsa_agent_t agent,
 
 hsa_status_t hsa_region_get_info(hsa_region_t region, hsa_region_info_t attribute, void* value) {
   return core().hsa_region_get_info_fn(region, attribute, value);
-}
-
-hsa_status_t hsa_executable_destroy(hsa_executable_t executable) {
-  return core().hsa_executable_destroy_fn(executable);
 }
 
 // ---- memory: AMD extension --------------------------------------------------------

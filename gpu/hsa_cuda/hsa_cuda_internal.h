@@ -201,9 +201,6 @@ void unload_all_executables();
 namespace api {
 HSA_COMMON_RUNTIME_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 HSA_COMMON_RUNTIME_AMD_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
-// This runtime's extra: the AMD loader extension table (hsa_cuda_runtime.cpp).
-hsa_status_t system_get_major_extension_table(uint16_t extension, uint16_t version_major,
-                                              size_t table_length, void* table);
 }  // namespace api
 
 // The signal entries (hsa_common::SignalEntries over this runtime's signal

@@ -191,20 +191,14 @@ hsa_status_t init() {
 hsa_status_t shut_down() { return ready() ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR_NOT_INITIALIZED; }
 
 // Only the AMD loader extension, version 1, and in it only the executable
-// iterator: that is how a tool finds hsa_ven_amd_loader_iterate_executables
-// (README, "How an HSA tool uses it"). Every other loader entry is NULL.
+// iterator: that is how a tool (and kernel-replay, when no iterator is set)
+// finds hsa_ven_amd_loader_iterate_executables. Every other loader entry is
+// NULL. ROCr's answers otherwise (hsa_common::loader_extension_table).
 hsa_status_t system_get_major_extension_table(uint16_t extension, uint16_t version_major,
                                               size_t table_length, void* table) {
   if (!ready()) return HSA_STATUS_ERROR_NOT_INITIALIZED;
-  if (table == nullptr || table_length == 0) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  if (extension != HSA_EXTENSION_AMD_LOADER || version_major != 1) return HSA_STATUS_ERROR;
-  hsa_ven_amd_loader_1_03_pfn_t loader;
-  std::memset(&loader, 0, sizeof(loader));
-  loader.hsa_ven_amd_loader_iterate_executables = hsa_cuda_iterate_executables;
-  // The caller's table may be an older, shorter version: fill what it holds.
-  std::memset(table, 0, table_length);
-  std::memcpy(table, &loader, std::min(table_length, sizeof(loader)));
-  return HSA_STATUS_SUCCESS;
+  return hsa_common::loader_extension_table(extension, version_major, table_length, table,
+                                            hsa_cuda_iterate_executables);
 }
 
 hsa_status_t iterate_agents(hsa_status_t (*callback)(hsa_agent_t, void*), void* data) {

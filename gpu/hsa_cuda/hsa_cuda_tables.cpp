@@ -3,8 +3,7 @@
 // version, version.minor_id = sizeof(table) (what kernel-replay's table-size
 // guard reads), version.step_id = the step version. Entries the runtime does
 // not implement stay NULL. The table layout and the entry lists are shared
-// with the sim (c_tests/hsa_common/hsa_common_tables.h); this runtime adds
-// hsa_system_get_major_extension_table.
+// with the sim (c_tests/hsa_common/hsa_common_tables.h).
 
 #include "hsa_cuda_internal.h"
 
@@ -15,7 +14,6 @@ extern "C" void hsa_cuda_fill_core_table(CoreApiTable* out) {
   // Module loading and lookup by name produce the code-object status codes.
   hsa_common::fill_shared_core_entries<hsa_common::StatusCodes::kCoreAndCodeObject>(out);
   hsa_cuda::fill_signal_core_entries(out);
-  out->hsa_system_get_major_extension_table_fn = hsa_cuda::api::system_get_major_extension_table;
 }
 
 extern "C" void hsa_cuda_fill_amd_ext_table(AmdExtTable* out) {

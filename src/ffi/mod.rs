@@ -11,7 +11,6 @@
 pub(crate) mod boundary;
 pub mod types;
 
-use std::alloc::{alloc, Layout};
 use std::ffi::{c_char, c_void};
 
 use crate::context::GLOBAL;
@@ -86,9 +85,11 @@ pub extern "C" fn kr_is_finalized() -> bool {
 }
 
 /// Sets how snapshots enumerate loaded executables to find module-scope
-/// variables, typically the loader extension's
-/// `hsa_ven_amd_loader_iterate_executables`. NULL unsets it; snapshots then
-/// decline with `KR_DECLINE_NO_EXECUTABLE_ITERATOR`.
+/// variables, instead of the runtime loader's own iterator. Not needed with
+/// ROCr: without it, the first snapshot asks the runtime for the AMD loader
+/// extension (`hsa_system_get_major_extension_table`, `HSA_EXTENSION_AMD_LOADER`)
+/// through the installed core table and uses its
+/// `hsa_ven_amd_loader_iterate_executables`. NULL goes back to that.
 #[no_mangle]
 pub extern "C" fn kr_set_executable_iterator(iterate: kr_iterate_executables_fn_t) {
     export((), || GLOBAL.set_executable_iterator(iterate))
@@ -102,7 +103,7 @@ pub extern "C" fn kr_set_executable_iterator(iterate: kr_iterate_executables_fn_
 pub extern "C" fn kr_snap(agent: hsa_agent_t) -> *mut kr_snapshot_t {
     export(std::ptr::null_mut(), || {
         let snapshot = memory_snapshot::snap(&GLOBAL, agent);
-        box_fallibly(kr_snapshot { inner: snapshot })
+        crate::fallible::leak(kr_snapshot { inner: snapshot }).unwrap_or(std::ptr::null_mut())
     })
 }
 
@@ -197,6 +198,27 @@ pub unsafe extern "C" fn kr_restore_with_report(
     })
 }
 
+/// Writes the snapshot back and says whether that restored it, with the
+/// meaning of rocprofiler-sdk's `memory_snapshot::restore`: true when every
+/// region that is still the captured allocation or variable was written back
+/// (regions freed or unloaded since are skipped, and an empty snapshot is
+/// restored by writing nothing); false when any copy failed, for NULL or a
+/// declined snapshot, after `kr_finalize`, and when the allocation wrappers
+/// were found taken out of the HSA tables (then nothing tracked is written).
+/// A caller that stops replaying on false never runs a pass on memory the
+/// library could not vouch for.
+///
+/// # Safety
+/// `snapshot` is NULL or a live snapshot from `kr_snap`.
+#[no_mangle]
+pub unsafe extern "C" fn kr_restore_all(snapshot: *const kr_snapshot_t) -> bool {
+    export(false, || {
+        // SAFETY: the caller's promise.
+        unsafe { borrow(snapshot) }
+            .is_some_and(|s| s.inner.ok() && memory_snapshot::restore(&GLOBAL, &s.inner).complete())
+    })
+}
+
 /// Frees a snapshot and the host memory it holds. NULL is a no-op.
 ///
 /// # Safety
@@ -205,8 +227,7 @@ pub unsafe extern "C" fn kr_restore_with_report(
 pub unsafe extern "C" fn kr_snapshot_free(snapshot: *mut kr_snapshot_t) {
     export((), || {
         if !snapshot.is_null() {
-            // SAFETY: allocated by box_fallibly with the global allocator and
-            // the layout of kr_snapshot, which is what Box uses.
+            // SAFETY: a Box's allocation (fallible::leak), freed once.
             drop(unsafe { Box::from_raw(snapshot) });
         }
     })
@@ -459,18 +480,4 @@ pub extern "C" fn kr_set_log_level(max_level: kr_log_level_arg) {
 pub extern "C" fn kr_version() -> *const c_char {
     const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
     VERSION.as_ptr().cast()
-}
-
-/// Moves `value` to the heap, or returns NULL if the allocation fails
-/// (`Box::new` would abort the host process instead).
-fn box_fallibly<T>(value: T) -> *mut T {
-    let layout = Layout::new::<T>();
-    // SAFETY: T is a non-zero-sized type here (kr_snapshot holds a Snapshot).
-    let ptr = unsafe { alloc(layout) }.cast::<T>();
-    if ptr.is_null() {
-        return ptr;
-    }
-    // SAFETY: fresh, properly aligned allocation for one T.
-    unsafe { ptr.write(value) };
-    ptr
 }

@@ -37,7 +37,9 @@ pub enum kr_decline_reason_t {
     KR_DECLINE_NOT_INITIALIZED = 1,
     /// `kr_finalize` was called.
     KR_DECLINE_FINALIZED = 2,
-    /// No executable iterator set (`kr_set_executable_iterator`).
+    /// No way to enumerate loaded executables: no iterator was set with
+    /// `kr_set_executable_iterator`, and the runtime has no AMD loader
+    /// extension table with `hsa_ven_amd_loader_iterate_executables`.
     KR_DECLINE_NO_EXECUTABLE_ITERATOR = 3,
     /// The executable iterator, a symbol walk or a symbol query failed.
     KR_DECLINE_SYMBOL_ENUMERATION = 4,
@@ -50,6 +52,11 @@ pub enum kr_decline_reason_t {
     /// The storage policy forces the device tier and the snapshot does not
     /// fit the device budget or cannot be allocated there.
     KR_DECLINE_DEVICE_MEMORY = 8,
+    /// The allocation wrappers were taken out of the HSA tables they were
+    /// installed into (a tool restored the runtime's entries): frees may have
+    /// gone unseen, so what was tracked is dropped. Snapshots decline until
+    /// `kr_memory_tracker_init` installs the wrappers again.
+    KR_DECLINE_WRAPPERS_REMOVED = 9,
 }
 
 /// Log levels, most severe first.
@@ -203,6 +210,7 @@ impl From<Option<DeclineReason>> for kr_decline_reason_t {
             Some(DeclineReason::HostMemory) => KR_DECLINE_HOST_MEMORY,
             Some(DeclineReason::CopyFailed) => KR_DECLINE_COPY_FAILED,
             Some(DeclineReason::DeviceMemory) => KR_DECLINE_DEVICE_MEMORY,
+            Some(DeclineReason::WrappersRemoved) => KR_DECLINE_WRAPPERS_REMOVED,
         }
     }
 }

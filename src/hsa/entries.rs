@@ -12,7 +12,8 @@ use std::ptr;
 use super::sys::{
     hsa_agent_info_t, hsa_amd_memory_pool_info_t, hsa_amd_memory_pool_t, hsa_amd_pointer_info_t,
     hsa_executable_symbol_info_t, hsa_executable_symbol_t, hsa_region_t, hsa_signal_condition_t,
-    hsa_signal_t, hsa_signal_value_t, hsa_wait_state_t,
+    hsa_signal_t, hsa_signal_value_t, hsa_ven_amd_loader_1_03_pfn_t, hsa_wait_state_t,
+    HSA_EXTENSION_AMD_LOADER,
 };
 use super::{
     hsa_agent_t, hsa_executable_t, hsa_status_t, AmdExtTable, CoreApiTable, HSA_STATUS_SUCCESS,
@@ -51,6 +52,8 @@ pub type PointerInfoFn = unsafe extern "C" fn(
 ) -> hsa_status_t;
 
 pub type ExecutableDestroyFn = unsafe extern "C" fn(hsa_executable_t) -> hsa_status_t;
+pub type SystemGetMajorExtensionTableFn =
+    unsafe extern "C" fn(u16, u16, usize, *mut c_void) -> hsa_status_t;
 pub type AgentCallback = unsafe extern "C" fn(hsa_agent_t, *mut c_void) -> hsa_status_t;
 pub type IterateAgentsFn = unsafe extern "C" fn(Option<AgentCallback>, *mut c_void) -> hsa_status_t;
 pub type AgentGetInfoFn =
@@ -158,6 +161,9 @@ pub struct OptionalCore {
     pub signal_wait: Option<SignalWaitFn>,
     /// What `hsa_executable_destroy_fn` held before the wrapper went in.
     pub executable_destroy: Option<ExecutableDestroyFn>,
+    /// How the loader extension's table (and its executable iterator) is
+    /// found when the tool names no iterator.
+    pub system_get_major_extension_table: Option<SystemGetMajorExtensionTableFn>,
 }
 
 /// AMD-extension entries the library uses when present: pool discovery,
@@ -202,6 +208,11 @@ impl CoreEntries {
                 signal_store: read_optional!(table, CoreApiTable, hsa_signal_store_screlease_fn),
                 signal_wait: read_optional!(table, CoreApiTable, hsa_signal_wait_scacquire_fn),
                 executable_destroy: read_optional!(table, CoreApiTable, hsa_executable_destroy_fn),
+                system_get_major_extension_table: read_optional!(
+                    table,
+                    CoreApiTable,
+                    hsa_system_get_major_extension_table_fn
+                ),
             },
         })
     }
@@ -327,3 +338,30 @@ pub fn check(status: hsa_status_t) -> Result<(), hsa_status_t> {
 pub type ExecutableCallback = unsafe extern "C" fn(hsa_executable_t, *mut c_void) -> hsa_status_t;
 pub type IterateExecutablesFn =
     unsafe extern "C" fn(Option<ExecutableCallback>, *mut c_void) -> hsa_status_t;
+
+impl CoreEntries {
+    /// The AMD loader extension's executable iterator
+    /// (`hsa_ven_amd_loader_iterate_executables`, loader table 1.03), through
+    /// `hsa_system_get_major_extension_table`, if the runtime has it.
+    pub fn loader_executable_iterator(&self) -> Option<IterateExecutablesFn> {
+        let get_table = self.optional.system_get_major_extension_table?;
+        let mut table = MaybeUninit::<hsa_ven_amd_loader_1_03_pfn_t>::zeroed();
+        // SAFETY: `table` is writable for the length given; ROCr copies at
+        // most that many bytes of its loader table (1.03 and later are
+        // supersets of earlier versions).
+        let status = unsafe {
+            get_table(
+                HSA_EXTENSION_AMD_LOADER as u16,
+                1,
+                std::mem::size_of::<hsa_ven_amd_loader_1_03_pfn_t>(),
+                table.as_mut_ptr().cast(),
+            )
+        };
+        check(status).ok()?;
+        // SAFETY: zero-initialised, then filled by the runtime with function
+        // pointers (or left NULL): every bit pattern written is a valid
+        // Option of a function pointer.
+        let table = unsafe { table.assume_init() };
+        table.hsa_ven_amd_loader_iterate_executables
+    }
+}

@@ -18,7 +18,8 @@ pub enum DeclineReason {
     NotInitialized,
     /// The teardown guard is set.
     Finalized,
-    /// No executable iterator was set, so module variables cannot be found.
+    /// No executable iterator (none set, none from the runtime's loader
+    /// extension), so module variables cannot be found.
     NoExecutableIterator,
     /// The executable iterator, a symbol walk or a symbol query failed.
     SymbolEnumeration,
@@ -30,6 +31,10 @@ pub enum DeclineReason {
     CopyFailed,
     /// A forced device tier could not be had (budget, pool or allocation).
     DeviceMemory,
+    /// The allocation wrappers were taken out of the tables they were
+    /// installed into: frees may have gone unseen, so the inventory was
+    /// dropped (until `kr_memory_tracker_init` installs them again).
+    WrappersRemoved,
 }
 
 impl DeclineReason {
@@ -44,6 +49,7 @@ impl DeclineReason {
             DeclineReason::HostMemory => 6,
             DeclineReason::CopyFailed => 7,
             DeclineReason::DeviceMemory => 8,
+            DeclineReason::WrappersRemoved => 9,
         }
     }
 }
@@ -59,6 +65,7 @@ impl fmt::Display for DeclineReason {
             DeclineReason::HostMemory => "out of host memory for region copies",
             DeclineReason::CopyFailed => "device-to-host copy failed",
             DeclineReason::DeviceMemory => "out of device memory for region copies",
+            DeclineReason::WrappersRemoved => "allocation wrappers taken out of the HSA tables",
         })
     }
 }
@@ -68,6 +75,7 @@ impl fmt::Display for DeclineReason {
 pub enum Decline {
     NotInitialized,
     Finalized,
+    WrappersRemoved,
     NoExecutableIterator,
     Discovery(DiscoveryError),
     RegionList,
@@ -89,6 +97,7 @@ impl Decline {
         match self {
             Decline::NotInitialized => DeclineReason::NotInitialized,
             Decline::Finalized => DeclineReason::Finalized,
+            Decline::WrappersRemoved => DeclineReason::WrappersRemoved,
             Decline::NoExecutableIterator => DeclineReason::NoExecutableIterator,
             Decline::Discovery(DiscoveryError::Metadata) | Decline::RegionList => {
                 DeclineReason::MetadataMemory
@@ -116,8 +125,12 @@ impl fmt::Display for Decline {
                 f.write_str("kr_memory_tracker_init installed no core table")
             }
             Decline::Finalized => f.write_str("kr_finalize was called"),
+            Decline::WrappersRemoved => f.write_str(
+                "the allocation wrappers were taken out of the HSA tables \
+                 (call kr_memory_tracker_init again to put them back)",
+            ),
             Decline::NoExecutableIterator => {
-                f.write_str("no executable iterator set (kr_set_executable_iterator)")
+                f.write_str("no executable iterator: none set (kr_set_executable_iterator) and the runtime has no AMD loader extension table")
             }
             Decline::Discovery(error) => error.fmt(f),
             Decline::RegionList => f.write_str("cannot reserve the region list"),

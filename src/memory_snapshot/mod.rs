@@ -225,6 +225,9 @@ fn capture(ctx: &'static Context, agent: hsa_agent_t) -> Result<Captured, Declin
     if ctx.gate.finalized() {
         return Err(Decline::Finalized);
     }
+    if !crate::memory_tracker::wrappers_in_place(ctx) {
+        return Err(Decline::WrappersRemoved);
+    }
     let iterate = ctx
         .executable_iterator()
         .ok_or(Decline::NoExecutableIterator)?;

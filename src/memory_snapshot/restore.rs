@@ -31,6 +31,20 @@ pub struct RestoreReport {
     pub skipped_not_live: usize,
     /// Copies the runtime refused.
     pub failed: usize,
+    /// Whether the library could vouch for what it skipped: false for a
+    /// declined snapshot, after `kr_finalize`, and when the wrappers were
+    /// found taken out of the tables (frees may have gone unseen, so
+    /// nothing tracked could be proven live and nothing tracked was written).
+    pub vouched: bool,
+}
+
+impl RestoreReport {
+    /// The SDK's `restore` answer: every region still the captured one was
+    /// written back (regions freed since are skipped, an empty snapshot is
+    /// complete), no copy failed, and the skips could be vouched for.
+    pub fn complete(&self) -> bool {
+        self.vouched && self.failed == 0
+    }
 }
 
 /// At most this many regions are named one log line each per restore; the
@@ -43,9 +57,13 @@ pub fn restore(ctx: &Context, snapshot: &Snapshot) -> RestoreReport {
         return RestoreReport::default();
     };
     let started = Instant::now();
-    let mut report = RestoreReport::default();
+    let mut report = RestoreReport {
+        vouched: true,
+        ..RestoreReport::default()
+    };
     let mut log = Log::default();
     if ctx.gate.finalized() {
+        report.vouched = false;
         // After the teardown guard the free wrappers no longer retire, so a
         // tracked region can no longer be proven live.
         report.skipped_not_live = captured.regions.len();
@@ -57,6 +75,9 @@ pub fn restore(ctx: &Context, snapshot: &Snapshot) -> RestoreReport {
         }
         return report;
     }
+    // Wrappers taken out: what was tracked is dropped, so every tracked
+    // region is skipped below, unwritten, and the skips cannot be vouched for.
+    report.vouched = crate::memory_tracker::wrappers_in_place(ctx);
     let batched =
         captured.batch && restore_batched(ctx, snapshot, captured, &mut report, &mut log).is_some();
     if !batched {

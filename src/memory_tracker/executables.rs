@@ -119,7 +119,12 @@ impl Executables {
         }
     }
 
-    /// Forgets every executable (finalize).
+    /// Whether no executable is registered (none admitted, none retiring).
+    pub fn is_empty(&self) -> bool {
+        self.loaded.is_empty()
+    }
+
+    /// Forgets every executable (finalize, or wrappers taken out).
     pub fn clear(&self) {
         self.loaded.clear();
     }

@@ -10,6 +10,7 @@
 
 pub mod executables;
 pub mod gate;
+pub mod hooks;
 pub mod install;
 pub mod inventory;
 pub mod registry;
@@ -59,4 +60,41 @@ pub fn finalize(ctx: &Context) {
     // still leased go back when their snapshots are freed.
     ctx.storage.trim(ctx);
     ctx.storage.destroy_signals(ctx);
+}
+
+/// Drops what the inventory, the executable registry and the discovery cache
+/// recorded: the wrappers were taken out of the tables for a while, so frees
+/// and unloads may have gone unseen, and no entry can be trusted any more.
+pub fn forget_unseen(ctx: &Context) {
+    let dropped = ctx.inventory.len();
+    let had_executables = !ctx.executables.is_empty();
+    ctx.inventory.clear();
+    ctx.executables.clear();
+    ctx.discovery_cache.clear();
+    if dropped == 0 && !had_executables {
+        return;
+    }
+    log::warn!(
+        "the allocation wrappers were taken out of the HSA tables: allocations and frees \
+         made meanwhile were not seen, so the {dropped} tracked allocation(s) recorded \
+         before are no longer trusted and were dropped"
+    );
+}
+
+/// Whether the wrappers are still in the call path of every table they were
+/// installed into (see `hooks.rs`). When they are not, what was recorded is
+/// dropped ([`forget_unseen`]) and the answer is false until a new
+/// `kr_memory_tracker_init` puts them back.
+pub fn wrappers_in_place(ctx: &Context) -> bool {
+    use hooks::Placement::TakenOut;
+    // SAFETY: the tables the wrappers went into are the runtime's, which
+    // live as long as the process (the documented contract of
+    // kr_memory_tracker_init).
+    let taken_out = unsafe {
+        ctx.core_hooks.placement() == Some(TakenOut) || ctx.amd_hooks.placement() == Some(TakenOut)
+    };
+    if taken_out {
+        forget_unseen(ctx);
+    }
+    !taken_out
 }

@@ -47,20 +47,21 @@ pub fn all(ptr: *const u8, size: usize, byte: u8) -> bool {
 
 // ---- the library installed over the runtime --------------------------------
 
-/// Installs the library over the runtime's tables, once per process, with
-/// the runtime's executable iterator. Tracking is left as it is.
+/// Installs the library over the runtime's tables, once per process.
+/// Tracking is left as it is.
 pub fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // SAFETY: the runtime's own tables.
         let status = unsafe { kr_memory_tracker_init(core_table(), amd_table(), 0) };
         assert_eq!(status, kr_status_t::KR_STATUS_SUCCESS);
-        kr_set_executable_iterator(sim_iterator());
     });
 }
 
 /// A test session: the runtime reset to `gpus` GPUs, the library installed,
-/// tracking on, the iterator set, no host budget, warnings captured.
+/// tracking on, no executable iterator set (snapshots use the runtime
+/// loader's, found through its extension table, as under rocprofiler-sdk),
+/// no host budget, warnings captured.
 pub fn session(gpus: u32) -> hsa_sim::SimSession {
     // Arenas retained from the last session live in the runtime's old
     // topology: release them before the reset frees that memory.
@@ -68,7 +69,7 @@ pub fn session(gpus: u32) -> hsa_sim::SimSession {
     install();
     kr_trim_retained();
     sim.reset(gpus);
-    kr_set_executable_iterator(sim_iterator());
+    kr_set_executable_iterator(None);
     kr_set_host_budget(0);
     kr_set_device_budget(kernel_replay::ffi::types::KR_DEVICE_BUDGET_AUTO);
     assert!(kr_set_tracking_enabled(true));

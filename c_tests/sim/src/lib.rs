@@ -120,6 +120,7 @@ extern "C" {
     pub fn hsa_sim_fill_core_table(out: *mut c_void);
     pub fn hsa_sim_fill_amd_ext_table(out: *mut c_void);
     pub fn hsa_sim_core_table_size() -> usize;
+    pub fn hsa_sim_header_table_versions(out: *mut u32);
     pub fn hsa_sim_amd_ext_table_size() -> usize;
 
     // executables
@@ -159,6 +160,7 @@ extern "C" {
     /// `attribute` is an `hsa_executable_symbol_info_t` value.
     pub fn hsa_sim_fail_symbol_query(attribute: u32, fail: bool);
     pub fn hsa_sim_fail_executable_iteration(fail: bool);
+    pub fn hsa_sim_fail_loader_extension(fail: bool);
     pub fn hsa_sim_fail_next_allocations(count: u32);
     pub fn hsa_sim_fail_next_frees(count: u32);
     pub fn hsa_sim_fail_nth_async_copy(n: u64);
@@ -273,6 +275,20 @@ impl TableCopy {
     /// The table, as a `CoreApiTable*` or `AmdExtTable*`.
     pub fn as_mut_ptr(&mut self) -> *mut c_void {
         self.words.as_mut_ptr().cast()
+    }
+
+    /// Makes the table `extra` bytes longer (multiple of 8) with NULL
+    /// entries at the end and `version.minor_id` saying so: the table a
+    /// newer runtime, whose table grew at the end, would hand out.
+    pub fn grow(&mut self, extra: usize) {
+        assert!(extra % 8 == 0, "tables grow by whole entries");
+        let mut words = std::mem::take(&mut self.words).into_vec();
+        words.resize(words.len() + extra / 8, 0);
+        self.words = words.into_boxed_slice();
+        // The version's minor_id is the second u32 of the table.
+        let minor = self.words[0] >> 32;
+        let grown = minor + extra as u64;
+        self.words[0] = (self.words[0] & 0xFFFF_FFFF) | (grown << 32);
     }
 
     /// The table's bytes.
@@ -497,6 +513,12 @@ impl SimSession {
         unsafe { hsa_sim_fail_executable_iteration(fail) }
     }
 
+    /// `hsa_system_get_major_extension_table` fails while set: a runtime
+    /// without the AMD loader extension.
+    pub fn fail_loader_extension(&self, fail: bool) {
+        unsafe { hsa_sim_fail_loader_extension(fail) }
+    }
+
     pub fn fail_next_allocations(&self, count: u32) {
         unsafe { hsa_sim_fail_next_allocations(count) }
     }
@@ -612,4 +634,13 @@ unsafe impl GlobalAlloc for NotingAllocator {
         // SAFETY: forwarded.
         unsafe { System.dealloc(ptr, layout) }
     }
+}
+
+/// The table versions the HSA headers the runtime was compiled against
+/// declare: `[core major, core step, AMD major, AMD step]`.
+pub fn header_table_versions() -> [u32; 4] {
+    let mut out = [0u32; 4];
+    // SAFETY: a writable array of four.
+    unsafe { hsa_sim_header_table_versions(out.as_mut_ptr()) };
+    out
 }

@@ -1,0 +1,183 @@
+//! Re-registration, as rocprofiler-sdk's registration.cpp does it: the
+//! runtime's original entries are written back into the live tables (taking
+//! the wrappers out) and `memory_tracker_init` is called again. While the
+//! wrappers are out, frees go unseen: a snapshot must notice, decline and
+//! drop the inventory rather than copy from freed memory, and the second
+//! init must put the wrappers back, chaining to what the table holds now.
+//! Each test runs in its own process (installation is process-global).
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::*;
+use hsa_sim::{fresh_amd_ext_table, fresh_core_table, PoolKind};
+use kernel_replay::ffi::types::kr_decline_reason_t::*;
+use kernel_replay::ffi::types::kr_status_t::*;
+use kernel_replay::ffi::*;
+use kernel_replay::hsa::{hsa_status_t, AmdExtTable, CoreApiTable};
+
+/// The SDK's `restore_table`: the runtime's original entries back into the
+/// live tables, every tool's wrapper gone.
+fn restore_original_tables() {
+    let (core_original, amd_original) = (fresh_core_table(), fresh_amd_ext_table());
+    // SAFETY: the runtime's live tables and same-sized original copies; no
+    // other thread is calling through them.
+    unsafe {
+        std::ptr::copy_nonoverlapping(
+            core_original.as_bytes().as_ptr(),
+            core_table().cast::<u8>(),
+            std::mem::size_of::<CoreApiTable>(),
+        );
+        std::ptr::copy_nonoverlapping(
+            amd_original.as_bytes().as_ptr(),
+            amd_table().cast::<u8>(),
+            std::mem::size_of::<AmdExtTable>(),
+        );
+    }
+}
+
+fn init() -> kernel_replay::ffi::types::kr_status_t {
+    // SAFETY: the runtime's own tables.
+    unsafe { kr_memory_tracker_init(core_table(), amd_table(), 0) }
+}
+
+/// The process-wide setup of each test: the runtime, installed, tracking on.
+fn installed_session() -> hsa_sim::SimSession {
+    let sim = hsa_sim::session(1);
+    assert_eq!(init(), KR_STATUS_SUCCESS);
+    assert!(kr_set_tracking_enabled(true));
+    capture_logs(kernel_replay::ffi::types::kr_log_level_t::KR_LOG_WARN);
+    sim
+}
+
+#[test]
+fn a_snapshot_after_the_tables_were_restored_declines_and_drops_the_inventory() {
+    if !in_child("a_snapshot_after_the_tables_were_restored_declines_and_drops_the_inventory") {
+        return;
+    }
+    let sim = installed_session();
+    let gpu = sim.gpu(0);
+    let kept = device_buffer(&sim, gpu, 4096, 1);
+    let freed = device_buffer(&sim, gpu, 4096, 2);
+    let before = Snap::of(gpu);
+    assert!(before.ok());
+    assert_eq!(kr_tracked_count(agent(gpu)), 2);
+
+    restore_original_tables();
+    // The application frees and allocates while the wrappers are out.
+    assert_eq!(pool_free(freed), SUCCESS);
+    let unseen = device_buffer(&sim, gpu, 4096, 3);
+
+    let declined = Snap::of(gpu);
+    assert_eq!(declined.reason(), KR_DECLINE_WRAPPERS_REMOVED);
+    assert_eq!(
+        kr_tracked_count(agent(gpu)),
+        0,
+        "the stale inventory is dropped"
+    );
+    assert!(!logs_containing("taken out of the HSA tables").is_empty());
+    // An older snapshot's restore writes nothing it cannot vouch for.
+    fill(kept, 4096, 9);
+    let report = before.restore();
+    assert_eq!((report.restored, report.failed), (0, 0));
+    // SAFETY: a live snapshot.
+    assert!(
+        !unsafe { kr_restore_all(before.0) },
+        "not a complete restore"
+    );
+    assert!(all(kept, 4096, 9));
+    assert_eq!(sim.copy_violations(), 0, "no copy touched the freed buffer");
+    assert!(sim.quarantine_intact());
+
+    // The SDK calls init again: the wrappers go back in.
+    assert_eq!(init(), KR_STATUS_SUCCESS);
+    let fresh = device_buffer(&sim, gpu, 8192, 4);
+    let after = Snap::of(gpu);
+    assert!(after.ok(), "{:?}", after.reason());
+    assert_eq!(after.regions(), 1, "only what was allocated since");
+    fill(fresh, 8192, 5);
+    // SAFETY: a live snapshot.
+    assert!(unsafe { kr_restore_all(after.0) });
+    assert!(all(fresh, 8192, 4));
+    for p in [kept, unseen, fresh] {
+        assert_eq!(pool_free(p), SUCCESS);
+    }
+    assert_eq!(kr_tracked_count(agent(gpu)), 0, "frees are seen again");
+}
+
+#[test]
+fn init_after_the_tables_were_restored_installs_again_before_any_snapshot() {
+    if !in_child("init_after_the_tables_were_restored_installs_again_before_any_snapshot") {
+        return;
+    }
+    let sim = installed_session();
+    let gpu = sim.gpu(0);
+    let freed = device_buffer(&sim, gpu, 4096, 2);
+    sim.set_address_reuse(true);
+
+    restore_original_tables();
+    assert_eq!(pool_free(freed), SUCCESS);
+    assert_eq!(init(), KR_STATUS_SUCCESS, "re-installed");
+    assert_eq!(init(), KR_STATUS_ALREADY_INSTALLED, "and only once");
+    assert_eq!(
+        kr_tracked_count(agent(gpu)),
+        0,
+        "what was recorded before the re-install is dropped"
+    );
+    // The freed block comes back to a new, tracked allocation.
+    let reused = device_buffer(&sim, gpu, 4096, 7);
+    assert_eq!(reused, freed, "address reuse");
+    let snapshot = Snap::of(gpu);
+    assert!(snapshot.ok());
+    assert_eq!(snapshot.regions(), 1);
+    fill(reused, 4096, 8);
+    assert_eq!(snapshot.restore().restored, 1);
+    assert!(all(reused, 4096, 7));
+    assert_eq!(pool_free(reused), SUCCESS);
+    assert_eq!(sim.copy_violations(), 0);
+}
+
+/// Another tool's wrapper layered over ours, as the SDK's API tracing puts
+/// its wrappers over the entries it found: it chains to what it replaced.
+static LAYERED_NEXT: AtomicUsize = AtomicUsize::new(0);
+static LAYERED_CALLS: AtomicUsize = AtomicUsize::new(0);
+
+unsafe extern "C" fn layered_pool_free(ptr: *mut std::ffi::c_void) -> hsa_status_t {
+    LAYERED_CALLS.fetch_add(1, Ordering::Relaxed);
+    let next = LAYERED_NEXT.load(Ordering::Relaxed);
+    // SAFETY: set to the pool-free entry the table held (our wrapper).
+    let next: unsafe extern "C" fn(*mut std::ffi::c_void) -> hsa_status_t =
+        unsafe { std::mem::transmute(next) };
+    // SAFETY: the caller's pointer, forwarded.
+    unsafe { next(ptr) }
+}
+
+#[test]
+fn a_wrapper_layered_over_ours_keeps_ours_in_place_and_is_never_chained_to() {
+    if !in_child("a_wrapper_layered_over_ours_keeps_ours_in_place_and_is_never_chained_to") {
+        return;
+    }
+    let sim = installed_session();
+    let gpu = sim.gpu(0);
+    // SAFETY: the runtime's live AMD table; our wrapper is in it.
+    unsafe {
+        let table = amd_table();
+        let ours = (*table).hsa_amd_memory_pool_free_fn.expect("our wrapper");
+        LAYERED_NEXT.store(ours as usize, Ordering::Relaxed);
+        (*table).hsa_amd_memory_pool_free_fn = Some(layered_pool_free);
+    }
+    // Still in place: snapshots work, frees reach our wrapper.
+    let buffer = device_buffer(&sim, gpu, 4096, 1);
+    let snapshot = Snap::of(gpu);
+    assert!(snapshot.ok(), "{:?}", snapshot.reason());
+    assert_eq!(snapshot.regions(), 1);
+    // init again must not capture the layered wrapper (which leads to ours).
+    assert_eq!(init(), KR_STATUS_ALREADY_INSTALLED);
+    assert_eq!(pool_free(buffer), SUCCESS);
+    assert_eq!(LAYERED_CALLS.load(Ordering::Relaxed), 1);
+    assert_eq!(kr_tracked_count(agent(gpu)), 0, "the free was seen");
+    assert_eq!(snapshot.restore().skipped_not_live, 1);
+    assert_eq!(sim.copy_violations(), 0);
+    let _ = sim.pool(gpu, PoolKind::DeviceCoarse);
+}
