@@ -442,12 +442,14 @@ static void replay_gate(void) {
   CHECK(!kr_replay_gate(1, 1, true));
 }
 
-/* The log callback receives the decline when no executable iterator is set;
- * a declined snapshot writes nothing back. */
+/* The log callback receives the decline when no executable iterator can be
+ * had (none set, and a runtime without the AMD loader extension); a declined
+ * snapshot writes nothing back. */
 static void a_decline_is_logged_through_the_callback(void) {
   uint8_t* buffer = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
   fill(buffer, 4096, 3);
   kr_set_executable_iterator(NULL);
+  hsa_sim_fail_loader_extension(true);
   const int lines_before = logs.count;
   kr_snapshot_t* snapshot = kr_snap(gpu0);
   REQUIRE(snapshot != NULL);
@@ -464,9 +466,11 @@ static void a_decline_is_logged_through_the_callback(void) {
   CHECK(report_is(restore(snapshot), 0, 0, 0));
   CHECK(copies() == copies_before);
   CHECK(all_bytes(buffer, 4096, 4));
+  CHECK(!kr_restore_all(snapshot));
   kr_snapshot_free(snapshot);
 
-  kr_set_executable_iterator(hsa_sim_iterate_executables);
+  /* With the loader extension back, no iterator needs to be set. */
+  hsa_sim_fail_loader_extension(false);
   snapshot = kr_snap(gpu0);
   CHECK(kr_snapshot_ok(snapshot));
   kr_snapshot_free(snapshot);

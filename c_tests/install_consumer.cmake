@@ -38,7 +38,8 @@ run_or_fail("cmake --install" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --pref
 file(RENAME "${staged}" "${prefix}")
 foreach(installed
         "${LIBDIR}/libkernel_replay.so" "${LIBDIR}/libkernel_replay.a"
-        include/kernel_replay.h include/kernel_replay.hpp
+        include/kernel_replay.h include/kernel_replay/memory_snapshot.hpp
+        include/kernel_replay/memory_tracker.hpp
         "${LIBDIR}/cmake/kernel_replay/kernel_replayConfig.cmake"
         "${LIBDIR}/cmake/kernel_replay/kernel_replayConfigVersion.cmake")
   if(NOT EXISTS "${prefix}/${installed}")

@@ -23,7 +23,8 @@
 #include <cstring>
 
 #include "hsa_sim.h"
-#include "kernel_replay.hpp"
+#include "kernel_replay/memory_snapshot.hpp"
+#include "kernel_replay/memory_tracker.hpp"
 #include "storage_policy.h"
 
 namespace {
@@ -72,11 +73,11 @@ class StaticDeviceBuffer {
 // A snapshot a tool keeps in a static, destroyed after the buffers it
 // captured were freed: its restore must write nothing.
 struct StaticSnapshot {
-  kernel_replay::memory_snapshot::device_snapshot_t snapshot;
+  rocprofiler::kernel_replay::memory_snapshot::device_snapshot_t snapshot;
   ~StaticSnapshot() {
     const uint64_t copies_before = kr_test_copies();
     const kr_restore_report_t report =
-        kernel_replay::memory_snapshot::restore_with_report(snapshot);
+        rocprofiler::kernel_replay::memory_snapshot::restore_with_report(snapshot);
     CHECK(report.restored == 0);
     CHECK(report.skipped_not_live == snapshot.size());  // freed, or everything after finalize
     CHECK(report.failed == 0);
@@ -86,10 +87,10 @@ struct StaticSnapshot {
 
 // The tool's finalizer.
 void finalize_the_tool() {
-  kernel_replay::memory_tracker::finalize();
+  rocprofiler::kernel_replay::memory_tracker::finalize();
   CHECK(kr_is_finalized());
-  CHECK(!kernel_replay::memory_tracker::set_tracking_enabled(true));
-  const auto after = kernel_replay::memory_snapshot::snap(gpu);
+  CHECK(!rocprofiler::kernel_replay::memory_tracker::set_tracking_enabled(true));
+  const auto after = rocprofiler::kernel_replay::memory_snapshot::snap(gpu);
   CHECK(!after.ok && after.decline_reason() == KR_DECLINE_FINALIZED);
 }
 
@@ -139,7 +140,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   kr_set_executable_iterator(hsa_sim_iterate_executables);
-  kernel_replay::memory_tracker::set_tracking_enabled(true);
+  rocprofiler::kernel_replay::memory_tracker::set_tracking_enabled(true);
   kr_set_log_level(KR_LOG_ERROR);  // skipped regions and the decline warn by design
   // ctest runs this program under each policy: make sure it is this one.
   CHECK(kr_storage_policy() == kr_test_policy_from_environment());
@@ -149,7 +150,7 @@ int main(int argc, char** argv) {
   static StaticSnapshot kept;
   static StaticDeviceBuffer weights(1 << 16, 0x5A);
   static StaticDeviceBuffer activations(4096, 0xA5);
-  kept.snapshot = kernel_replay::memory_snapshot::snap(gpu);
+  kept.snapshot = rocprofiler::kernel_replay::memory_snapshot::snap(gpu);
   CHECK(kept.snapshot.ok && kept.snapshot.size() == 2);
   CHECK(kr_tracked_count(gpu) == 2);
   CHECK(kr_test_tier_total(kept.snapshot.get()) == kept.snapshot.bytes());
