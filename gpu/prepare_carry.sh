@@ -9,12 +9,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# The headers the library is built against, found as build.rs finds them.
-hsa_dir=""
-for candidate in "${HSA_INCLUDE_DIR:-}" "${ROCM_PATH:+$ROCM_PATH/include}" /opt/rocm/include /usr/include; do
-  if [ -n "$candidate" ] && [ -f "$candidate/hsa/hsa_api_trace.h" ]; then hsa_dir=$candidate; break; fi
-done
-[ -n "$hsa_dir" ] || { echo "HSA headers not found (set HSA_INCLUDE_DIR)"; exit 1; }
+# The headers the library is built against: the project's one finder
+# (cmake/kernel_replay_find_hsa.cmake), as build.rs and CMake use it.
+hsa_dir=${HSA_INCLUDE_DIR:-$(cmake -P cmake/print_hsa_include.cmake)}
+[ -f "$hsa_dir/hsa/hsa_api_trace.h" ] || { echo "HSA headers not found (run scripts/setup.sh or set HSA_INCLUDE_DIR)"; exit 1; }
 
 target_dir=${CARGO_TARGET_DIR:-target}
 echo "+ HSA_INCLUDE_DIR=$hsa_dir cargo build --lib --release"
