@@ -96,6 +96,10 @@ int main(int argc, char** argv) {
   AmdExtTable amd;
   hsa_cuda_fill_core_table(&core);
   hsa_cuda_fill_amd_ext_table(&amd);
+  // Which ROCm generation's tables these are (the headers compiled against).
+  std::printf("  CoreApiTable major %u, %u bytes, step %u; AmdExtTable major %u, %u bytes, step %u\n",
+              core.version.major_id, core.version.minor_id, core.version.step_id,
+              amd.version.major_id, amd.version.minor_id, amd.version.step_id);
   check(core.version.major_id == HSA_CORE_API_TABLE_MAJOR_VERSION &&
             core.version.minor_id == sizeof(CoreApiTable) &&
             core.version.step_id == HSA_CORE_API_TABLE_STEP_VERSION,
