@@ -56,6 +56,13 @@ fn main() {
     // `libkernel_replay.so` rather than the path it was linked from.
     println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libkernel_replay.so");
 
+    // The virtual-memory API (ROCm 6.0 and later headers): the vmem
+    // wrappers are compiled only where the tables have its entries.
+    println!("cargo:rustc-check-cfg=cfg(hsa_vmem)");
+    if bindings.to_string().contains("hsa_amd_vmem_map_fn") {
+        println!("cargo:rustc-cfg=hsa_vmem");
+    }
+
     let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
     bindings
         .write_to_file(out.join("hsa_bindings.rs"))

@@ -26,6 +26,11 @@ struct AmdExtTable;
 #define KR_DEVICE_BUDGET_AUTO UINT64_MAX
 
 /**
+ * Untracked device memory above this is logged (once per agent).
+ */
+#define LOG_THRESHOLD (64 << 20)
+
+/**
  * Result of `kr_memory_tracker_init`.
  */
 typedef enum kr_status_t {
@@ -103,6 +108,12 @@ typedef enum kr_decline_reason_t {
    * `kr_memory_tracker_init` installs the wrappers again.
    */
   KR_DECLINE_WRAPPERS_REMOVED = 9,
+  /**
+   * Application async copies (`hsa_amd_memory_async_copy` and its
+   * variants) touching the agent's tracked memory were still in flight
+   * when the copy fence's timeout ran out (`kr_set_copy_fence_timeout`).
+   */
+  KR_DECLINE_COPIES_IN_FLIGHT = 10,
 } kr_decline_reason_t;
 
 /**
@@ -246,6 +257,87 @@ typedef struct kr_stats_t {
    */
   uint64_t retained_bytes[3];
 } kr_stats_t;
+
+/**
+ * Cumulative counters, extensible (`kr_get_stats2`): the caller sets
+ * `struct_size` to `sizeof(kr_stats2_t)` as its header declares it, and the
+ * library fills at most that many bytes, so fields appended in later
+ * versions never overrun an older caller's struct.
+ */
+typedef struct kr_stats2_t {
+  /**
+   * In: the size of the caller's struct. Out: unchanged.
+   */
+  size_t struct_size;
+  /**
+   * What `kr_get_stats` reports (its `declines` only up to code 9).
+   */
+  struct kr_stats_t base;
+  /**
+   * Declined snapshots for every reason, indexed by `kr_decline_reason_t`.
+   */
+  uint64_t declines[32];
+  /**
+   * Application async copies that went through the copy fence.
+   */
+  uint64_t fenced_copies;
+  /**
+   * Snapshots and restores that waited for application copies in flight.
+   */
+  uint64_t fence_waits;
+  /**
+   * Of those, the ones whose copies did not finish within the timeout.
+   */
+  uint64_t fence_timeouts;
+  /**
+   * Times the retained arenas were released so that an application
+   * allocation the runtime refused for lack of memory could be retried.
+   */
+  uint64_t application_retries;
+  /**
+   * Bytes released for those retries.
+   */
+  uint64_t bytes_released_for_application;
+  /**
+   * Device memory in use on the agent of the last snapshot that it did
+   * not cover (see `kr_untracked_device_bytes`).
+   */
+  uint64_t untracked_device_bytes;
+} kr_stats2_t;
+
+/**
+ * Device memory on an agent that snapshots do not cover
+ * (`kr_untracked_summary`).
+ */
+typedef struct kr_untracked_t {
+  /**
+   * In use on the agent less what is tracked less the library's arenas,
+   * as `kr_untracked_device_bytes` (0 when not `known`).
+   */
+  uint64_t bytes;
+  /**
+   * False when the runtime does not report the agent's free memory.
+   */
+  bool known;
+  /**
+   * Virtual-memory mappings on the agent the wrappers saw but snapshots
+   * do not capture (fine-grained memory, no write access for the agent,
+   * or made while tracking was off): bytes and count.
+   */
+  uint64_t vmem_bytes;
+  size_t vmem_regions;
+} kr_untracked_t;
+
+/**
+ * What a snapshot of an agent would take now (`kr_estimate_footprint`).
+ */
+typedef struct kr_footprint_t {
+  /**
+   * Bytes of the regions (before the 256-byte alignment of the arenas).
+   */
+  uint64_t bytes;
+  size_t regions;
+} kr_footprint_t;
 
 /**
  * What one `kr_replay` window did.
@@ -499,6 +591,47 @@ uint64_t kr_snapshot_tier_bytes(const kr_snapshot_t *snapshot, kr_storage_tier_t
  * `stats` is NULL or writable.
  */
 void kr_get_stats(struct kr_stats_t *stats);
+
+/**
+ * Fills `stats` (if not NULL) with every counter (see `kr_stats2_t`): at
+ * most `stats->struct_size` bytes are written, `struct_size` itself left
+ * as it is. A `struct_size` smaller than `struct_size` itself writes nothing.
+ *
+ * # Safety
+ * `stats` is NULL or writable for `stats->struct_size` bytes.
+ */
+void kr_get_stats2(struct kr_stats2_t *stats);
+
+/**
+ * Device memory in use on `agent` that snapshots do not cover, as far as
+ * the runtime reports it: the agent's memory in use
+ * (`HSA_AMD_AGENT_INFO_MEMORY_AVAIL` against its device pool's size, which
+ * counts other processes too) less the tracked allocations and mappings
+ * and less the library's own arenas. 0 when the runtime does not report
+ * the agent's free memory.
+ */
+uint64_t kr_untracked_device_bytes(hsa_agent_t agent);
+
+/**
+ * As `kr_untracked_device_bytes`, with whether the runtime reports it and
+ * the virtual-memory mappings among it that the library saw.
+ */
+struct kr_untracked_t kr_untracked_summary(hsa_agent_t agent);
+
+/**
+ * The bytes and regions a snapshot of `agent` would take now: its tracked
+ * allocations and mappings and the module variables discovered for it so
+ * far, so that a tool can admit or refuse a replay before capturing.
+ */
+struct kr_footprint_t kr_estimate_footprint(hsa_agent_t agent);
+
+/**
+ * How long a snapshot or restore waits for application async copies in
+ * flight on the agent's tracked memory (default 5 s); past it a snapshot
+ * declines with `KR_DECLINE_COPIES_IN_FLIGHT` and a restore writes nothing.
+ * 0: do not wait.
+ */
+void kr_set_copy_fence_timeout(uint64_t nanoseconds);
 
 /**
  * Zeroes the cumulative counters (not what is held).

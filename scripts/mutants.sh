@@ -21,6 +21,10 @@ if ! cargo mutants --version 2>/dev/null | grep -q "$CARGO_MUTANTS_VERSION"; the
   cargo install cargo-mutants --locked --version "$CARGO_MUTANTS_VERSION"
 fi
 
+# The copies cargo-mutants builds in lack the header cache: name the headers.
+HSA_INCLUDE_DIR=${HSA_INCLUDE_DIR:-$(cmake -P cmake/print_hsa_include.cmake)}
+export HSA_INCLUDE_DIR
+
 cargo mutants \
   --file 'src/memory_tracker/**' \
   --file 'src/memory_snapshot/**' \

@@ -13,9 +13,12 @@ use crate::hsa::entries::{AmdEntries, CoreEntries, IterateExecutablesFn};
 use crate::memory_snapshot::discovery_cache::DiscoveryCache;
 use crate::memory_snapshot::storage::arena::Storage;
 use crate::memory_tracker::executables::Executables;
+use crate::memory_tracker::fence::Fences;
 use crate::memory_tracker::gate::Gate;
 use crate::memory_tracker::hooks::Hooks;
 use crate::memory_tracker::inventory::Inventory;
+#[cfg(hsa_vmem)]
+use crate::memory_tracker::vmem::Mappings;
 use crate::stats::Stats;
 
 pub struct Context {
@@ -35,6 +38,11 @@ pub struct Context {
     pub executables: Executables,
     /// Module variables of loaded executables, per agent.
     pub discovery_cache: DiscoveryCache,
+    /// Application async copies in flight on tracked memory, per agent.
+    pub fences: Fences,
+    /// Live virtual-memory mappings the wrappers saw.
+    #[cfg(hsa_vmem)]
+    pub mappings: Mappings,
     pub stats: Stats,
     /// Batched copies: unresolved (read `KERNEL_REPLAY_COPY`), on, or off.
     batch_copies: AtomicU8,
@@ -59,6 +67,9 @@ impl Context {
             storage: Storage::new(),
             executables: Executables::new(),
             discovery_cache: DiscoveryCache::new(),
+            fences: Fences::new(),
+            #[cfg(hsa_vmem)]
+            mappings: Mappings::new(),
             stats: Stats::new(),
             batch_copies: AtomicU8::new(UNRESOLVED),
             warned_graph_launch: AtomicBool::new(false),
@@ -138,4 +149,31 @@ impl Default for Context {
     fn default() -> Self {
         Self::new()
     }
+}
+
+/// Releases the arenas the library keeps for reuse that compete with an
+/// application allocation from `pool` the runtime just refused for lack of
+/// memory, so that it can be tried again: the device arenas of the pool's
+/// GPU, or the host arenas for a system pool (every arena when the pool's
+/// owner cannot be found). Returns the bytes released (0: nothing to retry
+/// for).
+pub fn release_retained_for_application(ctx: &Context, pool: u64) -> u64 {
+    use crate::memory_snapshot::storage::Tier;
+    let owner = ctx
+        .core()
+        .zip(ctx.amd())
+        .and_then(|(core, amd)| crate::hsa::query::pool_owner(core, amd, pool));
+    let released = ctx.storage.trim_where(ctx, |agent, tier| match owner {
+        Some(owner) if owner.gpu => tier == Tier::Device && agent == owner.agent,
+        Some(_) => tier != Tier::Device,
+        None => true,
+    });
+    if released > 0 {
+        ctx.stats.arenas_released_for_application(released);
+        log::info!(
+            "an application allocation failed for lack of memory: released {released} bytes \
+             of retained snapshot arenas and retried it"
+        );
+    }
+    released
 }

@@ -1,60 +1,88 @@
-//! Cumulative counters, readable through `kr_get_stats`: what snapshots and
-//! restores did, and how long they took.
+//! Cumulative counters, readable through `kr_get_stats` / `kr_get_stats2`:
+//! what snapshots and restores did and how long they took, what the
+//! async-copy fence did, and what the library gave back to the application.
+//!
+//! One list of counters (`counters!` below) makes the atomic set, its copy,
+//! the reset and the read, so a new counter is one line.
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 use crate::memory_snapshot::DeclineReason;
 
-/// Declines are counted per reason, indexed by `kr_decline_reason_t`.
-pub const DECLINE_SLOTS: usize = 10;
+/// Declines are counted per reason, indexed by `kr_decline_reason_t`. Room
+/// for reasons yet to come: codes are only ever appended.
+pub const DECLINE_SLOTS: usize = 32;
 
-pub struct Stats {
-    pub snapshots: AtomicU64,
-    pub declines: [AtomicU64; DECLINE_SLOTS],
-    pub bytes_captured: AtomicU64,
-    pub snap_ns: AtomicU64,
-    pub restores: AtomicU64,
-    pub regions_restored: AtomicU64,
-    pub regions_skipped: AtomicU64,
-    pub regions_failed: AtomicU64,
-    pub bytes_restored: AtomicU64,
-    pub restore_ns: AtomicU64,
+macro_rules! counters {
+    ($($(#[$doc:meta])* $name:ident),+ $(,)?) => {
+        pub struct Stats {
+            pub declines: [AtomicU64; DECLINE_SLOTS],
+            $($(#[$doc])* pub $name: AtomicU64,)+
+        }
+
+        /// A copy of the counters.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub struct StatsSnapshot {
+            pub declines: [u64; DECLINE_SLOTS],
+            $($(#[$doc])* pub $name: u64,)+
+        }
+
+        #[allow(clippy::declare_interior_mutable_const)]
+        const ZERO: AtomicU64 = AtomicU64::new(0);
+
+        impl Stats {
+            pub const fn new() -> Self {
+                Stats {
+                    declines: [ZERO; DECLINE_SLOTS],
+                    $($name: ZERO,)+
+                }
+            }
+
+            pub fn read(&self) -> StatsSnapshot {
+                StatsSnapshot {
+                    declines: std::array::from_fn(|i| self.declines[i].load(Relaxed)),
+                    $($name: self.$name.load(Relaxed),)+
+                }
+            }
+
+            pub fn reset(&self) {
+                for counter in self.declines.iter() {
+                    counter.store(0, Relaxed);
+                }
+                $(self.$name.store(0, Relaxed);)+
+            }
+        }
+    };
 }
 
-/// A copy of the counters.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct StatsSnapshot {
-    pub snapshots: u64,
-    pub declines: [u64; DECLINE_SLOTS],
-    pub bytes_captured: u64,
-    pub snap_ns: u64,
-    pub restores: u64,
-    pub regions_restored: u64,
-    pub regions_skipped: u64,
-    pub regions_failed: u64,
-    pub bytes_restored: u64,
-    pub restore_ns: u64,
+counters! {
+    /// Complete snapshots taken.
+    snapshots,
+    bytes_captured,
+    snap_ns,
+    /// Restores of complete snapshots.
+    restores,
+    regions_restored,
+    regions_skipped,
+    regions_failed,
+    bytes_restored,
+    restore_ns,
+    /// Application async copies that went through the fence.
+    fenced_copies,
+    /// Snapshots and restores that had to wait for copies in flight.
+    fence_waits,
+    /// Of those, the ones whose copies did not finish in time.
+    fence_timeouts,
+    /// Times the retained arenas were released for an application
+    /// allocation the runtime refused for lack of memory.
+    application_retries,
+    bytes_released_for_application,
+    /// Device memory in use on the agent of the last snapshot that its
+    /// snapshot did not cover (`kr_untracked_device_bytes`).
+    untracked_device_bytes,
 }
-
-#[allow(clippy::declare_interior_mutable_const)]
-const ZERO: AtomicU64 = AtomicU64::new(0);
 
 impl Stats {
-    pub const fn new() -> Self {
-        Stats {
-            snapshots: ZERO,
-            declines: [ZERO; DECLINE_SLOTS],
-            bytes_captured: ZERO,
-            snap_ns: ZERO,
-            restores: ZERO,
-            regions_restored: ZERO,
-            regions_skipped: ZERO,
-            regions_failed: ZERO,
-            bytes_restored: ZERO,
-            restore_ns: ZERO,
-        }
-    }
-
     pub fn snapshot_taken(&self, bytes: u64, nanos: u64) {
         self.snapshots.fetch_add(1, Relaxed);
         self.bytes_captured.fetch_add(bytes, Relaxed);
@@ -62,7 +90,9 @@ impl Stats {
     }
 
     pub fn snapshot_declined(&self, reason: DeclineReason, nanos: u64) {
-        self.declines[reason.code() as usize].fetch_add(1, Relaxed);
+        if let Some(slot) = self.declines.get(reason.code() as usize) {
+            slot.fetch_add(1, Relaxed);
+        }
         self.snap_ns.fetch_add(nanos, Relaxed);
     }
 
@@ -75,37 +105,17 @@ impl Stats {
         self.restore_ns.fetch_add(nanos, Relaxed);
     }
 
-    pub fn read(&self) -> StatsSnapshot {
-        StatsSnapshot {
-            snapshots: self.snapshots.load(Relaxed),
-            declines: std::array::from_fn(|i| self.declines[i].load(Relaxed)),
-            bytes_captured: self.bytes_captured.load(Relaxed),
-            snap_ns: self.snap_ns.load(Relaxed),
-            restores: self.restores.load(Relaxed),
-            regions_restored: self.regions_restored.load(Relaxed),
-            regions_skipped: self.regions_skipped.load(Relaxed),
-            regions_failed: self.regions_failed.load(Relaxed),
-            bytes_restored: self.bytes_restored.load(Relaxed),
-            restore_ns: self.restore_ns.load(Relaxed),
-        }
+    pub fn arenas_released_for_application(&self, bytes: u64) {
+        self.application_retries.fetch_add(1, Relaxed);
+        self.bytes_released_for_application
+            .fetch_add(bytes, Relaxed);
     }
 
-    pub fn reset(&self) {
-        for counter in [
-            &self.snapshots,
-            &self.bytes_captured,
-            &self.snap_ns,
-            &self.restores,
-            &self.regions_restored,
-            &self.regions_skipped,
-            &self.regions_failed,
-            &self.bytes_restored,
-            &self.restore_ns,
-        ]
-        .into_iter()
-        .chain(self.declines.iter())
-        {
-            counter.store(0, Relaxed);
+    /// A window that waited for copies; `timed_out` if they did not finish.
+    pub fn fence_waited(&self, timed_out: bool) {
+        self.fence_waits.fetch_add(1, Relaxed);
+        if timed_out {
+            self.fence_timeouts.fetch_add(1, Relaxed);
         }
     }
 }

@@ -63,6 +63,10 @@ const char* status_text(hsa_status_t status, StatusCodes codes) {
     case HSA_STATUS_ERROR_OUT_OF_RESOURCES:
       return "HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary "
              "resources.";
+    case HSA_STATUS_ERROR_RESOURCE_FREE:
+      // hsa_amd_vmem_address_free of a range still mapped (the sim).
+      return "HSA_STATUS_ERROR_RESOURCE_FREE: An error has been detected while releasing a "
+             "resource.";
     case HSA_STATUS_ERROR_NOT_INITIALIZED:
       return "HSA_STATUS_ERROR_NOT_INITIALIZED: The HSA runtime is not initialized.";
     case HSA_STATUS_ERROR_INVALID_EXECUTABLE:

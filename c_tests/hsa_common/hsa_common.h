@@ -27,6 +27,59 @@
 #include <hsa/hsa_ext_amd.h>
 #include <hsa/hsa_ven_amd_loader.h>
 
+// ---- what the HSA headers being compiled against declare --------------------------
+//
+// Both runtimes build against every ROCm generation the project supports
+// (5.2, 6.1, 6.4, 7.2 headers). What a generation has is told by
+// HSA_AMD_INTERFACE_VERSION_MAJOR/MINOR of hsa_ext_amd.h, whose history the
+// 7.2 header lists (1.2 async_copy_on_engine, 1.4 the virtual memory API,
+// 1.6 vmem_address_reserve_align, 1.7 signal_wait_all, 1.12
+// HSA_EXT_POINTER_TYPE_HSA_VMEM / RESERVED_ADDR, 1.13 pointer_info's
+// `registered`). The ROCm releases: 5.2 = 1.0, 6.0/6.1 = 1.4, 6.2 = 1.6, 6.3
+// (amd-staging, 2024-10) still 1.6, 6.4 = 1.7, 7.2 = 1.15.
+
+// ROCm 6.0: the vmem API (hsa_amd_vmem_*, AmdExtTable entries 456..544) and
+// hsa_amd_memory_async_copy_on_engine. Not in the 5.2 headers.
+#define HSA_COMMON_HAVE_VMEM \
+  (HSA_AMD_INTERFACE_VERSION_MAJOR > 1 || HSA_AMD_INTERFACE_VERSION_MINOR >= 4)
+
+// ROCm 6.2 (interface 1.6): hsa_amd_vmem_address_reserve_align and its
+// AmdExtTable entry (hsa_amd_vmem_address_reserve_align_fn).
+#define HSA_COMMON_HAVE_VMEM_RESERVE_ALIGN \
+  (HSA_AMD_INTERFACE_VERSION_MAJOR > 1 || HSA_AMD_INTERFACE_VERSION_MINOR >= 6)
+
+// Interface 1.12 (ROCm 7.x): the HSA_EXT_POINTER_TYPE_HSA_VMEM pointer type,
+// and hsa_amd_pointer_info answering for a vmem mapping with it (base = the
+// queried pointer, size = the mapping's, owner = the handle's GPU) instead of
+// passing the thunk's reservation object through as type 5.
+#define HSA_COMMON_HAVE_POINTER_TYPE_HSA_VMEM \
+  (HSA_AMD_INTERFACE_VERSION_MAJOR > 1 || HSA_AMD_INTERFACE_VERSION_MINOR >= 12)
+
+// Interface 1.13 (ROCm 7.x): hsa_amd_pointer_info_t.registered.
+#define HSA_COMMON_HAVE_POINTER_INFO_REGISTERED \
+  (HSA_AMD_INTERFACE_VERSION_MAJOR > 1 || HSA_AMD_INTERFACE_VERSION_MINOR >= 13)
+
+// hsa_amd_vmem_set_access / get_access semantics, per generation:
+//   0 (ROCm 6.0 - 6.2 headers, interface <= 1.6): the header's contract
+//     ("size must be equal to size of previously mapped virtual memory
+//     handle"; a second call "will overwrite previous permissions for all
+//     agents"): (va, size) must be exactly one mapping, and the agents not
+//     listed lose their access (replace); get_access for an agent never given
+//     access is INVALID_ALLOCATION. That is what ROCr 6.0.0's code does.
+//   1 (ROCm 6.4 and later headers, interface >= 1.7): "will leave
+//     permissions unchanged for agents not specified" (ROCr commit 73f6bfa7,
+//     2024-09, released in 6.3): the range may span contiguous mappings, each
+//     found by its exact start, listed agents get the new permission and the
+//     others keep theirs (merge); get_access answers NONE for an agent never
+//     given access.
+// The boundary is interface 1.7 because that is the first one the merge
+// semantics can be told by: ROCm 6.2 and 6.3 headers both say 1.6, so a 6.3
+// build gets the 6.0-6.2 rules although 6.3's runtime merges. (ROCr's 6.1.0 -
+// 6.2.4 code already walks spanning ranges and answers NONE; the sim follows
+// what those generations' headers document.)
+#define HSA_COMMON_VMEM_SET_ACCESS_MERGES \
+  (HSA_AMD_INTERFACE_VERSION_MAJOR > 1 || HSA_AMD_INTERFACE_VERSION_MINOR >= 7)
+
 namespace hsa_common {
 
 // ---- constants ------------------------------------------------------------------
@@ -43,6 +96,13 @@ constexpr uint64_t kTimestampFrequencyHz = 1000000000;
 // it its own way.
 constexpr uint32_t kAgentInfoMemoryAvail = 0xA015;
 
+// HSA_EXT_POINTER_TYPE_RESERVED_ADDR: what hsa_amd_pointer_info reports for
+// an address in a vmem reservation. ROCr 6.x passes the thunk's
+// HSA_POINTER_RESERVED_ADDR (5) through for mapped and unmapped addresses
+// alike; the 6.0 - 6.3 headers do not name the value (6.4 does), 7.x reports
+// it for reserved but unmapped addresses only.
+constexpr auto kPointerTypeReservedAddr = static_cast<hsa_amd_pointer_type_t>(5);
+
 // HSA_STATUS_ERROR_INVALID_MEMORY_POOL lives in an anonymous enum of
 // hsa_ext_amd.h, so it needs a cast to be returned as an hsa_status_t.
 constexpr auto kInvalidMemoryPool =
@@ -58,6 +118,7 @@ enum class HandleTag : uint8_t {
   kExecutable = 0xC8,
   kSymbol = 0xD9,
   kSignal = 0xE5,
+  kVmemHandle = 0xF6,  // hsa_amd_vmem_alloc_handle_t (the sim)
 };
 
 // tag:8 | epoch:EpochBits | payload:(56 - EpochBits). The epoch (the sim's

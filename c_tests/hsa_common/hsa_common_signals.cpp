@@ -4,6 +4,10 @@
 
 #include "hsa_common_signals.h"
 
+#include <algorithm>
+#include <system_error>
+#include <thread>
+
 namespace hsa_common {
 
 bool condition_holds(hsa_signal_condition_t condition, hsa_signal_value_t value,
@@ -208,6 +212,73 @@ uint32_t SignalTable::wait_any(uint32_t signal_count, const hsa_signal_t* signal
     *satisfying_value = slots[satisfied]->value;
   }
   return satisfied;
+}
+
+hsa_status_t SignalTable::async_handler(hsa_signal_t signal, hsa_signal_condition_t condition,
+                                        hsa_signal_value_t value, hsa_amd_signal_handler handler,
+                                        void* arg) {
+  if (hooks_.precondition != nullptr) {
+    const hsa_status_t status = hooks_.precondition();
+    if (status != HSA_STATUS_SUCCESS) return status;
+  }
+  if (handler == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = live_.find(signal.handle);
+    if (it == live_.end()) return HSA_STATUS_ERROR_INVALID_SIGNAL;
+    if (!handler_thread_started_) {
+      try {
+        // Detached and never joined: the table is never destroyed, and a
+        // thread blocked waiting for a condition must not keep the process
+        // from exiting (the runtimes' copy workers do the same).
+        std::thread([this] { run_async_handlers(); }).detach();
+      } catch (const std::system_error&) {
+        return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+      }
+      handler_thread_started_ = true;
+    }
+    handlers_.push_back(AsyncHandler{it->second, condition, value, handler, arg});
+  }
+  changed_.notify_all();
+  return HSA_STATUS_SUCCESS;
+}
+
+void SignalTable::run_async_handlers() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    size_t ready = 0;
+    // Drops the handlers of destroyed signals and finds the first armed
+    // handler whose condition holds.
+    auto find_ready = [&] {
+      handlers_.erase(std::remove_if(handlers_.begin(), handlers_.end(),
+                                     [](const AsyncHandler& h) { return h.slot->destroyed; }),
+                      handlers_.end());
+      for (ready = 0; ready < handlers_.size(); ++ready) {
+        const AsyncHandler& h = handlers_[ready];
+        if (condition_holds(h.condition, h.slot->value, h.value)) return true;
+      }
+      return false;
+    };
+    wait_counted(lock, false, {}, find_ready);
+    AsyncHandler armed = std::move(handlers_[ready]);
+    handlers_.erase(handlers_.begin() + static_cast<std::ptrdiff_t>(ready));
+    const hsa_signal_value_t observed = armed.slot->value;
+    ++handlers_running_;
+    lock.unlock();
+    const bool again = armed.handler(observed, armed.arg);
+    lock.lock();
+    --handlers_running_;
+    if (again && !armed.slot->destroyed) handlers_.push_back(std::move(armed));
+  }
+}
+
+uint64_t SignalTable::armed_handler_count() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Those on destroyed signals are dropped: the thread sweeps them on its
+  // next look.
+  const auto armed = std::count_if(handlers_.begin(), handlers_.end(),
+                                   [](const AsyncHandler& h) { return !h.slot->destroyed; });
+  return static_cast<uint64_t>(armed) + handlers_running_;
 }
 
 // ---- for the runtime ----------------------------------------------------------

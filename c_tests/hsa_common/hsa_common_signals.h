@@ -2,7 +2,9 @@
  * sim (c_tests/sim/hsa_sim_signals.cpp) and HSA-on-CUDA
  * (gpu/hsa_cuda/hsa_cuda_signals.cpp), and the argument checks of
  * hsa_amd_memory_async_copy both run before handing a copy to their own
- * engine (the sim's one worker thread; HSA-on-CUDA's CUDA streams).
+ * engine (the sim's one worker thread; HSA-on-CUDA's CUDA streams), with
+ * those of hsa_amd_memory_async_copy_on_engine and
+ * hsa_amd_memory_async_copy_rect (which only the sim implements so far).
  *
  * A signal is a value under one lock shared by all signals of a table, with
  * one condition variable every change notifies when someone waits; waits
@@ -12,6 +14,12 @@
  * variant is sequentially consistent. A use of a signal that does not exist
  * is counted (invalid_uses); such a load or wait returns 0 and such a store
  * does nothing.
+ *
+ * hsa_amd_signal_async_handler is the table's too: one handler thread per
+ * table, started by the first registration and never joined (like the
+ * tables, a SignalTable is never destroyed, so the thread can stay blocked
+ * while the process exits), calls each armed handler once its condition
+ * holds; see SignalTable::async_handler.
  *
  * What differs between the runtimes comes in through SignalTable::Hooks: the
  * handle encoding (the sim's signals outlive its resets and carry no epoch;
@@ -99,7 +107,27 @@ class SignalTable {
                     const hsa_signal_condition_t* conditions, const hsa_signal_value_t* values,
                     uint64_t timeout_hint, hsa_signal_value_t* satisfying_value);
 
+  // hsa_amd_signal_async_handler, in ROCr's order: the precondition hook;
+  // a NULL handler INVALID_ARGUMENT; a signal that does not exist
+  // INVALID_SIGNAL (not counted as an invalid use). Then the handler is
+  // armed: the table's handler thread (started lazily; OUT_OF_RESOURCES if it
+  // cannot be) calls handler(value, arg) once the condition holds, with the
+  // value it observed. A handler that returns true is armed again with the
+  // same parameters (so it is called again at once if the condition still
+  // holds); false ends it. Handlers run one at a time, without the table's
+  // lock held, so they may call any signal entry (register handlers, destroy
+  // signals). A signal destroyed while a handler is armed on it drops the
+  // handler without calling it (ROCr leaves that undefined); one destroyed
+  // while its handler runs is not re-armed. The condition is a level, not an
+  // edge: a value that satisfies it only briefly, between two looks of the
+  // thread, may be missed, as with ROCr's interrupt-driven wait.
+  hsa_status_t async_handler(hsa_signal_t signal, hsa_signal_condition_t condition,
+                             hsa_signal_value_t value, hsa_amd_signal_handler handler,
+                             void* arg);
+
   // ---- for the runtime ----
+  // Handlers armed and not yet ended (one running counts until it returns).
+  uint64_t armed_handler_count();
   // Whether the signal exists (not counted as a use).
   bool is_live(hsa_signal_t signal);
   // Whether every dependency reads 0 (a destroyed or unknown one counts as
@@ -129,6 +157,19 @@ class SignalTable {
   };
   using Clock = std::chrono::steady_clock;
 
+  // One registration of hsa_amd_signal_async_handler.
+  struct AsyncHandler {
+    std::shared_ptr<Slot> slot;
+    hsa_signal_condition_t condition = HSA_SIGNAL_CONDITION_EQ;
+    hsa_signal_value_t value = 0;
+    hsa_amd_signal_handler handler = nullptr;
+    void* arg = nullptr;
+  };
+
+  // The handler thread: waits until an armed handler's condition holds,
+  // calls it without the lock, re-arms it when it returns true. Never returns.
+  [[noreturn]] void run_async_handlers();
+
   // The slot of a live signal, or null (counted as an invalid use). The
   // lock is held.
   std::shared_ptr<Slot> find_slot_locked(hsa_signal_t signal);
@@ -156,13 +197,19 @@ class SignalTable {
   // (real signals are plain memory: an update with nobody waiting costs a
   // store, and so should it here).
   uint32_t waiters_ = 0;
+  // Armed async handlers, in arming order (a re-armed one goes to the end).
+  std::vector<AsyncHandler> handlers_;
+  // Handlers being called now (taken out of handlers_ while they run).
+  uint32_t handlers_running_ = 0;
+  bool handler_thread_started_ = false;
 };
 
 // The table entries of one runtime's SignalTable (returned by Table()).
 // fill_core puts every hsa_signal_* entry in the core table, the memory-order
 // variants sharing one implementation; fill_amd puts hsa_amd_signal_create
 // (whose attributes, which select ROCr's signal implementation, change
-// nothing here) and hsa_amd_signal_wait_any in the AMD extension table.
+// nothing here), hsa_amd_signal_wait_any and hsa_amd_signal_async_handler in
+// the AMD extension table.
 template <SignalTable& (*Table)()>
 struct SignalEntries {
   static hsa_status_t create(hsa_signal_value_t initial_value, uint32_t num_consumers,
@@ -201,6 +248,11 @@ struct SignalEntries {
                                  hsa_signal_value_t compare_value, uint64_t timeout_hint,
                                  hsa_wait_state_t /*wait_state_hint*/) {
     return Table().wait(signal, condition, compare_value, timeout_hint);
+  }
+  static hsa_status_t async_handler(hsa_signal_t signal, hsa_signal_condition_t condition,
+                                    hsa_signal_value_t value, hsa_amd_signal_handler handler,
+                                    void* arg) {
+    return Table().async_handler(signal, condition, value, handler, arg);
   }
   static uint32_t wait_any(uint32_t signal_count, hsa_signal_t* signals,
                            hsa_signal_condition_t* conditions, hsa_signal_value_t* values,
@@ -255,6 +307,7 @@ struct SignalEntries {
   static void fill_amd(AmdExtTable* amd) {
     amd->hsa_amd_signal_create_fn = amd_create;
     amd->hsa_amd_signal_wait_any_fn = wait_any;
+    amd->hsa_amd_signal_async_handler_fn = async_handler;
   }
 };
 
@@ -312,6 +365,167 @@ hsa_status_t check_async_copy(SignalTable& signals, void* dst, hsa_agent_t dst_a
   copy->dependencies.assign(dep_signals, dep_signals + num_dep_signals);
   copy->completion = completion_signal;
   copy->copy_agent = hsa_common::copy_agent(src_index, dst_index, fallback_copy_agent);
+  return HSA_STATUS_SUCCESS;
+}
+
+// ---- hsa_amd_memory_async_copy_on_engine ---------------------------------------------
+
+// What hsa_amd_memory_async_copy_on_engine checks beyond
+// hsa_amd_memory_async_copy's arguments (check_async_copy, which answers a
+// size-0 copy first, as ROCr does), for a copy check_async_copy accepted:
+//   engine_id (an hsa_amd_sdma_engine_id_t) must be exactly one bit, else
+//     INVALID_ARGUMENT (Runtime::CopyMemoryOnEngine);
+//   a copy between two CPU agents has no engine: HSA_STATUS_ERROR (what the
+//     CPU agent's DmaCopyOnEngine answers);
+//   the bit's position (1 = HSA_AMD_SDMA_ENGINE_0) must not be past the
+//     copying GPU's engine_count engines (SDMA + xGMI SDMA), else
+//     INVALID_ARGUMENT (GpuAgent::DmaCopyOnEngine).
+// ROCr's finer rules (xGMI engines only for xGMI peers, gfx90a's
+// host-to-device limit) are not modelled; force_copy_on_sdma changes nothing.
+inline hsa_status_t check_copy_engine(uint32_t engine_id, uint32_t copy_agent,
+                                      uint32_t engine_count) {
+  if (engine_id == 0 || (engine_id & (engine_id - 1)) != 0) {
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
+  if (!is_gpu_index(copy_agent)) return HSA_STATUS_ERROR;
+  uint32_t position = 1;
+  while ((engine_id >> position) != 0) ++position;
+  return position <= engine_count ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR_INVALID_ARGUMENT;
+}
+
+// ---- hsa_amd_memory_async_copy_rect -----------------------------------------------
+
+// A 3-D box between two pitched buffers: range.x bytes per row, range.y rows
+// per layer, range.z layers; a row's address is base + (offset.z + z) * slice
+// + (offset.y + y) * pitch + offset.x on each side. Rows are numbered
+// z * range.y + y.
+struct RectGeometry {
+  hsa_pitched_ptr_t dst{};
+  hsa_pitched_ptr_t src{};
+  hsa_dim3_t dst_offset{};
+  hsa_dim3_t src_offset{};
+  hsa_dim3_t range{};
+
+  uint64_t rows() const { return uint64_t{range.y} * range.z; }
+  size_t row_bytes() const { return range.x; }
+  void* dst_row(uint64_t row) const { return row_address(dst, dst_offset, row); }
+  const void* src_row(uint64_t row) const { return row_address(src, src_offset, row); }
+
+ private:
+  void* row_address(const hsa_pitched_ptr_t& side, const hsa_dim3_t& offset, uint64_t row) const {
+    const uint64_t z = row / range.y;
+    const uint64_t y = row % range.y;
+    return static_cast<uint8_t*>(side.base) + (offset.z + z) * side.slice +
+           (offset.y + y) * side.pitch + offset.x;
+  }
+};
+
+// A rect copy accepted by check_async_copy_rect, for the runtime's engine.
+struct AsyncRectCopy {
+  RectGeometry geometry;
+  std::vector<hsa_signal_t> dependencies;
+  hsa_signal_t completion{0};
+  uint32_t copy_agent = kCpuAgentIndex;  // the copy_agent argument (a GPU)
+  bool empty = true;  // a zero range: nothing to do
+};
+
+// Whether [base + 0, base + last byte of the box] stays inside the address
+// space on one side (so that every row address can be formed).
+inline bool rect_side_addressable(const hsa_pitched_ptr_t& side, const hsa_dim3_t& offset,
+                                  const hsa_dim3_t& range) {
+  uint64_t layer = 0, row = 0, end = 0;
+  const uint64_t last_z = uint64_t{offset.z} + range.z - 1;
+  const uint64_t last_y = uint64_t{offset.y} + range.y - 1;
+  if (__builtin_mul_overflow(last_z, uint64_t{side.slice}, &layer) ||
+      __builtin_mul_overflow(last_y, uint64_t{side.pitch}, &row) ||
+      __builtin_add_overflow(layer, row, &end) ||
+      __builtin_add_overflow(end, uint64_t{offset.x} + range.x, &end)) {
+    return false;
+  }
+  uintptr_t last = 0;
+  return !__builtin_add_overflow(reinterpret_cast<uintptr_t>(side.base), end, &last);
+}
+
+// hsa_amd_memory_async_copy_rect's checks, in ROCr's order
+// (hsa_amd_memory_async_copy_rect, then BlitSdma::SubmitCopyRectCommand):
+//   a NULL dst, dst_offset, src, src_offset or range: INVALID_ARGUMENT;
+//   dependencies given without a count or a count without them:
+//     INVALID_ARGUMENT;
+//   dir hsaHostToHost (and, here, any value past hsaDeviceToDevice):
+//     INVALID_ARGUMENT; otherwise dir only picks ROCr's engine and is not
+//     checked against the memory;
+//   copy_agent unknown (resolve_agent(hsa_agent_t, uint32_t*) -> bool) or not
+//     a GPU: INVALID_AGENT;
+//   an unknown dependency or completion signal: INVALID_SIGNAL;
+//   a range with a zero component: SUCCESS with nothing to do
+//     (copy->empty), the completion signal untouched;
+//   a NULL base on either side (here): a violation (count_violation()) and
+//     INVALID_ARGUMENT;
+//   a base, pitch or slice not a multiple of 4: INVALID_ARGUMENT;
+//   offset.x + range.x past a pitch: INVALID_ARGUMENT;
+//   offset.y + range.y past slice / pitch on a side whose slice is not 0:
+//     INVALID_ARGUMENT;
+//   range.z > 1 with a slice of 0: INVALID_ARGUMENT;
+//   a box whose last byte is past the end of the address space (here):
+//     INVALID_ARGUMENT.
+template <typename CountViolation, typename ResolveAgent>
+hsa_status_t check_async_copy_rect(SignalTable& signals, const hsa_pitched_ptr_t* dst,
+                                   const hsa_dim3_t* dst_offset, const hsa_pitched_ptr_t* src,
+                                   const hsa_dim3_t* src_offset, const hsa_dim3_t* range,
+                                   hsa_agent_t copy_agent, hsa_amd_copy_direction_t dir,
+                                   uint32_t num_dep_signals, const hsa_signal_t* dep_signals,
+                                   hsa_signal_t completion_signal, CountViolation count_violation,
+                                   ResolveAgent resolve_agent, AsyncRectCopy* copy) {
+  constexpr hsa_status_t kBad = HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  copy->empty = true;
+  if (dst == nullptr || src == nullptr || dst_offset == nullptr || src_offset == nullptr ||
+      range == nullptr) {
+    return kBad;
+  }
+  if ((num_dep_signals == 0) != (dep_signals == nullptr)) return kBad;
+  const auto direction = static_cast<uint32_t>(dir);
+  if (direction == static_cast<uint32_t>(hsaHostToHost) ||
+      direction > static_cast<uint32_t>(hsaDeviceToDevice)) {
+    return kBad;
+  }
+  uint32_t agent_index = 0;
+  if (!resolve_agent(copy_agent, &agent_index) || !is_gpu_index(agent_index)) {
+    return HSA_STATUS_ERROR_INVALID_AGENT;
+  }
+  for (uint32_t i = 0; i < num_dep_signals; ++i) {
+    if (!signals.is_live(dep_signals[i])) return HSA_STATUS_ERROR_INVALID_SIGNAL;
+  }
+  if (!signals.is_live(completion_signal)) return HSA_STATUS_ERROR_INVALID_SIGNAL;
+  if (range->x == 0 || range->y == 0 || range->z == 0) return HSA_STATUS_SUCCESS;
+  if (dst->base == nullptr || src->base == nullptr) {
+    count_violation();
+    return kBad;
+  }
+  const auto dword_aligned = [](uint64_t value) { return value % 4 == 0; };
+  if (!dword_aligned(reinterpret_cast<uintptr_t>(dst->base)) ||
+      !dword_aligned(reinterpret_cast<uintptr_t>(src->base)) || !dword_aligned(dst->pitch) ||
+      !dword_aligned(src->pitch) || !dword_aligned(dst->slice) || !dword_aligned(src->slice)) {
+    return kBad;
+  }
+  if (uint64_t{src_offset->x} + range->x > src->pitch ||
+      uint64_t{dst_offset->x} + range->x > dst->pitch) {
+    return kBad;
+  }
+  // pitch >= range.x > 0 here, so the divisions are defined.
+  if ((src->slice != 0 && uint64_t{src_offset->y} + range->y > src->slice / src->pitch) ||
+      (dst->slice != 0 && uint64_t{dst_offset->y} + range->y > dst->slice / dst->pitch)) {
+    return kBad;
+  }
+  if (range->z > 1 && (src->slice == 0 || dst->slice == 0)) return kBad;
+  if (!rect_side_addressable(*dst, *dst_offset, *range) ||
+      !rect_side_addressable(*src, *src_offset, *range)) {
+    return kBad;
+  }
+  copy->geometry = RectGeometry{*dst, *src, *dst_offset, *src_offset, *range};
+  copy->dependencies.assign(dep_signals, dep_signals + num_dep_signals);
+  copy->completion = completion_signal;
+  copy->copy_agent = agent_index;
+  copy->empty = false;
   return HSA_STATUS_SUCCESS;
 }
 

@@ -17,10 +17,11 @@ use std::path::PathBuf;
 
 /// The runtime's translation units, relative to this crate (keep in step
 /// with the hsa_sim library in c_tests/CMakeLists.txt).
-const SOURCES: [&str; 7] = [
+const SOURCES: [&str; 8] = [
     "hsa_sim.cpp",
     "hsa_sim_memory.cpp",
     "hsa_sim_signals.cpp",
+    "hsa_sim_vmem.cpp",
     "hsa_sim_loader.cpp",
     "hsa_sim_tables.cpp",
     "../hsa_common/hsa_common.cpp",

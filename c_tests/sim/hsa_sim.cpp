@@ -104,6 +104,8 @@ namespace {
 // epoch, so that every handle given out before is unknown afterwards.
 void rebuild_locked(State& s, uint32_t gpu_count) {
   release_all_memory_locked(s);
+  vmem_release_all_locked(s);
+  s.device_bytes.assign(size_t{gpu_count} + 1, 0);
   s.executables.clear();
   s.next_executable_id = 1;
   s.unbacked.clear();
@@ -206,15 +208,22 @@ extern "C" void hsa_sim_set_memory_avail_supported(bool supported) {
 }
 
 uint64_t hsa_sim::device_bytes_live_locked(const State& s, uint32_t agent_index) {
-  uint64_t bytes = 0;
-  for (const auto& entry : s.live) {
-    const Block& block = entry.second;
-    if (block.origin != BlockOrigin::kVariableStorage && block.pool.agent_index == agent_index &&
-        is_device_kind(block.pool.kind)) {
-      bytes += block.extent;
-    }
+  return agent_index < s.device_bytes.size() ? s.device_bytes[agent_index] : 0;
+}
+
+bool hsa_sim::take_device_bytes_locked(State& s, uint32_t agent_index, uint64_t bytes) {
+  if (agent_index >= s.device_bytes.size()) return false;
+  uint64_t& used = s.device_bytes[agent_index];
+  if (bytes > kDevicePoolSize - used) return false;
+  used += bytes;
+  return true;
+}
+
+void hsa_sim::give_device_bytes_locked(State& s, uint32_t agent_index, uint64_t bytes) {
+  if (agent_index < s.device_bytes.size()) {
+    uint64_t& used = s.device_bytes[agent_index];
+    used -= std::min(used, bytes);
   }
-  return bytes;
 }
 
 extern "C" void hsa_sim_set_strict_async_access(bool enabled) {
@@ -327,6 +336,15 @@ extern "C" void hsa_sim_fail_nth_async_copy(uint64_t n) {
   s.faults.async_seen = 0;
 }
 
+extern "C" void hsa_sim_fail_nth_vmem(hsa_sim_vmem_op_t op, uint64_t n) {
+  const auto index = static_cast<size_t>(op);
+  if (index >= static_cast<size_t>(VmemOp::kCount)) return;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.faults.vmem_fail_at[index] = n;
+  s.faults.vmem_seen[index] = 0;
+}
+
 extern "C" void hsa_sim_fail_nth_async_copy_completion(uint64_t n) {
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -401,5 +419,27 @@ extern "C" uint64_t hsa_sim_quarantined_bytes(void) {
 }
 
 extern "C" uint64_t hsa_sim_live_signal_count(void) { return live_signal_count(); }
+
+extern "C" uint64_t hsa_sim_signal_handler_count(void) { return armed_signal_handler_count(); }
+
+extern "C" bool hsa_sim_vmem_supported(void) { return HSA_COMMON_HAVE_VMEM; }
+
+extern "C" uint64_t hsa_sim_vmem_mapping_count(void) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.vmem.mappings.size();
+}
+
+extern "C" uint64_t hsa_sim_vmem_handle_count(void) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.vmem.handles.size();
+}
+
+extern "C" uint64_t hsa_sim_vmem_reservation_count(void) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.vmem.reservations.size();
+}
 
 extern "C" uint64_t hsa_sim_invalid_signal_uses(void) { return invalid_signal_uses(); }

@@ -130,9 +130,10 @@ void hsa_sim_set_address_reuse(bool enabled);
 void hsa_sim_set_strict_async_access(bool enabled);
 
 /* Whether hsa_agent_get_info answers HSA_AMD_AGENT_INFO_MEMORY_AVAIL
- * (0xA015, uint64_t: free bytes of a GPU's device memory), as ROCr releases
- * after 5.2 do; false models an older runtime (INVALID_ARGUMENT). On after
- * reset. */
+ * (0xA015, uint64_t: free bytes of a GPU's device memory: 16 GiB less what
+ * its device pools and vmem handles hold, see "Device memory" below), as
+ * ROCr releases after 5.2 do; false models an older runtime
+ * (INVALID_ARGUMENT). On after reset. */
 void hsa_sim_set_memory_avail_supported(bool supported);
 
 /* Host memory the test program owns, for the copy checks: a copy whose host
@@ -155,8 +156,9 @@ void hsa_sim_fail_nth_d2h_copy(uint64_t n);
  * with HSA_STATUS_ERROR and copy nothing. Up to 16 addresses; NULL clears all. */
 void hsa_sim_fail_h2d_copy_into(const void* device_addr);
 /* Every copy whose destination range contains addr fails, whatever its
- * direction: hsa_memory_copy with HSA_STATUS_ERROR; hsa_amd_memory_async_copy
- * is accepted and then fails while executing (nothing copied, completion
+ * direction: hsa_memory_copy with HSA_STATUS_ERROR; an asynchronous copy
+ * (linear, on an engine, or a rect copy one of whose rows contains addr) is
+ * accepted and then fails while executing (nothing copied, completion
  * signal set to -1, as ROCr reports a failed copy). Up to 16 addresses; NULL
  * clears all. */
 void hsa_sim_fail_copies_into(const void* addr);
@@ -180,14 +182,46 @@ void hsa_sim_fail_next_allocations(uint32_t count);
 /* The next count frees (pool or region) fail with HSA_STATUS_ERROR and free nothing. */
 void hsa_sim_fail_next_frees(uint32_t count);
 
-/* The n-th hsa_amd_memory_async_copy counted from this call (1 = the next)
- * is refused at submission with HSA_STATUS_ERROR_OUT_OF_RESOURCES: nothing is
- * copied and its completion signal is not touched. 0 disarms. */
+/* The n-th asynchronous copy (hsa_amd_memory_async_copy, _on_engine or
+ * _rect) counted from this call (1 = the next) is refused at submission with
+ * HSA_STATUS_ERROR_OUT_OF_RESOURCES: nothing is copied and its completion
+ * signal is not touched. 0 disarms. */
 void hsa_sim_fail_nth_async_copy(uint64_t n);
-/* The n-th accepted hsa_amd_memory_async_copy counted from this call (1 = the
- * next) fails while executing: nothing is copied and its completion signal is
- * set to -1, the way ROCr reports an error during a copy. 0 disarms. */
+/* The n-th accepted asynchronous copy (of the three kinds) counted from this
+ * call (1 = the next) fails while executing: nothing is copied and its
+ * completion signal is set to -1, the way ROCr reports an error during a
+ * copy. 0 disarms. */
 void hsa_sim_fail_nth_async_copy_completion(uint64_t n);
+
+/* ---- virtual memory (hsa_amd_vmem_*, ROCm 6.0+ headers) ------------------ */
+
+/* Whether the runtime implements the vmem API (hsa_amd_vmem_*) and
+ * hsa_amd_memory_async_copy_on_engine: true when it was compiled against
+ * ROCm 6.0 or later headers, false against 5.2 (which declare neither; the
+ * table entries then do not exist). The functions below exist either way;
+ * without vmem they count nothing. */
+bool hsa_sim_vmem_supported(void);
+/* Mappings made by hsa_amd_vmem_map and not yet unmapped. */
+uint64_t hsa_sim_vmem_mapping_count(void);
+/* Handles made by hsa_amd_vmem_handle_create that still exist: not yet
+ * released (every retain needs its own release), or released but still
+ * mapped somewhere. */
+uint64_t hsa_sim_vmem_handle_count(void);
+/* Reservations made by hsa_amd_vmem_address_reserve(_align) and not freed. */
+uint64_t hsa_sim_vmem_reservation_count(void);
+
+typedef enum hsa_sim_vmem_op_t {
+  HSA_SIM_VMEM_HANDLE_CREATE = 0,  /* fails with HSA_STATUS_ERROR_OUT_OF_RESOURCES */
+  HSA_SIM_VMEM_HANDLE_RELEASE = 1, /* the others with HSA_STATUS_ERROR */
+  HSA_SIM_VMEM_MAP = 2,
+  HSA_SIM_VMEM_UNMAP = 3,
+  HSA_SIM_VMEM_SET_ACCESS = 4
+} hsa_sim_vmem_op_t;
+/* The n-th call of that operation counted from this call (1 = the next one)
+ * that passes its argument checks fails, changing nothing: handle_create
+ * with HSA_STATUS_ERROR_OUT_OF_RESOURCES, the others with HSA_STATUS_ERROR.
+ * 0 disarms; each operation has its own counter; reset disarms all. */
+void hsa_sim_fail_nth_vmem(hsa_sim_vmem_op_t op, uint64_t n);
 
 /* ---- observation -------------------------------------------------------- */
 
@@ -203,8 +237,10 @@ uint64_t hsa_sim_copy_count(hsa_sim_copy_direction_t direction);
 /* Copies that touched freed (quarantined) memory, ran past the end of a live
  * allocation or variable, had a NULL side, touched the range of a variable
  * symbol with no storage behind it (hsa_sim_executable_add_variable_raw),
- * touched unmapped host memory, or ran past the end of a noted host block
- * (hsa_sim_note_host_block). Such a copy copies nothing. */
+ * touched unmapped host memory, ran past the end of a noted host block
+ * (hsa_sim_note_host_block), or touched a vmem reservation other than
+ * inside one mapping some agent may access that way (see the vmem notes).
+ * Such a copy copies nothing. */
 uint64_t hsa_sim_copy_violations(void);
 /* Live allocations (pool + region), not counting executable storage. */
 uint64_t hsa_sim_live_allocation_count(void);
@@ -214,9 +250,10 @@ bool hsa_sim_quarantine_intact(void);
 /* The poison byte freed memory is filled with. */
 #define HSA_SIM_POISON_BYTE 0xDD
 
-/* hsa_amd_memory_async_copy calls accepted since reset (refused submissions
- * and size-0 calls excluded). Their copies also count in hsa_sim_copy_count,
- * by direction, when they execute. */
+/* Asynchronous copies accepted since reset (hsa_amd_memory_async_copy,
+ * hsa_amd_memory_async_copy_on_engine and hsa_amd_memory_async_copy_rect;
+ * refused submissions and empty ones excluded). Their copies also count in
+ * hsa_sim_copy_count, by direction, when they execute (a rect copy once). */
 uint64_t hsa_sim_async_copy_count(void);
 /* The flags given to hsa_amd_memory_pool_allocate for the live allocation at
  * base ptr (0 for hsa_memory_allocate); false when ptr is no such base. */
@@ -229,6 +266,10 @@ uint64_t hsa_sim_quarantined_bytes(void);
 /* Signals created and not destroyed. Signals are not part of the topology:
  * they survive hsa_sim_reset, so compare before/after values. */
 uint64_t hsa_sim_live_signal_count(void);
+/* Handlers registered with hsa_amd_signal_async_handler that have not ended
+ * (one running counts until it returns; one whose signal was destroyed does
+ * not). Like signals they survive hsa_sim_reset. */
+uint64_t hsa_sim_signal_handler_count(void);
 /* Signal operations (load, store, wait, atomics, async-copy dependency or
  * completion) on a signal that does not exist, since reset. Such a load or
  * wait returns 0 and such a store does nothing. */
@@ -256,6 +297,18 @@ uint64_t hsa_sim_invalid_signal_uses(void);
  * type UNKNOWN. The accessible list is produced only when alloc,
  * num_agents_accessible and accessible are all non-NULL.
  *
+ * Device memory: each GPU has 16 GiB (what its pools report as SIZE and
+ * ALLOC_MAX_SIZE), shared by its coarse and fine pools and its vmem handles.
+ * An allocation in a device pool (hsa_amd_memory_pool_allocate or
+ * hsa_memory_allocate) or a vmem handle that would take the GPU's live
+ * bytes (allocations' granule-rounded sizes plus handles' sizes, what
+ * HSA_AMD_AGENT_INFO_MEMORY_AVAIL subtracts) past 16 GiB is
+ * HSA_STATUS_ERROR_OUT_OF_RESOURCES; a single request larger than 16 GiB is
+ * INVALID_ALLOCATION, as ROCr answers a size over ALLOC_MAX_SIZE. Freed
+ * (quarantined) blocks and executables' variable storage do not count.
+ * System pools are bounded per request only (64 GiB). Memory is committed
+ * only when touched, so filling a device costs nothing.
+ *
  * Frees: hsa_memory_free and hsa_amd_memory_pool_free are interchangeable,
  * as in ROCr. NULL is a successful no-op; anything but the base of a live
  * allocation (an interior pointer, a freed block, variable storage) is
@@ -278,6 +331,119 @@ uint64_t hsa_sim_invalid_signal_uses(void);
  * untouched; hsa_sim_fail_nth_d2h_copy concerns hsa_memory_copy only.
  * hsa_sim_reset first waits for queued copies; one still blocked on a
  * dependency that is not 0 is dropped, its completion signal untouched.
+ *
+ * hsa_amd_memory_async_copy_on_engine (6.0+ headers) is
+ * hsa_amd_memory_async_copy with the same checks, faults and queue, plus
+ * hsa_common::check_copy_engine after the size-0 answer: engine_id must be a
+ * single HSA_AMD_SDMA_ENGINE_* bit among the first 8 (each GPU here has 2
+ * SDMA and 6 xGMI SDMA engines, as an MI250X GCD) else INVALID_ARGUMENT, and
+ * a copy between two CPU agents is HSA_STATUS_ERROR (no engine);
+ * force_copy_on_sdma is ignored. The engine changes nothing else.
+ *
+ * hsa_amd_memory_async_copy_rect copies a box (range.x bytes by range.y rows
+ * by range.z layers) between pitched buffers, with ROCr's checks
+ * (hsa_common::check_async_copy_rect: dir hsaHostToHost or unknown
+ * INVALID_ARGUMENT, a copy_agent that is not a GPU INVALID_AGENT, a zero
+ * range component SUCCESS with nothing done, bases/pitches/slices not
+ * multiples of 4, a row wider than a pitch, more rows than slice / pitch, or
+ * several layers without a slice INVALID_ARGUMENT; a NULL base is a counted
+ * violation and INVALID_ARGUMENT). dir is not compared with the memory.
+ * Accepted, it is queued like an async copy (same worker, submission order,
+ * dependencies, completion signal, fault injection). At execution every row
+ * is checked as a copy of range.x bytes; if any is a violation the whole
+ * copy is one violation and nothing is copied. Direction: the first row's.
+ * In strict async access mode copy_agent must reach every row.
+ *
+ * Virtual memory (hsa_amd_vmem_*, 6.0+ headers), following ROCr
+ * (runtime.cpp, VMemory*) and each generation's header:
+ *   address_reserve(_align): va NULL or size 0 / not a multiple of the page
+ *     size INVALID_ARGUMENT; alignment (reserve_align, 6.2+ headers) 0 = the
+ *     page size, else a power of two >= the page size, else
+ *     INVALID_ARGUMENT. The range is PROT_NONE anonymous memory; the address
+ *     is honoured when free and suitably aligned, else ignored. flags are
+ *     ignored.
+ *   address_free: va NULL or size 0 INVALID_ARGUMENT; va not a reservation's
+ *     start INVALID_ALLOCATION; size not its size INVALID_ARGUMENT; a mapping
+ *     inside HSA_STATUS_ERROR_RESOURCE_FREE.
+ *   handle_create: size 0, a type other than MEMORY_TYPE_NONE/PINNED, an
+ *     unknown pool, a system pool (ROCr backs handles with VRAM only) or a
+ *     size not a multiple of 4096: INVALID_ARGUMENT; NULL handle pointer
+ *     INVALID_ARGUMENT; over 16 GiB INVALID_ALLOCATION; past the GPU's free
+ *     device memory OUT_OF_RESOURCES. The memory is a zero-filled memfd of
+ *     size bytes; flags are ignored.
+ *   handle_release: unknown or already released handle INVALID_ALLOCATION.
+ *     A mapped handle may be released; its memory lives (and counts) until
+ *     the last unmap. retain_alloc_handle(&h, va): va must be a mapping's
+ *     start (INVALID_ALLOCATION); the handle is referenced again and needs a
+ *     release of its own.
+ *   map(va, size, offset, handle, flags): va NULL or size 0 INVALID_ARGUMENT;
+ *     [va, va + size) not inside one reservation, overlapping a mapping, or
+ *     va / size not page-aligned: INVALID_ARGUMENT; unknown handle
+ *     INVALID_ARGUMENT; size larger than the handle OUT_OF_RESOURCES (ROCr's
+ *     dma-buf export of size bytes fails). in_offset and flags are ignored
+ *     (offset 0). The handle's first size bytes appear at va MAP_SHARED with
+ *     PROT_NONE: no agent has access yet. One handle mapped at two addresses
+ *     shows the same bytes at both.
+ *   unmap: va NULL or size 0 INVALID_ARGUMENT; va not a mapping's start
+ *     INVALID_ALLOCATION; size not its size INVALID_ARGUMENT. The range goes
+ *     back to PROT_NONE reserved memory; the handle keeps its bytes.
+ *   set_access(va, size, desc, count): va or desc NULL or count 0
+ *     INVALID_ARGUMENT; an unknown agent in desc INVALID_AGENT and an
+ *     unknown permission value INVALID_ARGUMENT (all checked before anything
+ *     changes). Then per generation (HSA_COMMON_VMEM_SET_ACCESS_MERGES in
+ *     hsa_common.h):
+ *       6.0 - 6.2 headers: (va, size) must be exactly one mapping, else
+ *         INVALID_ALLOCATION; the listed agents get their permission and
+ *         every other agent loses its access (replace);
+ *       6.4+ headers: size 0 INVALID_ARGUMENT; [va, va + size) must lie in
+ *         one reservation (INVALID_ARGUMENT) and be covered by contiguous
+ *         mappings found by their exact starts from va (a gap
+ *         INVALID_ALLOCATION); the listed agents get their permission on
+ *         each, the others keep theirs (merge).
+ *     The CPU agent's permission is the user view's protection (mprotect:
+ *     RW, RO, WO as PROT_WRITE, NONE); GPU permissions are records the copy
+ *     checks read.
+ *   get_access(va, perms, agent): va or perms NULL INVALID_ARGUMENT; va not
+ *     inside a mapping INVALID_ALLOCATION; agent not a GPU (the CPU
+ *     included) INVALID_AGENT; an agent never given access: 6.0 - 6.2
+ *     headers INVALID_ALLOCATION, 6.4+ NONE.
+ *   get_alloc_properties_from_handle: NULL outputs INVALID_ARGUMENT, unknown
+ *     handle INVALID_ALLOCATION; else the pool and the memory type.
+ *   export/import_shareable_handle are not implemented (NULL entries).
+ * Copies (hsa_memory_copy and the three async copies) treat a range that
+ * meets a reservation as device memory only when it lies inside one mapping
+ * and some agent may access that mapping: READ_WRITE or WRITE_ONLY for a
+ * destination, READ_ONLY or READ_WRITE for a source (in strict async access
+ * mode: the copying agent). Anything else touching a reservation (reserved
+ * but unmapped memory, two mappings, a mapping nobody may access that way)
+ * is a counted violation and copies nothing. The engine copies through the
+ * handle's own memory, so the CPU view's protection never faults it.
+ * hsa_amd_pointer_info on an address in a reservation:
+ *   6.x headers (as ROCr 6.x passes the thunk's reservation object through):
+ *     type 5 (RESERVED_ADDR, mapped or not), agentBaseAddress = the
+ *     reservation's start, hostBaseAddress NULL, sizeInBytes = its size,
+ *     agentOwner = the CPU agent, global_flags FINE_GRAINED, userData NULL,
+ *     no accessible agents (alloc(0) is still called, as ROCr does);
+ *   7.x headers (ROCr's VMemoryPtrInfo): a mapped address is
+ *     HSA_EXT_POINTER_TYPE_HSA_VMEM with both base addresses = the queried
+ *     pointer, sizeInBytes = the mapping's size, agentOwner = the handle's
+ *     GPU, global_flags 0, registered true, and as accessible agents those
+ *     whose permission is not NONE (alloc is not called for none: the list
+ *     is NULL, the count 0); a reserved but unmapped address is
+ *     RESERVED_ADDR with agentBaseAddress NULL, hostBaseAddress = the
+ *     reservation's start, its size, no owner, flags 0, registered true, and
+ *     a count of 0.
+ *   hsa_amd_pointer_info_set_userdata and hsa_amd_agents_allow_access do not
+ *     know vmem addresses (INVALID_ARGUMENT / HSA_STATUS_ERROR).
+ * hsa_sim_reset releases every reservation, mapping and handle.
+ *
+ * hsa_amd_signal_async_handler (shared with HSA-on-CUDA,
+ * hsa_common::SignalTable::async_handler): a NULL handler INVALID_ARGUMENT,
+ * an unknown signal INVALID_SIGNAL; one background thread (started by the
+ * first registration, never joined, so exiting with handlers armed is fine)
+ * calls handler(value, arg) once the condition holds and re-arms it while it
+ * returns true; handlers run one at a time, without any runtime lock. A
+ * signal destroyed while a handler is armed on it drops the handler uncalled.
  *
  * Signal waits (hsa_signal_wait_*, hsa_amd_signal_wait_any) honour the
  * timeout hint (in ticks of the 1 GHz system timestamp, i.e. nanoseconds) as
@@ -303,8 +469,16 @@ uint64_t hsa_sim_invalid_signal_uses(void);
  *     hsa_amd_agent_memory_pool_get_info, hsa_amd_memory_pool_allocate,
  *     hsa_amd_memory_pool_free, hsa_amd_agents_allow_access,
  *     hsa_amd_pointer_info, hsa_amd_pointer_info_set_userdata,
- *     hsa_amd_memory_async_copy, hsa_amd_signal_create,
- *     hsa_amd_signal_wait_any.
+ *     hsa_amd_memory_async_copy, hsa_amd_memory_async_copy_rect,
+ *     hsa_amd_signal_create, hsa_amd_signal_wait_any,
+ *     hsa_amd_signal_async_handler; with 6.0+ headers also
+ *     hsa_amd_memory_async_copy_on_engine, hsa_amd_vmem_address_reserve,
+ *     hsa_amd_vmem_address_free, hsa_amd_vmem_handle_create,
+ *     hsa_amd_vmem_handle_release, hsa_amd_vmem_map, hsa_amd_vmem_unmap,
+ *     hsa_amd_vmem_set_access, hsa_amd_vmem_get_access,
+ *     hsa_amd_vmem_retain_alloc_handle,
+ *     hsa_amd_vmem_get_alloc_properties_from_handle, and with 6.2+ headers
+ *     hsa_amd_vmem_address_reserve_align.
  */
 
 #ifdef __cplusplus

@@ -4,7 +4,10 @@
  * Layout of the implementation:
  *   hsa_sim.cpp          state, topology, reset, modes, fault switches, counters
  *   hsa_sim_memory.cpp   pools/regions, allocation, quarantine, copies, pointer info
- *   hsa_sim_signals.cpp  signals and the asynchronous copy worker
+ *   hsa_sim_signals.cpp  signals and the asynchronous copy worker (linear,
+ *                        on-engine and rect copies)
+ *   hsa_sim_vmem.cpp     virtual memory: reservations, handles, mappings,
+ *                        access, and how copies and pointer info see them
  *   hsa_sim_loader.cpp   executables and symbols
  *   hsa_sim_tables.cpp   agent/system queries and the CoreApiTable/AmdExtTable
  *
@@ -53,10 +56,16 @@ constexpr size_t kGranule = 4096;
 constexpr size_t kAlignment = 4096;
 constexpr uint32_t kPoolKindCount = 5;
 
-// Sizes the pools advertise (SIZE and ALLOC_MAX_SIZE). Memory is only
-// committed when touched, so these are just numbers a caller can compare to.
+// Sizes the pools advertise (SIZE and ALLOC_MAX_SIZE). A GPU's device pools
+// and vmem handles share kDevicePoolSize bytes (State::device_bytes; past it
+// an allocation is OUT_OF_RESOURCES); system pools bound single requests
+// only. Memory is only committed when touched, so filling a device is free.
 constexpr size_t kDevicePoolSize = size_t{16} << 30;
 constexpr size_t kSystemPoolSize = size_t{64} << 30;
+
+// SDMA engines each GPU reports to hsa_amd_memory_async_copy_on_engine (an
+// MI250X GCD: 2 SDMA + 6 xGMI SDMA).
+constexpr uint32_t kSdmaEngineCount = 8;
 
 // Quarantine limits; the oldest freed block is really released past them.
 constexpr size_t kQuarantineMaxBytes = size_t{256} << 20;
@@ -112,6 +121,46 @@ struct QuarantinedBlock {
   uint64_t sequence = 0;  // order of quarantining, to find the newest
 };
 
+// ---- virtual memory ----------------------------------------------------------
+
+// A range given out by hsa_amd_vmem_address_reserve(_align): PROT_NONE
+// anonymous memory wherever nothing is mapped.
+struct VmemReservation {
+  size_t size = 0;
+};
+
+// Physical memory of hsa_amd_vmem_handle_create: a memfd of `size` bytes,
+// also mapped read-write at `shadow` for the sim's copy engine (which copies
+// through it, like a DMA engine that ignores the CPU view's protection).
+struct VmemHandle {
+  PoolId pool{};
+  size_t size = 0;
+  uint32_t memory_type = 0;  // hsa_amd_memory_type_t
+  int fd = -1;
+  uint8_t* shadow = nullptr;
+  uint32_t ref_count = 1;    // create and retain add one, release takes one
+  uint32_t map_count = 0;    // mappings of it
+};
+
+// A mapping made by hsa_amd_vmem_map: [base, base + size) shows the first
+// size bytes of a handle. access: the permission of each agent given one
+// (agent index -> hsa_access_permission_t); the CPU's is the protection of
+// the user view.
+struct VmemMapping {
+  size_t size = 0;
+  uint32_t handle_id = 0;
+  std::map<uint32_t, uint32_t> access;
+};
+
+enum class VmemOp : uint32_t { kHandleCreate, kHandleRelease, kMap, kUnmap, kSetAccess, kCount };
+
+struct Vmem {
+  std::map<uintptr_t, VmemReservation> reservations;  // by start
+  std::map<uint32_t, VmemHandle> handles;             // by id (the handle's payload)
+  std::map<uintptr_t, VmemMapping> mappings;          // by start
+  uint32_t next_handle_id = 1;
+};
+
 // ---- loader ----------------------------------------------------------------
 
 // What the attribute queries report (address: the variable's storage or raw
@@ -145,6 +194,10 @@ struct Faults {
   uint64_t async_seen = 0;
   uint64_t async_error_at = 0;  // 0 = disarmed
   uint64_t async_error_seen = 0;
+  // hsa_sim_fail_nth_vmem, by VmemOp: the call to fail (0 = disarmed) and
+  // calls seen since it was armed.
+  uint64_t vmem_fail_at[static_cast<size_t>(VmemOp::kCount)] = {};
+  uint64_t vmem_seen[static_cast<size_t>(VmemOp::kCount)] = {};
 };
 
 constexpr size_t kMaxH2dFaultAddresses = 16;
@@ -172,6 +225,11 @@ struct State {
   bool strict_async_access = false;
 
   std::map<uintptr_t, Block> live;  // by base; allocations and variable storage
+  // Device bytes each agent's pools and vmem handles hold (by agent index):
+  // the granule-rounded sizes of live device allocations plus the sizes of
+  // existing vmem handles, bounded by kDevicePoolSize.
+  std::vector<uint64_t> device_bytes;
+  Vmem vmem;
   std::map<uintptr_t, QuarantinedBlock> quarantine;  // by base
   std::deque<std::pair<uintptr_t, uint64_t>> quarantine_order;  // (base, sequence), oldest first
   size_t quarantine_bytes = 0;
@@ -194,8 +252,13 @@ State& state();
 // ---- cross-unit helpers (State::mutex must be held where noted) --------------
 
 uint32_t agent_count_locked(const State& s);
-// Bytes of live pool/region allocations in the device pools of one agent.
+// Bytes of live pool/region allocations in the device pools of one agent,
+// plus its vmem handles (State::device_bytes).
 uint64_t device_bytes_live_locked(const State& s, uint32_t agent_index);
+// Takes bytes of an agent's device memory: false (nothing taken) when they
+// do not fit in what is left of kDevicePoolSize.
+bool take_device_bytes_locked(State& s, uint32_t agent_index, uint64_t bytes);
+void give_device_bytes_locked(State& s, uint32_t agent_index, uint64_t bytes);
 bool agent_index_from_handle_locked(const State& s, hsa_agent_t agent, uint32_t* index);
 hsa_agent_t agent_handle_locked(const State& s, uint32_t index);
 bool pool_from_handle_locked(const State& s, uint64_t handle, PoolId* pool);
@@ -208,15 +271,25 @@ void unmap_block_memory(void* base, size_t bytes);
 void quarantine_block_locked(State& s, Block block);
 void release_all_memory_locked(State& s);
 
+// Which side of a copy a range is: vmem mappings need a permission that
+// allows reading a source or writing a destination.
+enum class CopyRole { kSource, kDestination };
+
 // Classifies one side of a copy. Host memory must be mapped, must not run
 // past the end of a block the test program registered
 // (hsa_sim_note_host_block), and must not meet an unbacked symbol's range;
-// anything else is a violation.
-Side classify_range_locked(const State& s, const void* ptr, size_t size);
+// a range meeting a vmem reservation must lie in one mapping some agent may
+// access in that role (device memory); anything else is a violation.
+Side classify_range_locked(const State& s, const void* ptr, size_t size, CopyRole role);
+// The address the sim's copy engine reads or writes for ptr: the handle's
+// own memory for a vmem mapping (whatever the CPU view's protection), ptr
+// itself otherwise. Call after classify_range_locked accepted the range.
+void* engine_address_locked(const State& s, const void* ptr);
 // Whether [address, address + size) lies inside one live block.
 bool range_is_live_storage_locked(const State& s, uint64_t address, size_t size);
 // Whether the agent can reach ptr directly: a runtime block's accessible
-// agents, or the CPU for memory the runtime does not own.
+// agents, a vmem mapping's agents with a permission other than NONE, or the
+// CPU for memory the runtime does not own.
 bool agent_can_access_locked(const State& s, uint32_t agent_index, const void* ptr);
 hsa_sim_copy_direction_t direction_of(Side src, Side dst);
 // Whether a copy [src..] -> [dst..] of size bytes hits an address given to
@@ -225,21 +298,72 @@ bool copy_fault_covers_locked(const State& s, const void* dst, const void* src, 
 // Whether [dst, dst + size) covers an address given to hsa_sim_fail_h2d_copy_into.
 bool h2d_fault_covers_locked(const State& s, const void* dst, size_t size);
 
+// Virtual memory (hsa_sim_vmem.cpp).
+// Whether [address, address + size) meets a vmem reservation.
+bool vmem_range_meets_locked(const State& s, uintptr_t address, size_t size);
+// One side of a copy that meets a reservation: kDevice inside one mapping
+// some agent may access in that role, else kViolation.
+Side vmem_classify_locked(const State& s, uintptr_t address, size_t size, CopyRole role);
+// The handle memory behind an address inside a mapping; NULL elsewhere.
+uint8_t* vmem_engine_address_locked(const State& s, uintptr_t address);
+// The agent's permission on the mapping containing address; false when the
+// address is in no mapping.
+bool vmem_agent_permission_locked(const State& s, uintptr_t address, uint32_t agent_index,
+                                  uint32_t* permission);
+// hsa_amd_pointer_info's answer for an address in a reservation (see
+// hsa_sim.h), with the accessible agents; false when address is in none.
+bool vmem_pointer_info_locked(const State& s, uintptr_t address, hsa_amd_pointer_info_t* info,
+                              std::vector<hsa_agent_t>* agents, bool* list_without_alloc);
+// Unmaps, closes and frees everything (reset).
+void vmem_release_all_locked(State& s);
+
 // Async copies (hsa_sim_signals.cpp).
 // Waits for queued asynchronous copies; those still blocked on a dependency
 // that is not 0 are dropped. Called by reset without State::mutex held.
 void drain_async_copies();
 uint64_t live_signal_count();
+uint64_t armed_signal_handler_count();
 uint64_t invalid_signal_uses();
 void reset_signal_counters();
 
 }  // namespace hsa_sim
 
+// The AmdExtTable entries only this runtime implements (HSA-on-CUDA leaves
+// them NULL), by generation of the headers.
+#if HSA_COMMON_HAVE_VMEM
+#define HSA_SIM_VMEM_AMD_ENTRIES(ENTRY)                                                    \
+  ENTRY(AmdExtTable, hsa_amd_memory_async_copy_on_engine_fn, amd_memory_async_copy_on_engine) \
+  ENTRY(AmdExtTable, hsa_amd_vmem_address_reserve_fn, amd_vmem_address_reserve)            \
+  ENTRY(AmdExtTable, hsa_amd_vmem_address_free_fn, amd_vmem_address_free)                  \
+  ENTRY(AmdExtTable, hsa_amd_vmem_handle_create_fn, amd_vmem_handle_create)                \
+  ENTRY(AmdExtTable, hsa_amd_vmem_handle_release_fn, amd_vmem_handle_release)              \
+  ENTRY(AmdExtTable, hsa_amd_vmem_map_fn, amd_vmem_map)                                    \
+  ENTRY(AmdExtTable, hsa_amd_vmem_unmap_fn, amd_vmem_unmap)                                \
+  ENTRY(AmdExtTable, hsa_amd_vmem_set_access_fn, amd_vmem_set_access)                      \
+  ENTRY(AmdExtTable, hsa_amd_vmem_get_access_fn, amd_vmem_get_access)                      \
+  ENTRY(AmdExtTable, hsa_amd_vmem_retain_alloc_handle_fn, amd_vmem_retain_alloc_handle)    \
+  ENTRY(AmdExtTable, hsa_amd_vmem_get_alloc_properties_from_handle_fn,                     \
+        amd_vmem_get_alloc_properties_from_handle)
+#else
+#define HSA_SIM_VMEM_AMD_ENTRIES(ENTRY)
+#endif
+#if HSA_COMMON_HAVE_VMEM_RESERVE_ALIGN
+#define HSA_SIM_VMEM_ALIGN_AMD_ENTRIES(ENTRY) \
+  ENTRY(AmdExtTable, hsa_amd_vmem_address_reserve_align_fn, amd_vmem_address_reserve_align)
+#else
+#define HSA_SIM_VMEM_ALIGN_AMD_ENTRIES(ENTRY)
+#endif
+#define HSA_SIM_EXTRA_AMD_ENTRIES(ENTRY)                                                   \
+  ENTRY(AmdExtTable, hsa_amd_memory_async_copy_rect_fn, amd_memory_async_copy_rect)        \
+  HSA_SIM_VMEM_AMD_ENTRIES(ENTRY)                                                          \
+  HSA_SIM_VMEM_ALIGN_AMD_ENTRIES(ENTRY)
+
 // The entry points each file implements for the tables, declared with the
-// types of their table fields (the lists are in hsa_common_tables.h).
+// types of their table fields (the shared lists are in hsa_common_tables.h).
 namespace hsa_sim::api {
 HSA_COMMON_RUNTIME_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 HSA_COMMON_RUNTIME_AMD_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
+HSA_SIM_EXTRA_AMD_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 }  // namespace hsa_sim::api
 
 // The signal entries (hsa_common::SignalEntries over the sim's signal table);

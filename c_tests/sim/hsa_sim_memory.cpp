@@ -5,6 +5,10 @@
 // aligned, zero-filled and committed lazily, so a large allocation costs
 // nothing until it is touched). Freed blocks stay mapped, filled with
 // HSA_SIM_POISON_BYTE, in a FIFO quarantine so late accesses are caught.
+// Device allocations are counted against their GPU's device memory
+// (State::device_bytes, shared with vmem handles). Copies treat vmem
+// reservations as hsa_sim_vmem.cpp decides, and copy through a mapping's
+// handle memory.
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -134,10 +138,18 @@ hsa_status_t allocate_locked(State& s, PoolId pool, size_t size, uint32_t flags,
     --s.faults.failing_allocations;
     return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
   }
+  // A GPU's pools and vmem handles share its device memory.
+  const bool device = is_device_kind(pool.kind);
+  if (device && !take_device_bytes_locked(s, pool.agent_index, rounded)) {
+    return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  }
   Block block;
   if (!(s.address_reuse && take_quarantined_block_locked(s, pool, rounded, &block))) {
     block.base = static_cast<uint8_t*>(map_block_memory(rounded));
-    if (block.base == nullptr) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+    if (block.base == nullptr) {
+      if (device) give_device_bytes_locked(s, pool.agent_index, rounded);
+      return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+    }
     block.mapped_bytes = rounded;
   }
   block.extent = rounded;
@@ -171,6 +183,7 @@ hsa_status_t free_allocation(void* ptr) {
   }
   Block block = std::move(it->second);
   s.live.erase(it);
+  if (is_device_kind(block.pool.kind)) give_device_bytes_locked(s, block.pool.agent_index, block.extent);
   quarantine_block_locked(s, std::move(block));
   return HSA_STATUS_SUCCESS;
 }
@@ -263,13 +276,19 @@ void release_all_memory_locked(State& s) {
   s.quarantine.clear();
   s.quarantine_order.clear();
   s.quarantine_bytes = 0;
+  for (uint64_t& bytes : s.device_bytes) bytes = 0;
 }
 
 // ---- copy classification ----------------------------------------------------
 
-Side classify_range_locked(const State& s, const void* ptr, size_t size) {
+Side classify_range_locked(const State& s, const void* ptr, size_t size, CopyRole role) {
   const auto address = reinterpret_cast<uintptr_t>(ptr);
   if (size > std::numeric_limits<uintptr_t>::max() - address) return Side::kViolation;
+  // Reserved address space: device memory only inside one accessible
+  // mapping. Checked first, so nothing else ever touches a reservation.
+  if (vmem_range_meets_locked(s, address, size == 0 ? 1 : size)) {
+    return vmem_classify_locked(s, address, size, role);
+  }
   auto live = find_containing(s.live, address, kMappedBytes);
   if (live != s.live.end()) {
     const Block& block = live->second;
@@ -300,7 +319,17 @@ bool range_is_live_storage_locked(const State& s, uint64_t address, size_t size)
   return offset <= live->second.extent && size <= live->second.extent - offset;
 }
 
+void* engine_address_locked(const State& s, const void* ptr) {
+  uint8_t* handle_memory = vmem_engine_address_locked(s, reinterpret_cast<uintptr_t>(ptr));
+  return handle_memory != nullptr ? handle_memory : const_cast<void*>(ptr);
+}
+
 bool agent_can_access_locked(const State& s, uint32_t agent_index, const void* ptr) {
+  uint32_t permission = 0;
+  if (vmem_agent_permission_locked(s, reinterpret_cast<uintptr_t>(ptr), agent_index,
+                                   &permission)) {
+    return permission != 0;  // HSA_ACCESS_PERMISSION_NONE
+  }
   auto it = find_containing(s.live, reinterpret_cast<uintptr_t>(ptr), kMappedBytes);
   if (it == s.live.end()) return !is_gpu_index(agent_index);
   const std::vector<uint32_t>& agents = it->second.accessible;
@@ -360,8 +389,8 @@ hsa_status_t memory_copy(void* dst, const void* src, size_t size) {
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }
   if (size == 0) return HSA_STATUS_SUCCESS;
-  const Side dst_side = classify_range_locked(s, dst, size);
-  const Side src_side = classify_range_locked(s, src, size);
+  const Side dst_side = classify_range_locked(s, dst, size, CopyRole::kDestination);
+  const Side src_side = classify_range_locked(s, src, size, CopyRole::kSource);
   if (dst_side == Side::kViolation || src_side == Side::kViolation) {
     ++s.counters.violations;
     return HSA_STATUS_ERROR_INVALID_ARGUMENT;
@@ -369,7 +398,7 @@ hsa_status_t memory_copy(void* dst, const void* src, size_t size) {
   const hsa_sim_copy_direction_t direction = direction_of(src_side, dst_side);
   ++s.counters.copies[direction];
   if (injected_copy_failure_locked(s, direction, dst, src, size)) return HSA_STATUS_ERROR;
-  std::memmove(dst, src, size);
+  std::memmove(engine_address_locked(s, dst), engine_address_locked(s, src), size);
   return HSA_STATUS_SUCCESS;
 }
 
@@ -493,19 +522,34 @@ hsa_status_t amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
     }
     // Unknown and freed pointers: type UNKNOWN.
     result = hsa_common::pointer_info_answer(*info);
-    const Block* block = live_block_at_locked(s, reinterpret_cast<uintptr_t>(ptr));
-    if (block == nullptr) {
-      return hsa_common::deliver_pointer_info(result, agents, info, alloc,
-                                              num_agents_accessible, accessible);
+    // Reserved address space (vmem), as the headers' generation answers it.
+    bool list_without_alloc = false;
+    if (vmem_pointer_info_locked(s, reinterpret_cast<uintptr_t>(ptr), &result, &agents,
+                                 &list_without_alloc)) {
+      if (list_without_alloc) {
+        // ROCr 7.x's VMemoryPtrInfo: no alloc call for an empty list.
+        std::memcpy(info, &result, result.size);
+        if (num_agents_accessible != nullptr) *num_agents_accessible = 0;
+        if (alloc != nullptr && num_agents_accessible != nullptr && accessible != nullptr) {
+          *accessible = nullptr;
+        }
+        return HSA_STATUS_SUCCESS;
+      }
+    } else {
+      const Block* block = live_block_at_locked(s, reinterpret_cast<uintptr_t>(ptr));
+      if (block == nullptr) {
+        return hsa_common::deliver_pointer_info(result, agents, info, alloc,
+                                                num_agents_accessible, accessible);
+      }
+      result.type = HSA_EXT_POINTER_TYPE_HSA;
+      result.agentBaseAddress = block->base;
+      result.hostBaseAddress = block->base;
+      result.sizeInBytes = block->extent;
+      result.userData = block->user_data;
+      result.agentOwner = agent_handle_locked(s, block->pool.agent_index);
+      result.global_flags = block->global_flags;
+      for (uint32_t index : block->accessible) agents.push_back(agent_handle_locked(s, index));
     }
-    result.type = HSA_EXT_POINTER_TYPE_HSA;
-    result.agentBaseAddress = block->base;
-    result.hostBaseAddress = block->base;
-    result.sizeInBytes = block->extent;
-    result.userData = block->user_data;
-    result.agentOwner = agent_handle_locked(s, block->pool.agent_index);
-    result.global_flags = block->global_flags;
-    for (uint32_t index : block->accessible) agents.push_back(agent_handle_locked(s, index));
   }
   // alloc is the caller's and runs without the runtime's lock.
   return hsa_common::deliver_pointer_info(result, agents, info, alloc, num_agents_accessible,

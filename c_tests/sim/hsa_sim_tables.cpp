@@ -67,7 +67,8 @@ hsa_status_t agent_get_info(hsa_agent_t agent, hsa_agent_info_t attribute, void*
       // Newer ROCr (not the 5.2 headers): free bytes of the agent's local
       // memory. Only GPU agents own device pools here.
       if (!is_gpu_index(index) || !s.memory_avail_supported) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-      write_value(value, uint64_t{pool_size(HSA_SIM_POOL_DEVICE_COARSE) - device_bytes_live_locked(s, index)});
+      // Allocations in both device pools and vmem handles share it.
+      write_value(value, uint64_t{kDevicePoolSize - device_bytes_live_locked(s, index)});
       return HSA_STATUS_SUCCESS;
     }
   }
@@ -91,6 +92,9 @@ extern "C" void hsa_sim_fill_core_table(CoreApiTable* out) {
 extern "C" void hsa_sim_fill_amd_ext_table(AmdExtTable* out) {
   if (!hsa_common::begin_table(out)) return;
   HSA_COMMON_RUNTIME_AMD_ENTRIES(HSA_SIM_SET_ENTRY)
+  // What only this runtime implements: rect copies, and with 6.0+ headers
+  // copies on an engine and the vmem API (hsa_sim_internal.h).
+  HSA_SIM_EXTRA_AMD_ENTRIES(HSA_SIM_SET_ENTRY)
 #undef HSA_SIM_SET_ENTRY
   hsa_sim::fill_signal_amd_entries(out);
 }

@@ -5,9 +5,11 @@
  * wire it up):
  *
  *   g++ -std=c++17 -Wall -Wextra -Wpedantic -Werror -DAMD_INTERNAL_BUILD \
- *       -I/usr/include/hsa -I/usr/include -I. \
+ *       -isystem /usr/include/hsa -I. -I../hsa_common \
  *       sim_selftest.cpp hsa_sim.cpp hsa_sim_memory.cpp hsa_sim_signals.cpp \
- *       hsa_sim_loader.cpp hsa_sim_tables.cpp -pthread -o sim_selftest
+ *       hsa_sim_vmem.cpp hsa_sim_loader.cpp hsa_sim_tables.cpp \
+ *       ../hsa_common/hsa_common.cpp ../hsa_common/hsa_common_signals.cpp \
+ *       -pthread -o sim_selftest
  *   ./sim_selftest
  *
  * Add -g -fsanitize=address,undefined -fno-sanitize-recover=all for the
@@ -28,11 +30,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "hsa_sim.h"
+// The generation macros (HSA_COMMON_HAVE_VMEM, ...), from the one place
+// they are defined.
+#include "../hsa_common/hsa_common.h"
 
 namespace {
 
@@ -118,6 +124,9 @@ void test_table_versions() {
   CHECK(amd().hsa_amd_pointer_info_fn != nullptr);
   CHECK(amd().hsa_amd_memory_async_copy_fn != nullptr);
   CHECK(amd().hsa_amd_memory_lock_fn == nullptr);
+  CHECK(amd().hsa_amd_memory_async_copy_rect_fn != nullptr);
+  CHECK(amd().hsa_amd_signal_async_handler_fn != nullptr);
+  CHECK(amd().hsa_amd_async_function_fn == nullptr);
   CHECK(amd().hsa_amd_queue_cu_get_mask_fn == nullptr);
 
   // A fresh fill equals the runtime's own table.
@@ -1319,6 +1328,1074 @@ void test_strict_async_access() {
   core().hsa_signal_destroy_fn(done);
 }
 
+// ---- device memory capacity ---------------------------------------------------
+
+uint64_t memory_avail(uint32_t gpu_index) {
+  uint64_t bytes = 0;
+  CHECK_STATUS(core().hsa_agent_get_info_fn(gpu(gpu_index),
+                                            static_cast<hsa_agent_info_t>(0xA015), &bytes),
+               HSA_STATUS_SUCCESS);
+  return bytes;
+}
+
+constexpr size_t kGiB = size_t{1} << 30;
+
+void test_device_capacity() {
+  hsa_sim_reset(2);
+  CHECK(memory_avail(0) == 16 * kGiB && memory_avail(1) == 16 * kGiB);
+  // Both device pools of a GPU draw on its 16 GiB; freed memory comes back.
+  void* coarse = pool_alloc(pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE), 10 * kGiB);
+  CHECK(memory_avail(0) == 6 * kGiB);
+  void* fine = pool_alloc(pool(gpu(0), HSA_SIM_POOL_DEVICE_FINE), 6 * kGiB - 4096);
+  CHECK(memory_avail(0) == 4096);
+  void* last = nullptr;
+  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_sim_region(gpu(0), HSA_SIM_POOL_DEVICE_FINE), 1,
+                                             &last),
+               HSA_STATUS_SUCCESS);
+  CHECK(memory_avail(0) == 0);
+  void* ptr = nullptr;
+  CHECK_STATUS(amd().hsa_amd_memory_pool_allocate_fn(pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE), 1, 0,
+                                                     &ptr),
+               HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_sim_region(gpu(0), HSA_SIM_POOL_DEVICE_COARSE), 1,
+                                             &ptr),
+               HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  CHECK(hsa_sim_live_allocation_count() == 3);
+  // Another GPU and system memory are not affected; a single request over
+  // the pool's size stays INVALID_ALLOCATION.
+  void* other = pool_alloc(pool(gpu(1), HSA_SIM_POOL_DEVICE_COARSE), 4096);
+  CHECK(memory_avail(1) == 16 * kGiB - 4096);
+  void* system = pool_alloc(pool(cpu(), HSA_SIM_POOL_SYSTEM_FINE), 20 * kGiB);
+  CHECK_STATUS(amd().hsa_amd_memory_pool_allocate_fn(pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE),
+                                                     17 * kGiB, 0, &ptr),
+               HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  CHECK_STATUS(core().hsa_memory_free_fn(last), HSA_STATUS_SUCCESS);
+  CHECK(memory_avail(0) == 4096);
+  void* again = pool_alloc(pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE), 100);
+  CHECK(again != nullptr && memory_avail(0) == 0);
+  // Address reuse hands back a quarantined block, counted all the same.
+  CHECK_STATUS(amd().hsa_amd_memory_pool_free_fn(again), HSA_STATUS_SUCCESS);
+  hsa_sim_set_address_reuse(true);
+  void* reused = pool_alloc(pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE), 4096);
+  CHECK(reused == again && memory_avail(0) == 0);
+  for (void* p : {coarse, fine, reused, other, system}) {
+    CHECK_STATUS(amd().hsa_amd_memory_pool_free_fn(p), HSA_STATUS_SUCCESS);
+  }
+  CHECK(memory_avail(0) == 16 * kGiB && memory_avail(1) == 16 * kGiB);
+  // Reset gives everything back.
+  pool_alloc(pool(gpu(1), HSA_SIM_POOL_DEVICE_FINE), 16 * kGiB);
+  CHECK(memory_avail(1) == 0);
+  hsa_sim_reset(2);
+  CHECK(memory_avail(1) == 16 * kGiB);
+}
+
+// ---- rect copies ----------------------------------------------------------------
+
+hsa_status_t rect_copy(const hsa_pitched_ptr_t& dst, hsa_dim3_t dst_offset,
+                       const hsa_pitched_ptr_t& src, hsa_dim3_t src_offset, hsa_dim3_t range,
+                       hsa_agent_t agent, hsa_amd_copy_direction_t dir, hsa_signal_t done,
+                       uint32_t num_deps = 0, const hsa_signal_t* deps = nullptr) {
+  return amd().hsa_amd_memory_async_copy_rect_fn(&dst, &dst_offset, &src, &src_offset, &range,
+                                                 agent, dir, num_deps, deps, done);
+}
+
+void test_async_copy_rect() {
+  hsa_sim_reset(2);
+  CHECK(amd().hsa_amd_memory_async_copy_rect_fn != nullptr);
+  // Device: 3 layers of 4 rows of 64 bytes. Host: 2 layers of 5 rows of 32.
+  uint8_t* dev = static_cast<uint8_t*>(device_alloc(3 * 256));
+  std::vector<uint8_t> host(2 * 160);
+  for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<uint8_t>(i);
+  const hsa_pitched_ptr_t dev_ptr{dev, 64, 256};
+  const hsa_pitched_ptr_t host_ptr{host.data(), 32, 160};
+  hsa_signal_t done = make_signal(1);
+  hsa_signal_t gate = make_signal(1);
+  const uint64_t accepted = hsa_sim_async_copy_count();
+
+  // 12 bytes x 3 rows x 2 layers from host (4, 1, 0) to device (8, 0, 1),
+  // after a dependency.
+  CHECK_STATUS(rect_copy(dev_ptr, {8, 0, 1}, host_ptr, {4, 1, 0}, {12, 3, 2}, gpu(0),
+                         hsaHostToDevice, done, 1, &gate),
+               HSA_STATUS_SUCCESS);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(core().hsa_signal_load_relaxed_fn(done) == 1);
+  core().hsa_signal_store_relaxed_fn(gate, 0);
+  CHECK(wait_for(done, 0));
+  CHECK(hsa_sim_async_copy_count() == accepted + 1);
+  CHECK(copies(HSA_SIM_COPY_HOST_TO_DEVICE) == 1);
+  bool exact = true;
+  for (size_t z = 0; z < 3; ++z) {
+    for (size_t y = 0; y < 4; ++y) {
+      for (size_t x = 0; x < 64; ++x) {
+        const bool inside = z >= 1 && z < 3 && y < 3 && x >= 8 && x < 20;
+        const uint8_t expected =
+            inside ? host[(z - 1) * 160 + (y + 1) * 32 + (x - 8 + 4)] : uint8_t{0};
+        exact = exact && dev[z * 256 + y * 64 + x] == expected;
+      }
+    }
+  }
+  CHECK(exact);
+
+  // Back to a 2-D host buffer with no slice (one layer), device to host.
+  std::vector<uint8_t> back(4 * 16, 0xEE);
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  CHECK_STATUS(rect_copy({back.data(), 16, 0}, {0, 1, 0}, dev_ptr, {8, 0, 1}, {12, 3, 1}, gpu(1),
+                         hsaDeviceToHost, done),
+               HSA_STATUS_SUCCESS);
+  CHECK(wait_for(done, 0));
+  // back row 1 + y = device layer 1 row y from byte 8 = host layer 0 row
+  // 1 + y from byte 4.
+  CHECK(back[16] == host[32 + 4] && back[16 + 11] == host[32 + 15]);
+  CHECK(back[3 * 16 + 11] == host[3 * 32 + 15]);
+  CHECK(back[0] == 0xEE && back[15] == 0xEE && back[16 + 12] == 0xEE);
+  CHECK(copies(HSA_SIM_COPY_DEVICE_TO_HOST) == 1);
+
+  // Argument checks, in ROCr's order.
+  const hsa_dim3_t zero{0, 0, 0};
+  const hsa_dim3_t box{4, 1, 1};
+  CHECK_STATUS(amd().hsa_amd_memory_async_copy_rect_fn(nullptr, &zero, &host_ptr, &zero, &box,
+                                                       gpu(0), hsaHostToDevice, 0, nullptr, done),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(amd().hsa_amd_memory_async_copy_rect_fn(&dev_ptr, &zero, &host_ptr, &zero, nullptr,
+                                                       gpu(0), hsaHostToDevice, 0, nullptr, done),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, zero, box, gpu(0), hsaHostToDevice, done, 1),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, zero, box, gpu(0), hsaHostToHost, done),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, zero, box, gpu(0),
+                         static_cast<hsa_amd_copy_direction_t>(7), done),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, zero, box, cpu(), hsaHostToDevice, done),
+               HSA_STATUS_ERROR_INVALID_AGENT);
+  CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, zero, box, hsa_agent_t{9}, hsaHostToDevice,
+                         done),
+               HSA_STATUS_ERROR_INVALID_AGENT);
+  const hsa_signal_t bogus{12345};
+  CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, zero, box, gpu(0), hsaHostToDevice, done, 1,
+                         &bogus),
+               HSA_STATUS_ERROR_INVALID_SIGNAL);
+  CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, zero, box, gpu(0), hsaHostToDevice,
+                         hsa_signal_t{0}),
+               HSA_STATUS_ERROR_INVALID_SIGNAL);
+  // A zero range succeeds without touching the signal (even with bad pitches).
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  CHECK_STATUS(rect_copy({dev, 3, 0}, zero, host_ptr, zero, {4, 0, 1}, gpu(0), hsaHostToDevice,
+                         done),
+               HSA_STATUS_SUCCESS);
+  // Geometry (BlitSdma::SubmitCopyRectCommand).
+  CHECK_STATUS(rect_copy({dev, 62, 0}, zero, host_ptr, zero, box, gpu(0), hsaHostToDevice, done),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(rect_copy({dev + 2, 64, 0}, zero, host_ptr, zero, box, gpu(0), hsaHostToDevice,
+                         done),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(rect_copy({dev, 64, 130}, zero, host_ptr, zero, box, gpu(0), hsaHostToDevice, done),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(rect_copy(dev_ptr, {61, 0, 0}, host_ptr, zero, box, gpu(0), hsaHostToDevice, done),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, {0, 4, 0}, {4, 2, 1}, gpu(0), hsaHostToDevice,
+                         done),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(rect_copy({dev, 64, 0}, zero, host_ptr, zero, {4, 1, 2}, gpu(0), hsaHostToDevice,
+                         done),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  const uint64_t violations = hsa_sim_copy_violations();
+  CHECK_STATUS(rect_copy({nullptr, 64, 0}, zero, host_ptr, zero, box, gpu(0), hsaHostToDevice,
+                         done),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK(hsa_sim_copy_violations() == violations + 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(core().hsa_signal_load_relaxed_fn(done) == 1);
+  CHECK(hsa_sim_async_copy_count() == accepted + 2);
+
+  // One row out of bounds (the second runs past the allocation's end): the
+  // whole copy is one violation, nothing copied, completion still signalled.
+  std::memset(dev, 0, 4096);
+  CHECK_STATUS(rect_copy({dev + 3968, 96, 0}, zero, {host.data(), 64, 0}, zero, {64, 2, 1},
+                         gpu(0), hsaHostToDevice, done),
+               HSA_STATUS_SUCCESS);
+  CHECK(wait_for(done, 0));
+  CHECK(hsa_sim_copy_violations() == violations + 2);
+  CHECK(dev[3968] == 0 && dev[4031] == 0);
+  // A host buffer too short for its rows: the same.
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  std::vector<uint8_t> small(40);
+  hsa_sim_note_host_block(small.data(), small.size());
+  CHECK_STATUS(rect_copy(dev_ptr, zero, {small.data(), 32, 0}, zero, {16, 2, 1}, gpu(0),
+                         hsaHostToDevice, done),
+               HSA_STATUS_SUCCESS);
+  CHECK(wait_for(done, 0));
+  CHECK(hsa_sim_copy_violations() == violations + 3);
+  hsa_sim_forget_host_block(small.data());
+
+  // Fault injection applies as to linear copies.
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  hsa_sim_fail_nth_async_copy(1);
+  CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, zero, box, gpu(0), hsaHostToDevice, done),
+               HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  hsa_sim_fail_nth_async_copy_completion(1);
+  CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, zero, box, gpu(0), hsaHostToDevice, done),
+               HSA_STATUS_SUCCESS);
+  CHECK(core().hsa_signal_wait_scacquire_fn(done, HSA_SIGNAL_CONDITION_LT, 0, 5000000000ull,
+                                            HSA_WAIT_STATE_BLOCKED) == -1);
+  CHECK(dev[0] == 0);
+  // A fault address in the second row only.
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  hsa_sim_fail_copies_into(dev + 64 + 2);
+  CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, zero, {4, 2, 1}, gpu(0), hsaHostToDevice, done),
+               HSA_STATUS_SUCCESS);
+  CHECK(core().hsa_signal_wait_scacquire_fn(done, HSA_SIGNAL_CONDITION_LT, 0, 5000000000ull,
+                                            HSA_WAIT_STATE_BLOCKED) == -1);
+  CHECK(dev[0] == 0 && dev[64] == 0);
+  hsa_sim_fail_copies_into(nullptr);
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  hsa_sim_fail_h2d_copy_into(dev + 64);
+  CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, zero, {4, 2, 1}, gpu(0), hsaHostToDevice, done),
+               HSA_STATUS_ERROR);
+  hsa_sim_fail_h2d_copy_into(nullptr);
+
+  // Strict async access: the copy agent must reach every row.
+  hsa_sim_set_strict_async_access(true);
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  CHECK_STATUS(rect_copy(dev_ptr, zero, dev_ptr, {0, 1, 0}, {4, 1, 1}, gpu(1), hsaDeviceToDevice,
+                         done),
+               HSA_STATUS_SUCCESS);
+  CHECK(wait_for(done, 0));
+  CHECK(hsa_sim_copy_violations() == violations + 4);
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  CHECK_STATUS(rect_copy(dev_ptr, zero, dev_ptr, {0, 1, 0}, {4, 1, 1}, gpu(0), hsaDeviceToDevice,
+                         done),
+               HSA_STATUS_SUCCESS);
+  CHECK(wait_for(done, 0));
+  CHECK(hsa_sim_copy_violations() == violations + 4);
+  CHECK(copies(HSA_SIM_COPY_DEVICE_TO_DEVICE) == 1);
+  core().hsa_signal_destroy_fn(done);
+  core().hsa_signal_destroy_fn(gate);
+}
+
+// ---- async signal handlers --------------------------------------------------------
+
+struct HandlerLog {
+  std::atomic<int> calls{0};
+  std::atomic<hsa_signal_value_t> last{0};
+  int stop_after = 1;  // returns false on this call
+  hsa_signal_t rearm_signal{0};  // stored back to 1 by the handler, if set
+};
+
+bool log_handler(hsa_signal_value_t value, void* arg) {
+  auto* log = static_cast<HandlerLog*>(arg);
+  log->last = value;
+  const int calls = ++log->calls;
+  // Handlers may call signal entries: the runtime holds no lock meanwhile.
+  if (log->rearm_signal.handle != 0) core().hsa_signal_store_relaxed_fn(log->rearm_signal, 1);
+  return calls < log->stop_after;
+}
+
+// Polls (bounded) until pred holds.
+template <typename Pred>
+bool eventually(Pred pred) {
+  for (int i = 0; i < 500; ++i) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  return pred();
+}
+
+void test_signal_async_handler() {
+  hsa_sim_reset(1);
+  CHECK(amd().hsa_amd_signal_async_handler_fn != nullptr);
+  const auto async_handler = amd().hsa_amd_signal_async_handler_fn;
+  const uint64_t armed_before = hsa_sim_signal_handler_count();
+  hsa_signal_t signal = make_signal(1);
+  HandlerLog once;
+  CHECK_STATUS(async_handler(signal, HSA_SIGNAL_CONDITION_EQ, 0, nullptr, &once),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(async_handler(hsa_signal_t{12345}, HSA_SIGNAL_CONDITION_EQ, 0, log_handler, &once),
+               HSA_STATUS_ERROR_INVALID_SIGNAL);
+  CHECK(hsa_sim_signal_handler_count() == armed_before);
+
+  // Fires once the condition holds, with the value seen; false ends it.
+  CHECK_STATUS(async_handler(signal, HSA_SIGNAL_CONDITION_GTE, 5, log_handler, &once),
+               HSA_STATUS_SUCCESS);
+  CHECK(hsa_sim_signal_handler_count() == armed_before + 1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(once.calls == 0);
+  core().hsa_signal_store_screlease_fn(signal, 7);
+  CHECK(eventually([&] { return once.calls == 1; }));
+  CHECK(once.last == 7);
+  CHECK(eventually([&] { return hsa_sim_signal_handler_count() == armed_before; }));
+  core().hsa_signal_store_relaxed_fn(signal, 9);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(once.calls == 1);
+
+  // true re-arms with the same parameters: three rounds, then it ends.
+  core().hsa_signal_store_relaxed_fn(signal, 1);
+  HandlerLog thrice;
+  thrice.stop_after = 3;
+  thrice.rearm_signal = signal;
+  CHECK_STATUS(async_handler(signal, HSA_SIGNAL_CONDITION_EQ, 0, log_handler, &thrice),
+               HSA_STATUS_SUCCESS);
+  for (int round = 1; round <= 3; ++round) {
+    core().hsa_signal_store_relaxed_fn(signal, 0);
+    CHECK(eventually([&] { return thrice.calls == round; }));
+    CHECK(eventually([&] { return core().hsa_signal_load_relaxed_fn(signal) == 1; }));
+  }
+  CHECK(eventually([&] { return hsa_sim_signal_handler_count() == armed_before; }));
+  core().hsa_signal_store_relaxed_fn(signal, 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(thrice.calls == 3);
+
+  // Two registrations on one signal are independent; both fire.
+  core().hsa_signal_store_relaxed_fn(signal, 1);
+  HandlerLog first, second;
+  CHECK_STATUS(async_handler(signal, HSA_SIGNAL_CONDITION_LT, 1, log_handler, &first),
+               HSA_STATUS_SUCCESS);
+  CHECK_STATUS(async_handler(signal, HSA_SIGNAL_CONDITION_NE, 1, log_handler, &second),
+               HSA_STATUS_SUCCESS);
+  core().hsa_signal_store_relaxed_fn(signal, -2);
+  CHECK(eventually([&] { return first.calls == 1 && second.calls == 1; }));
+  CHECK(first.last == -2 && second.last == -2);
+
+  // A signal destroyed while a handler is armed drops the handler uncalled;
+  // handlers survive reset like signals.
+  hsa_signal_t doomed = make_signal(1);
+  HandlerLog never;
+  CHECK_STATUS(async_handler(doomed, HSA_SIGNAL_CONDITION_EQ, 0, log_handler, &never),
+               HSA_STATUS_SUCCESS);
+  CHECK(eventually([&] { return hsa_sim_signal_handler_count() == armed_before + 1; }));
+  hsa_sim_reset(1);
+  CHECK(hsa_sim_signal_handler_count() == armed_before + 1);
+  CHECK_STATUS(core().hsa_signal_destroy_fn(doomed), HSA_STATUS_SUCCESS);
+  CHECK(eventually([&] { return hsa_sim_signal_handler_count() == armed_before; }));
+  CHECK(never.calls == 0);
+  CHECK(hsa_sim_invalid_signal_uses() == 0);
+  core().hsa_signal_destroy_fn(signal);
+}
+
+#if HSA_COMMON_HAVE_VMEM
+
+// ---- copies on an engine ------------------------------------------------------------
+
+void test_async_copy_on_engine() {
+  hsa_sim_reset(2);
+  const auto on_engine = amd().hsa_amd_memory_async_copy_on_engine_fn;
+  CHECK(on_engine != nullptr);
+  char* dev = static_cast<char*>(device_alloc(4096));
+  std::vector<char> host(4096, 'e');
+  hsa_signal_t done = make_signal(1);
+  const uint64_t accepted = hsa_sim_async_copy_count();
+  CHECK_STATUS(on_engine(dev, gpu(0), host.data(), cpu(), 4096, 0, nullptr, done,
+                         HSA_AMD_SDMA_ENGINE_0, false),
+               HSA_STATUS_SUCCESS);
+  CHECK(wait_for(done, 0));
+  CHECK(dev[0] == 'e' && dev[4095] == 'e');
+  CHECK(copies(HSA_SIM_COPY_HOST_TO_DEVICE) == 1 && hsa_sim_async_copy_count() == accepted + 1);
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  CHECK_STATUS(on_engine(host.data(), cpu(), dev, gpu(0), 16, 0, nullptr, done,
+                         HSA_AMD_SDMA_ENGINE_7, true),
+               HSA_STATUS_SUCCESS);
+  CHECK(wait_for(done, 0));
+
+  // The engine: one bit, one of the GPU's 8; none for CPU to CPU.
+  CHECK_STATUS(on_engine(dev, gpu(0), host.data(), cpu(), 16, 0, nullptr, done,
+                         static_cast<hsa_amd_sdma_engine_id_t>(0), false),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(on_engine(dev, gpu(0), host.data(), cpu(), 16, 0, nullptr, done,
+                         static_cast<hsa_amd_sdma_engine_id_t>(0x3), false),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(on_engine(dev, gpu(0), host.data(), cpu(), 16, 0, nullptr, done,
+                         HSA_AMD_SDMA_ENGINE_8, false),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  std::vector<char> other(16);
+  CHECK_STATUS(on_engine(other.data(), cpu(), host.data(), cpu(), 16, 0, nullptr, done,
+                         HSA_AMD_SDMA_ENGINE_0, false),
+               HSA_STATUS_ERROR);
+  // The shared checks first, size 0 before the engine.
+  const uint64_t violations = hsa_sim_copy_violations();
+  CHECK_STATUS(on_engine(nullptr, gpu(0), host.data(), cpu(), 16, 0, nullptr, done,
+                         HSA_AMD_SDMA_ENGINE_0, false),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK(hsa_sim_copy_violations() == violations + 1);
+  CHECK_STATUS(on_engine(dev, hsa_agent_t{9}, host.data(), cpu(), 16, 0, nullptr, done,
+                         HSA_AMD_SDMA_ENGINE_0, false),
+               HSA_STATUS_ERROR_INVALID_AGENT);
+  CHECK_STATUS(on_engine(dev, gpu(0), host.data(), cpu(), 16, 0, nullptr, hsa_signal_t{0},
+                         HSA_AMD_SDMA_ENGINE_0, false),
+               HSA_STATUS_ERROR_INVALID_SIGNAL);
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  CHECK_STATUS(on_engine(dev, gpu(0), host.data(), cpu(), 0, 0, nullptr, done,
+                         static_cast<hsa_amd_sdma_engine_id_t>(0), false),
+               HSA_STATUS_SUCCESS);
+  // Faults and violations as for hsa_amd_memory_async_copy.
+  hsa_sim_fail_nth_async_copy(1);
+  CHECK_STATUS(on_engine(dev, gpu(0), host.data(), cpu(), 16, 0, nullptr, done,
+                         HSA_AMD_SDMA_ENGINE_1, false),
+               HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(core().hsa_signal_load_relaxed_fn(done) == 1);
+  hsa_sim_fail_nth_async_copy_completion(1);
+  CHECK_STATUS(on_engine(dev, gpu(0), host.data(), cpu(), 16, 0, nullptr, done,
+                         HSA_AMD_SDMA_ENGINE_1, false),
+               HSA_STATUS_SUCCESS);
+  CHECK(core().hsa_signal_wait_scacquire_fn(done, HSA_SIGNAL_CONDITION_LT, 0, 5000000000ull,
+                                            HSA_WAIT_STATE_BLOCKED) == -1);
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  CHECK_STATUS(on_engine(dev + 4000, gpu(0), host.data(), cpu(), 200, 0, nullptr, done,
+                         HSA_AMD_SDMA_ENGINE_1, false),
+               HSA_STATUS_SUCCESS);
+  CHECK(wait_for(done, 0));
+  CHECK(hsa_sim_copy_violations() == violations + 2);
+  CHECK(hsa_sim_async_copy_count() == accepted + 4);
+  core().hsa_signal_destroy_fn(done);
+}
+
+// ---- virtual memory -------------------------------------------------------------------
+
+constexpr size_t kPage = 4096;
+
+void* reserve(size_t size) {
+  void* va = nullptr;
+  CHECK_STATUS(amd().hsa_amd_vmem_address_reserve_fn(&va, size, 0, 0), HSA_STATUS_SUCCESS);
+  return va;
+}
+
+hsa_amd_vmem_alloc_handle_t create_handle(size_t size, uint32_t gpu_index = 0,
+                                          hsa_sim_pool_kind_t kind = HSA_SIM_POOL_DEVICE_COARSE) {
+  hsa_amd_vmem_alloc_handle_t handle{0};
+  CHECK_STATUS(amd().hsa_amd_vmem_handle_create_fn(pool(gpu(gpu_index), kind), size,
+                                                   MEMORY_TYPE_NONE, 0, &handle),
+               HSA_STATUS_SUCCESS);
+  return handle;
+}
+
+hsa_status_t map(void* va, size_t size, hsa_amd_vmem_alloc_handle_t handle) {
+  return amd().hsa_amd_vmem_map_fn(va, size, 0, handle, 0);
+}
+
+hsa_status_t set_access(void* va, size_t size, hsa_agent_t agent,
+                        hsa_access_permission_t permission) {
+  const hsa_amd_memory_access_desc_t desc{permission, agent};
+  return amd().hsa_amd_vmem_set_access_fn(va, size, &desc, 1);
+}
+
+// The permission get_access reports, or 99 when it fails.
+int access_of(void* va, hsa_agent_t agent) {
+  hsa_access_permission_t permission = HSA_ACCESS_PERMISSION_RW;
+  if (amd().hsa_amd_vmem_get_access_fn(va, &permission, agent) != HSA_STATUS_SUCCESS) return 99;
+  return permission;
+}
+
+// What get_access answers for an agent never given access on this
+// generation: NONE from the 6.4 headers on, else INVALID_ALLOCATION (99).
+constexpr int kNeverGranted = HSA_COMMON_VMEM_SET_ACCESS_MERGES ? HSA_ACCESS_PERMISSION_NONE : 99;
+
+// The protection of the CPU view at ptr as /proc/self/maps shows it
+// ("rw-s"), or "" when nothing is mapped there.
+std::string view_protection(const void* ptr) {
+  std::FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return "?";
+  const auto address = reinterpret_cast<uintptr_t>(ptr);
+  char line[512];
+  std::string found;
+  while (found.empty() && std::fgets(line, sizeof(line), maps) != nullptr) {
+    unsigned long long begin = 0, end = 0;
+    char perms[8] = {};
+    if (std::sscanf(line, "%llx-%llx %7s", &begin, &end, perms) == 3 && address >= begin &&
+        address < end) {
+      found = perms;
+    }
+  }
+  std::fclose(maps);
+  return found;
+}
+
+void test_vmem_lifecycle() {
+  hsa_sim_reset(2);
+  CHECK(hsa_sim_vmem_supported());
+  const AmdExtTable& t = amd();
+  // Reservations.
+  void* va = nullptr;
+  CHECK_STATUS(t.hsa_amd_vmem_address_reserve_fn(nullptr, kPage, 0, 0),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_address_reserve_fn(&va, 0, 0, 0), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_address_reserve_fn(&va, kPage + 1, 0, 0),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  char* base = static_cast<char*>(reserve(8 * kPage));
+  CHECK(base != nullptr && reinterpret_cast<uintptr_t>(base) % kPage == 0);
+  CHECK(view_protection(base) == "---p");
+  CHECK(hsa_sim_vmem_reservation_count() == 1);
+  // An address hint that is free is honoured; an odd one is ignored.
+  void* hinted = reserve(kPage);
+  const uint64_t wish = reinterpret_cast<uintptr_t>(hinted);
+  CHECK_STATUS(t.hsa_amd_vmem_address_free_fn(hinted, kPage), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(t.hsa_amd_vmem_address_reserve_fn(&hinted, kPage, wish, 0), HSA_STATUS_SUCCESS);
+  CHECK(reinterpret_cast<uintptr_t>(hinted) == wish);
+  void* odd = nullptr;
+  CHECK_STATUS(t.hsa_amd_vmem_address_reserve_fn(&odd, kPage, wish + 1, 0), HSA_STATUS_SUCCESS);
+  CHECK(odd != nullptr && reinterpret_cast<uintptr_t>(odd) % kPage == 0);
+  CHECK_STATUS(t.hsa_amd_vmem_address_free_fn(odd, kPage), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(t.hsa_amd_vmem_address_free_fn(hinted, kPage), HSA_STATUS_SUCCESS);
+#if HSA_COMMON_HAVE_VMEM_RESERVE_ALIGN
+  void* aligned = nullptr;
+  CHECK_STATUS(t.hsa_amd_vmem_address_reserve_align_fn(&aligned, kPage, 0, size_t{1} << 21, 0),
+               HSA_STATUS_SUCCESS);
+  CHECK(reinterpret_cast<uintptr_t>(aligned) % (size_t{1} << 21) == 0);
+  CHECK_STATUS(t.hsa_amd_vmem_address_reserve_align_fn(&va, kPage, 0, 3 * kPage, 0),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_address_reserve_align_fn(&va, kPage, 0, 512, 0),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_address_free_fn(aligned, kPage), HSA_STATUS_SUCCESS);
+#else
+  CHECK(t.hsa_amd_vmem_address_reserve_fn != nullptr);
+#endif
+  CHECK(hsa_sim_vmem_reservation_count() == 1);
+
+  // Handles: device pools only, 4096-byte multiples, within the device.
+  hsa_amd_vmem_alloc_handle_t handle{0};
+  const hsa_amd_memory_pool_t coarse = pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE);
+  CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(coarse, 0, MEMORY_TYPE_NONE, 0, &handle),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(coarse, kPage + 512, MEMORY_TYPE_NONE, 0, &handle),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(coarse, kPage,
+                                               static_cast<hsa_amd_memory_type_t>(2), 0, &handle),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(pool(cpu(), HSA_SIM_POOL_SYSTEM_FINE), kPage,
+                                               MEMORY_TYPE_NONE, 0, &handle),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(hsa_amd_memory_pool_t{gpu(0).handle}, kPage,
+                                               MEMORY_TYPE_NONE, 0, &handle),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(coarse, kPage, MEMORY_TYPE_NONE, 0, nullptr),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(coarse, 17 * kGiB, MEMORY_TYPE_NONE, 0, &handle),
+               HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  CHECK(hsa_sim_vmem_handle_count() == 0);
+  handle = create_handle(4 * kPage);
+  hsa_amd_vmem_alloc_handle_t pinned{0};
+  CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(pool(gpu(1), HSA_SIM_POOL_DEVICE_FINE), kPage,
+                                               MEMORY_TYPE_PINNED, 0, &pinned),
+               HSA_STATUS_SUCCESS);
+  CHECK(hsa_sim_vmem_handle_count() == 2);
+  CHECK(memory_avail(0) == 16 * kGiB - 4 * kPage && memory_avail(1) == 16 * kGiB - kPage);
+  hsa_amd_memory_pool_t owner{0};
+  hsa_amd_memory_type_t type = MEMORY_TYPE_PINNED;
+  CHECK_STATUS(t.hsa_amd_vmem_get_alloc_properties_from_handle_fn(handle, &owner, &type),
+               HSA_STATUS_SUCCESS);
+  CHECK(owner.handle == coarse.handle && type == MEMORY_TYPE_NONE);
+  CHECK_STATUS(t.hsa_amd_vmem_get_alloc_properties_from_handle_fn(pinned, &owner, &type),
+               HSA_STATUS_SUCCESS);
+  CHECK(owner.handle == pool(gpu(1), HSA_SIM_POOL_DEVICE_FINE).handle &&
+        type == MEMORY_TYPE_PINNED);
+  CHECK_STATUS(t.hsa_amd_vmem_get_alloc_properties_from_handle_fn(
+                   hsa_amd_vmem_alloc_handle_t{coarse.handle}, &owner, &type),
+               HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  CHECK_STATUS(t.hsa_amd_vmem_get_alloc_properties_from_handle_fn(handle, nullptr, &type),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+
+  // Maps: inside one reservation, no overlap, page-aligned, a known handle.
+  CHECK_STATUS(map(nullptr, kPage, handle), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(map(base, 0, handle), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(map(base + 6 * kPage, 4 * kPage, handle), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  std::vector<char> heap(2 * kPage);
+  CHECK_STATUS(map(heap.data(), kPage, handle), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(map(base + 100, kPage, handle), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(map(base, kPage, hsa_amd_vmem_alloc_handle_t{12345}),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(map(base, 8 * kPage, pinned), HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  CHECK_STATUS(map(base, 4 * kPage, handle), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(map(base + 3 * kPage, kPage, pinned), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK(hsa_sim_vmem_mapping_count() == 1);
+  // Nobody has access yet.
+  CHECK(view_protection(base) == "---s");
+  CHECK(access_of(base, gpu(0)) == kNeverGranted);
+  CHECK(access_of(base, cpu()) == 99);  // get_access wants a GPU agent
+  CHECK(access_of(base + 4 * kPage, gpu(0)) == 99);  // not mapped
+  CHECK(access_of(heap.data(), gpu(0)) == 99);
+
+  // The CPU view follows the CPU agent's permission.
+  CHECK_STATUS(set_access(base, 4 * kPage, cpu(), HSA_ACCESS_PERMISSION_RW), HSA_STATUS_SUCCESS);
+  CHECK(view_protection(base) == "rw-s");
+  base[0] = 'v';
+  base[4 * kPage - 1] = 'w';
+  CHECK_STATUS(set_access(base, 4 * kPage, cpu(), HSA_ACCESS_PERMISSION_RO), HSA_STATUS_SUCCESS);
+  CHECK(view_protection(base) == "r--s");
+  CHECK(base[0] == 'v');
+
+  // Unmap wants a mapping's start and its size; address_free no mapping.
+  CHECK_STATUS(t.hsa_amd_vmem_unmap_fn(base + kPage, 3 * kPage),
+               HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  CHECK_STATUS(t.hsa_amd_vmem_unmap_fn(base, 2 * kPage), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_unmap_fn(nullptr, kPage), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_address_free_fn(base, 8 * kPage), HSA_STATUS_ERROR_RESOURCE_FREE);
+  CHECK_STATUS(t.hsa_amd_vmem_address_free_fn(base, 4 * kPage), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_address_free_fn(base + kPage, 7 * kPage),
+               HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  const char* text = nullptr;
+  CHECK_STATUS(core().hsa_status_string_fn(HSA_STATUS_ERROR_RESOURCE_FREE, &text),
+               HSA_STATUS_SUCCESS);
+  CHECK(text != nullptr && std::strstr(text, "RESOURCE_FREE") != nullptr);
+
+  // Releasing a mapped handle: it lives (and counts) until the last unmap.
+  CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(handle), HSA_STATUS_SUCCESS);
+  CHECK(hsa_sim_vmem_handle_count() == 2);
+  CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(handle), HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  CHECK(memory_avail(0) == 16 * kGiB - 4 * kPage);
+  CHECK(base[4 * kPage - 1] == 'w');
+  // retain_alloc_handle: at a mapping's start only; needs its own release.
+  hsa_amd_vmem_alloc_handle_t retained{0};
+  CHECK_STATUS(t.hsa_amd_vmem_retain_alloc_handle_fn(&retained, base + kPage),
+               HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  CHECK_STATUS(t.hsa_amd_vmem_retain_alloc_handle_fn(&retained, base), HSA_STATUS_SUCCESS);
+  CHECK(retained.handle == handle.handle);
+  CHECK_STATUS(t.hsa_amd_vmem_unmap_fn(base, 4 * kPage), HSA_STATUS_SUCCESS);
+  CHECK(hsa_sim_vmem_mapping_count() == 0 && hsa_sim_vmem_handle_count() == 2);
+  // The range is reserved memory again; the handle keeps its bytes.
+  CHECK(view_protection(base) == "---p");
+  CHECK_STATUS(map(base + 4 * kPage, 4 * kPage, handle), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(set_access(base + 4 * kPage, 4 * kPage, cpu(), HSA_ACCESS_PERMISSION_RW),
+               HSA_STATUS_SUCCESS);
+  CHECK(base[4 * kPage] == 'v' && base[8 * kPage - 1] == 'w');
+  CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(retained), HSA_STATUS_SUCCESS);
+  CHECK(hsa_sim_vmem_handle_count() == 2);
+  CHECK_STATUS(t.hsa_amd_vmem_unmap_fn(base + 4 * kPage, 4 * kPage), HSA_STATUS_SUCCESS);
+  CHECK(hsa_sim_vmem_handle_count() == 1);
+  CHECK(memory_avail(0) == 16 * kGiB);
+  CHECK_STATUS(map(base, kPage, handle), HSA_STATUS_ERROR_INVALID_ARGUMENT);  // gone
+  CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(pinned), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(pinned), HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  CHECK(hsa_sim_vmem_handle_count() == 0 && memory_avail(1) == 16 * kGiB);
+  CHECK_STATUS(t.hsa_amd_vmem_address_free_fn(base, 8 * kPage), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(t.hsa_amd_vmem_address_free_fn(base, 8 * kPage),
+               HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  CHECK(hsa_sim_vmem_reservation_count() == 0);
+
+  // Capacity: handles and allocations share the device.
+  hsa_amd_vmem_alloc_handle_t big = create_handle(12 * kGiB);
+  CHECK(memory_avail(0) == 4 * kGiB);
+  void* ptr = nullptr;
+  CHECK_STATUS(amd().hsa_amd_memory_pool_allocate_fn(coarse, 5 * kGiB, 0, &ptr),
+               HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  hsa_amd_vmem_alloc_handle_t rest = create_handle(4 * kGiB, 0, HSA_SIM_POOL_DEVICE_FINE);
+  CHECK(memory_avail(0) == 0);
+  CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(coarse, kPage, MEMORY_TYPE_NONE, 0, &handle),
+               HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  CHECK_STATUS(amd().hsa_amd_memory_pool_allocate_fn(coarse, 1, 0, &ptr),
+               HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(rest), HSA_STATUS_SUCCESS);
+  CHECK(memory_avail(0) == 4 * kGiB);
+
+  // Reset releases every reservation, mapping and handle.
+  char* left = static_cast<char*>(reserve(2 * kPage));
+  CHECK_STATUS(map(left, kPage, create_handle(kPage, 1)), HSA_STATUS_SUCCESS);
+  CHECK(hsa_sim_vmem_mapping_count() == 1 && hsa_sim_vmem_handle_count() == 2);
+  hsa_sim_reset(2);
+  CHECK(hsa_sim_vmem_mapping_count() == 0 && hsa_sim_vmem_handle_count() == 0 &&
+        hsa_sim_vmem_reservation_count() == 0);
+  CHECK(view_protection(left).empty());
+  CHECK(memory_avail(0) == 16 * kGiB && memory_avail(1) == 16 * kGiB);
+  CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(big), HSA_STATUS_ERROR_INVALID_ALLOCATION);
+}
+
+void test_vmem_set_access() {
+  hsa_sim_reset(2);
+  const AmdExtTable& t = amd();
+  char* base = static_cast<char*>(reserve(4 * kPage));
+  char* a = base;
+  char* b = base + kPage;
+  char* c = base + 3 * kPage;  // after a gap
+  CHECK_STATUS(map(a, kPage, create_handle(kPage)), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(map(b, kPage, create_handle(kPage)), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(map(c, kPage, create_handle(kPage)), HSA_STATUS_SUCCESS);
+
+  // Argument checks, before anything changes.
+  const hsa_amd_memory_access_desc_t good{HSA_ACCESS_PERMISSION_RW, gpu(0)};
+  const hsa_amd_memory_access_desc_t bad_agent[] = {good, {HSA_ACCESS_PERMISSION_RW, {777}}};
+  hsa_amd_memory_access_desc_t bad_permission[] = {good, {HSA_ACCESS_PERMISSION_RO, gpu(1)}};
+  const uint32_t seven = 7;  // not a permission (written as bytes: no such enumerator)
+  std::memcpy(&bad_permission[1].permissions, &seven, sizeof(seven));
+  CHECK_STATUS(t.hsa_amd_vmem_set_access_fn(nullptr, kPage, &good, 1),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_set_access_fn(a, kPage, nullptr, 1),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_set_access_fn(a, kPage, &good, 0),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(t.hsa_amd_vmem_set_access_fn(a, kPage, bad_agent, 2),
+               HSA_STATUS_ERROR_INVALID_AGENT);
+  CHECK_STATUS(t.hsa_amd_vmem_set_access_fn(a, kPage, bad_permission, 2),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK(access_of(a, gpu(0)) == kNeverGranted);
+  CHECK(access_of(a, hsa_agent_t{777}) == 99);
+
+  CHECK_STATUS(set_access(a, kPage, gpu(0), HSA_ACCESS_PERMISSION_RW), HSA_STATUS_SUCCESS);
+  CHECK(access_of(a, gpu(0)) == HSA_ACCESS_PERMISSION_RW);
+  CHECK(access_of(a + 100, gpu(0)) == HSA_ACCESS_PERMISSION_RW);  // anywhere inside
+  CHECK(access_of(a, gpu(1)) == kNeverGranted);
+  CHECK_STATUS(set_access(a, kPage, gpu(1), HSA_ACCESS_PERMISSION_RO), HSA_STATUS_SUCCESS);
+  CHECK(access_of(a, gpu(1)) == HSA_ACCESS_PERMISSION_RO);
+#if HSA_COMMON_VMEM_SET_ACCESS_MERGES
+  // 6.4+: merge. gpu(0) keeps its access; a range may span contiguous
+  // mappings; a gap or a range leaving the reservation is refused.
+  CHECK(access_of(a, gpu(0)) == HSA_ACCESS_PERMISSION_RW);
+  CHECK_STATUS(set_access(a, 2 * kPage, cpu(), HSA_ACCESS_PERMISSION_RW), HSA_STATUS_SUCCESS);
+  CHECK(view_protection(a) == "rw-s" && view_protection(b) == "rw-s");
+  CHECK(access_of(a, gpu(0)) == HSA_ACCESS_PERMISSION_RW);
+  CHECK_STATUS(set_access(a, kPage + 1, gpu(1), HSA_ACCESS_PERMISSION_RW), HSA_STATUS_SUCCESS);
+  CHECK(access_of(b, gpu(1)) == HSA_ACCESS_PERMISSION_RW);  // whole mappings
+  CHECK_STATUS(set_access(a, 4 * kPage, gpu(0), HSA_ACCESS_PERMISSION_RO),
+               HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  CHECK_STATUS(set_access(b, 4 * kPage, gpu(0), HSA_ACCESS_PERMISSION_RO),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(set_access(a + kPage / 2, kPage, gpu(0), HSA_ACCESS_PERMISSION_RO),
+               HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  CHECK_STATUS(set_access(a, 0, gpu(0), HSA_ACCESS_PERMISSION_RO),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK(access_of(a, gpu(0)) == HSA_ACCESS_PERMISSION_RW);  // unchanged by the refusals
+  // Explicit NONE is a permission like the others.
+  CHECK_STATUS(set_access(a, kPage, gpu(0), HSA_ACCESS_PERMISSION_NONE), HSA_STATUS_SUCCESS);
+  CHECK(access_of(a, gpu(0)) == HSA_ACCESS_PERMISSION_NONE);
+  CHECK(access_of(a, gpu(1)) == HSA_ACCESS_PERMISSION_RW);
+#else
+  // 6.0 - 6.2: replace. gpu(0), not listed, lost its access; the range must
+  // be exactly one mapping.
+  CHECK(access_of(a, gpu(0)) == 99);
+  CHECK_STATUS(set_access(a, 2 * kPage, cpu(), HSA_ACCESS_PERMISSION_RW),
+               HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  CHECK_STATUS(set_access(a, kPage / 2, cpu(), HSA_ACCESS_PERMISSION_RW),
+               HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  CHECK_STATUS(set_access(a + 64, kPage, cpu(), HSA_ACCESS_PERMISSION_RW),
+               HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  CHECK(access_of(a, gpu(1)) == HSA_ACCESS_PERMISSION_RO);  // unchanged by the refusals
+  const hsa_amd_memory_access_desc_t both[] = {{HSA_ACCESS_PERMISSION_RW, cpu()},
+                                               {HSA_ACCESS_PERMISSION_RW, gpu(0)}};
+  CHECK_STATUS(t.hsa_amd_vmem_set_access_fn(a, kPage, both, 2), HSA_STATUS_SUCCESS);
+  CHECK(view_protection(a) == "rw-s" && view_protection(b) == "---s");
+  CHECK(access_of(a, gpu(0)) == HSA_ACCESS_PERMISSION_RW && access_of(a, gpu(1)) == 99);
+  // The CPU loses its view when it is not listed.
+  CHECK_STATUS(set_access(a, kPage, gpu(1), HSA_ACCESS_PERMISSION_RW), HSA_STATUS_SUCCESS);
+  CHECK(view_protection(a) == "---s" && access_of(a, gpu(0)) == 99);
+#endif
+  // Other mappings are untouched by a call on one.
+  CHECK(access_of(c, gpu(0)) == kNeverGranted);
+  hsa_sim_reset(2);
+}
+
+void test_vmem_aliasing() {
+  hsa_sim_reset(2);
+  // One handle at two addresses (in two reservations): the same bytes.
+  char* first = static_cast<char*>(reserve(2 * kPage));
+  char* second = static_cast<char*>(reserve(2 * kPage));
+  hsa_amd_vmem_alloc_handle_t handle = create_handle(2 * kPage);
+  CHECK_STATUS(map(first, 2 * kPage, handle), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(map(second, 2 * kPage, handle), HSA_STATUS_SUCCESS);
+  CHECK(hsa_sim_vmem_mapping_count() == 2 && hsa_sim_vmem_handle_count() == 1);
+  CHECK(memory_avail(0) == 16 * kGiB - 2 * kPage);  // one handle's memory
+  CHECK_STATUS(set_access(first, 2 * kPage, cpu(), HSA_ACCESS_PERMISSION_RW), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(set_access(second, 2 * kPage, cpu(), HSA_ACCESS_PERMISSION_RO), HSA_STATUS_SUCCESS);
+  std::memcpy(first + 5000, "alias", 6);
+  CHECK(std::memcmp(second + 5000, "alias", 6) == 0);
+  // A copy into one view shows in the other; permissions are per mapping.
+  CHECK_STATUS(core().hsa_memory_copy_fn(first, "copied", 7), HSA_STATUS_SUCCESS);
+  CHECK(std::strcmp(second, "copied") == 0);
+  CHECK(access_of(first, gpu(0)) == kNeverGranted);
+  const hsa_amd_memory_access_desc_t second_access[] = {{HSA_ACCESS_PERMISSION_RO, cpu()},
+                                                        {HSA_ACCESS_PERMISSION_RW, gpu(0)}};
+  CHECK_STATUS(amd().hsa_amd_vmem_set_access_fn(second, 2 * kPage, second_access, 2),
+               HSA_STATUS_SUCCESS);
+  CHECK(access_of(second, gpu(0)) == HSA_ACCESS_PERMISSION_RW);
+  CHECK(access_of(first, gpu(0)) == kNeverGranted);
+  // A mapping of part of a handle shows its first bytes.
+  char* third = static_cast<char*>(reserve(kPage));
+  CHECK_STATUS(map(third, kPage, handle), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(set_access(third, kPage, cpu(), HSA_ACCESS_PERMISSION_RO), HSA_STATUS_SUCCESS);
+  CHECK(std::strcmp(third, "copied") == 0);
+  // Released, the handle lives until its last mapping goes.
+  CHECK_STATUS(amd().hsa_amd_vmem_handle_release_fn(handle), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(amd().hsa_amd_vmem_unmap_fn(first, 2 * kPage), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(amd().hsa_amd_vmem_unmap_fn(third, kPage), HSA_STATUS_SUCCESS);
+  CHECK(hsa_sim_vmem_handle_count() == 1 && std::strcmp(second, "copied") == 0);
+  CHECK_STATUS(amd().hsa_amd_vmem_unmap_fn(second, 2 * kPage), HSA_STATUS_SUCCESS);
+  CHECK(hsa_sim_vmem_handle_count() == 0 && memory_avail(0) == 16 * kGiB);
+  hsa_sim_reset(2);
+}
+
+void test_vmem_copies() {
+  hsa_sim_reset(2);
+  char* base = static_cast<char*>(reserve(8 * kPage));
+  char* rw = base;                  // gpu(0) READ_WRITE, no CPU access
+  char* ro = base + 2 * kPage;      // gpu(1) READ_ONLY
+  char* none = base + 3 * kPage;    // nobody
+  char* unmapped = base + 5 * kPage;
+  char* wo = base + 6 * kPage;      // gpu(0) WRITE_ONLY
+  CHECK_STATUS(map(rw, 2 * kPage, create_handle(2 * kPage)), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(map(ro, kPage, create_handle(kPage)), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(map(none, 2 * kPage, create_handle(2 * kPage)), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(map(wo, kPage, create_handle(kPage)), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(set_access(rw, 2 * kPage, gpu(0), HSA_ACCESS_PERMISSION_RW), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(set_access(ro, kPage, gpu(1), HSA_ACCESS_PERMISSION_RO), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(set_access(wo, kPage, gpu(0), HSA_ACCESS_PERMISSION_WO), HSA_STATUS_SUCCESS);
+  CHECK(view_protection(rw) == "---s");
+  std::vector<char> host(2 * kPage, 'h');
+  std::vector<char> back(2 * kPage, 0);
+  auto copy = [](void* dst, const void* src, size_t size) {
+    return core().hsa_memory_copy_fn(dst, src, size);
+  };
+
+  // Accessible mappings are device memory; the engine copies through the
+  // handle's memory, so the CPU view's PROT_NONE never faults it.
+  CHECK_STATUS(copy(rw, host.data(), 2 * kPage), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(copy(back.data(), rw + kPage, kPage), HSA_STATUS_SUCCESS);
+  CHECK(back[0] == 'h' && back[kPage - 1] == 'h');
+  CHECK(copies(HSA_SIM_COPY_HOST_TO_DEVICE) == 1 && copies(HSA_SIM_COPY_DEVICE_TO_HOST) == 1);
+  CHECK_STATUS(copy(back.data(), ro, 64), HSA_STATUS_SUCCESS);      // read-only: a source
+  CHECK_STATUS(copy(wo, host.data(), 64), HSA_STATUS_SUCCESS);      // write-only: a destination
+  CHECK_STATUS(copy(rw + 100, rw, 100), HSA_STATUS_SUCCESS);        // within one mapping
+  char* pool_memory = static_cast<char*>(device_alloc(kPage));
+  CHECK_STATUS(copy(pool_memory, rw, kPage), HSA_STATUS_SUCCESS);
+  CHECK(pool_memory[kPage - 1] == 'h');
+  CHECK(copies(HSA_SIM_COPY_DEVICE_TO_DEVICE) == 2);
+  CHECK(hsa_sim_copy_violations() == 0);
+
+  // Everything else touching reserved address space: a counted violation,
+  // nothing copied.
+  uint64_t violations = 0;
+  std::memset(back.data(), 'z', back.size());
+  auto refused = [&](void* dst, const void* src, size_t size) {
+    const bool ok = copy(dst, src, size) == HSA_STATUS_ERROR_INVALID_ARGUMENT &&
+                    hsa_sim_copy_violations() == ++violations;
+    return ok;
+  };
+  CHECK(refused(ro, host.data(), 64));                 // read-only destination
+  CHECK(refused(back.data(), wo, 64));                 // write-only source
+  CHECK(refused(none, host.data(), 64));               // nobody may access
+  CHECK(refused(back.data(), none + kPage, 64));
+  CHECK(refused(unmapped, host.data(), 64));           // reserved, not mapped
+  CHECK(refused(back.data(), unmapped, 64));
+  CHECK(refused(rw + kPage, host.data(), 2 * kPage));  // runs past the mapping
+  CHECK(refused(back.data(), rw + 2 * kPage - 8, 16)); // into the next one
+  CHECK(refused(back.data(), base - 8, 16));           // host range running into it
+  CHECK(refused(pool_memory, unmapped, 16));
+  CHECK(back[0] == 'z' && back[63] == 'z');  // nothing was copied
+  // A mapping given access later becomes copyable; one unmapped stops being.
+  CHECK_STATUS(set_access(none, 2 * kPage, gpu(1), HSA_ACCESS_PERMISSION_RW), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(copy(none, host.data(), 64), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(amd().hsa_amd_vmem_unmap_fn(none, 2 * kPage), HSA_STATUS_SUCCESS);
+  CHECK(refused(none, host.data(), 64));
+
+  // Asynchronous copies: the same rules at execution time.
+  hsa_signal_t done = make_signal(1);
+  std::memset(back.data(), 0, back.size());
+  CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(back.data(), cpu(), rw, gpu(0), 128, 0, nullptr,
+                                                  done),
+               HSA_STATUS_SUCCESS);
+  CHECK(wait_for(done, 0));
+  CHECK(back[127] == 'h' && hsa_sim_copy_violations() == violations);
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(unmapped, gpu(0), host.data(), cpu(), 128, 0,
+                                                  nullptr, done),
+               HSA_STATUS_SUCCESS);
+  CHECK(wait_for(done, 0));
+  CHECK(hsa_sim_copy_violations() == ++violations);
+  // In strict mode the copying agent itself needs the permission (staging:
+  // system memory every GPU reaches).
+  void* staging = nullptr;
+  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_sim_region(cpu(), HSA_SIM_POOL_SYSTEM_FINE), 4096,
+                                             &staging),
+               HSA_STATUS_SUCCESS);
+  hsa_sim_set_strict_async_access(true);
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(rw, gpu(0), staging, cpu(), 64, 0, nullptr,
+                                                  done),
+               HSA_STATUS_SUCCESS);
+  CHECK(wait_for(done, 0));
+  CHECK(hsa_sim_copy_violations() == violations);
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(staging, cpu(), ro, gpu(0), 64, 0, nullptr,
+                                                  done),
+               HSA_STATUS_SUCCESS);  // gpu(0) has no permission on ro (gpu(1) has)
+  CHECK(wait_for(done, 0));
+  CHECK(hsa_sim_copy_violations() == ++violations);
+  hsa_sim_set_strict_async_access(false);
+  // A rect copy whose rows are all inside the mapping, and one whose last row
+  // leaves it.
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  CHECK_STATUS(rect_copy({rw, 1024, 0}, {0, 0, 0}, {host.data(), 64, 0}, {0, 0, 0}, {64, 8, 1},
+                         gpu(0), hsaHostToDevice, done),
+               HSA_STATUS_SUCCESS);
+  CHECK(wait_for(done, 0));
+  CHECK(hsa_sim_copy_violations() == violations);
+  core().hsa_signal_store_relaxed_fn(done, 1);
+  CHECK_STATUS(rect_copy({rw, 4096, 0}, {0, 0, 0}, {host.data(), 64, 0}, {0, 0, 0}, {64, 3, 1},
+                         gpu(0), hsaHostToDevice, done),
+               HSA_STATUS_SUCCESS);
+  CHECK(wait_for(done, 0));
+  CHECK(hsa_sim_copy_violations() == ++violations);
+  core().hsa_signal_destroy_fn(done);
+  hsa_sim_reset(2);
+}
+
+// A pointer-info alloc that counts its calls.
+int g_info_allocs = 0;
+void* counting_alloc(size_t size) {
+  ++g_info_allocs;
+  return std::malloc(size == 0 ? 1 : size);
+}
+
+void test_vmem_pointer_info() {
+  hsa_sim_reset(2);
+  char* base = static_cast<char*>(reserve(4 * kPage));
+  CHECK_STATUS(map(base + kPage, 2 * kPage, create_handle(2 * kPage, 1)), HSA_STATUS_SUCCESS);
+  char* mapped = base + kPage;
+  const hsa_amd_pointer_info_t unmapped_info = pointer_info(base + 10);
+  const hsa_amd_pointer_info_t mapped_info = pointer_info(mapped + 100);
+  CHECK(pointer_info(base + 4 * kPage).type == HSA_EXT_POINTER_TYPE_UNKNOWN);
+  CHECK(pointer_info(base - 1).type == HSA_EXT_POINTER_TYPE_UNKNOWN);
+  uint32_t count = 99;
+  hsa_agent_t* agents = nullptr;
+  hsa_amd_pointer_info_t info{};
+  info.size = sizeof(info);
+#if HSA_COMMON_HAVE_POINTER_TYPE_HSA_VMEM
+  // 7.x: a mapping answers for itself.
+  CHECK(mapped_info.type == HSA_EXT_POINTER_TYPE_HSA_VMEM);
+  CHECK(mapped_info.agentBaseAddress == mapped + 100 && mapped_info.hostBaseAddress == mapped + 100);
+  CHECK(mapped_info.sizeInBytes == 2 * kPage);
+  CHECK(mapped_info.agentOwner.handle == gpu(1).handle);
+  CHECK(mapped_info.global_flags == 0);
+#if HSA_COMMON_HAVE_POINTER_INFO_REGISTERED
+  CHECK(mapped_info.registered && unmapped_info.registered);
+#endif
+  CHECK(unmapped_info.type == HSA_EXT_POINTER_TYPE_RESERVED_ADDR);
+  CHECK(unmapped_info.agentBaseAddress == nullptr && unmapped_info.hostBaseAddress == base);
+  CHECK(unmapped_info.sizeInBytes == 4 * kPage && unmapped_info.agentOwner.handle == 0);
+  // Accessible agents: those whose permission is not NONE; none: no alloc.
+  g_info_allocs = 0;
+  CHECK_STATUS(amd().hsa_amd_pointer_info_fn(mapped, &info, counting_alloc, &count, &agents),
+               HSA_STATUS_SUCCESS);
+  CHECK(count == 0 && agents == nullptr && g_info_allocs == 0);
+  CHECK_STATUS(set_access(mapped, 2 * kPage, gpu(0), HSA_ACCESS_PERMISSION_RO), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(amd().hsa_amd_pointer_info_fn(mapped, &info, counting_alloc, &count, &agents),
+               HSA_STATUS_SUCCESS);
+  CHECK(count == 1 && agents != nullptr && agents[0].handle == gpu(0).handle);
+  std::free(agents);
+  agents = nullptr;
+  count = 99;
+  CHECK_STATUS(amd().hsa_amd_pointer_info_fn(base, &info, counting_alloc, &count, &agents),
+               HSA_STATUS_SUCCESS);
+  CHECK(count == 0 && agents == nullptr);
+#else
+  // 6.x: the reservation's object, mapped or not, as type 5.
+  for (const hsa_amd_pointer_info_t& answer : {unmapped_info, mapped_info}) {
+    CHECK(answer.type == hsa_common::kPointerTypeReservedAddr);
+    CHECK(static_cast<int>(answer.type) == 5);
+    CHECK(answer.agentBaseAddress == base && answer.hostBaseAddress == nullptr);
+    CHECK(answer.sizeInBytes == 4 * kPage);
+    CHECK(answer.agentOwner.handle == cpu().handle);
+    CHECK(answer.global_flags == HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED);
+    CHECK(answer.userData == nullptr);
+  }
+  // No mapped nodes: an empty list, alloc(0) still called (as ROCr 6.x).
+  CHECK_STATUS(set_access(mapped, 2 * kPage, gpu(0), HSA_ACCESS_PERMISSION_RW), HSA_STATUS_SUCCESS);
+  g_info_allocs = 0;
+  CHECK_STATUS(amd().hsa_amd_pointer_info_fn(mapped, &info, counting_alloc, &count, &agents),
+               HSA_STATUS_SUCCESS);
+  CHECK(count == 0 && g_info_allocs == 1);
+  std::free(agents);
+#endif
+  // The pool allocation interfaces do not know vmem addresses.
+  CHECK_STATUS(amd().hsa_amd_pointer_info_set_userdata_fn(mapped, &count),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(amd().hsa_amd_memory_pool_free_fn(mapped), HSA_STATUS_ERROR_INVALID_ALLOCATION);
+  hsa_sim_reset(2);
+}
+
+void test_vmem_faults() {
+  hsa_sim_reset(2);
+  const AmdExtTable& t = amd();
+  char* base = static_cast<char*>(reserve(4 * kPage));
+  hsa_amd_vmem_alloc_handle_t handle{0};
+  const hsa_amd_memory_pool_t coarse = pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE);
+
+  // HANDLE_CREATE: the n-th valid call fails with OUT_OF_RESOURCES.
+  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_HANDLE_CREATE, 2);
+  handle = create_handle(kPage);
+  CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(coarse, 0, MEMORY_TYPE_NONE, 0, &handle),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);  // invalid calls do not count
+  hsa_amd_vmem_alloc_handle_t failed{0};
+  CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(coarse, kPage, MEMORY_TYPE_NONE, 0, &failed),
+               HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  CHECK(failed.handle == 0 && hsa_sim_vmem_handle_count() == 1);
+  CHECK(memory_avail(0) == 16 * kGiB - kPage);
+  hsa_amd_vmem_alloc_handle_t spare = create_handle(kPage);  // disarmed again
+
+  // MAP.
+  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_MAP, 1);
+  CHECK_STATUS(map(base + 1, kPage, handle), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(map(base, kPage, handle), HSA_STATUS_ERROR);
+  CHECK(hsa_sim_vmem_mapping_count() == 0 && view_protection(base) == "---p");
+  CHECK_STATUS(map(base, kPage, handle), HSA_STATUS_SUCCESS);
+
+  // SET_ACCESS: nothing changes.
+  CHECK_STATUS(set_access(base, kPage, gpu(0), HSA_ACCESS_PERMISSION_RO), HSA_STATUS_SUCCESS);
+  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_SET_ACCESS, 1);
+  CHECK_STATUS(set_access(base, kPage, cpu(), HSA_ACCESS_PERMISSION_RW), HSA_STATUS_ERROR);
+  CHECK(access_of(base, gpu(0)) == HSA_ACCESS_PERMISSION_RO && view_protection(base) == "---s");
+  CHECK_STATUS(set_access(base, kPage, cpu(), HSA_ACCESS_PERMISSION_RW), HSA_STATUS_SUCCESS);
+  CHECK(view_protection(base) == "rw-s");
+  base[0] = 'k';
+
+  // UNMAP: still mapped, bytes intact.
+  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_UNMAP, 1);
+  CHECK_STATUS(t.hsa_amd_vmem_unmap_fn(base, kPage), HSA_STATUS_ERROR);
+  CHECK(hsa_sim_vmem_mapping_count() == 1 && base[0] == 'k');
+
+  // HANDLE_RELEASE: still referenced; the next release works.
+  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_HANDLE_RELEASE, 1);
+  CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(spare), HSA_STATUS_ERROR);
+  CHECK(hsa_sim_vmem_handle_count() == 2);
+  CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(spare), HSA_STATUS_SUCCESS);
+  CHECK(hsa_sim_vmem_handle_count() == 1);
+
+  // 0 disarms; reset disarms all.
+  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_UNMAP, 1);
+  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_UNMAP, 0);
+  CHECK_STATUS(t.hsa_amd_vmem_unmap_fn(base, kPage), HSA_STATUS_SUCCESS);
+  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_HANDLE_CREATE, 1);
+  hsa_sim_reset(2);
+  handle = create_handle(kPage);
+  CHECK(handle.handle != 0);
+  hsa_sim_reset(2);
+}
+
+void test_vmem_table_entries() {
+  const AmdExtTable& t = amd();
+  CHECK(t.hsa_amd_memory_async_copy_on_engine_fn != nullptr);
+  CHECK(t.hsa_amd_vmem_address_reserve_fn != nullptr && t.hsa_amd_vmem_address_free_fn != nullptr);
+  CHECK(t.hsa_amd_vmem_handle_create_fn != nullptr && t.hsa_amd_vmem_handle_release_fn != nullptr);
+  CHECK(t.hsa_amd_vmem_map_fn != nullptr && t.hsa_amd_vmem_unmap_fn != nullptr);
+  CHECK(t.hsa_amd_vmem_set_access_fn != nullptr && t.hsa_amd_vmem_get_access_fn != nullptr);
+  CHECK(t.hsa_amd_vmem_retain_alloc_handle_fn != nullptr);
+  CHECK(t.hsa_amd_vmem_get_alloc_properties_from_handle_fn != nullptr);
+  CHECK(t.hsa_amd_vmem_export_shareable_handle_fn == nullptr);
+  CHECK(t.hsa_amd_vmem_import_shareable_handle_fn == nullptr);
+  CHECK(t.hsa_amd_memory_copy_engine_status_fn == nullptr);
+#if HSA_COMMON_HAVE_VMEM_RESERVE_ALIGN
+  CHECK(t.hsa_amd_vmem_address_reserve_align_fn != nullptr);
+#endif
+}
+
+#else  // !HSA_COMMON_HAVE_VMEM
+
+void test_vmem_table_entries() {
+  // 5.2 headers: no vmem API; the control interface says so and counts nothing.
+  CHECK(!hsa_sim_vmem_supported());
+  CHECK(hsa_sim_vmem_mapping_count() == 0 && hsa_sim_vmem_handle_count() == 0 &&
+        hsa_sim_vmem_reservation_count() == 0);
+  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_MAP, 1);
+  hsa_sim_reset(2);
+}
+
+#endif  // HSA_COMMON_HAVE_VMEM
+
 // ---- concurrency ------------------------------------------------------------
 
 void test_threads() {
@@ -1358,6 +2435,13 @@ void leave_blocked_copy_at_exit() {
   hsa_signal_t done = make_signal(1);
   CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(dev, gpu(0), host, cpu(), 16, 1, &gate, done),
                HSA_STATUS_SUCCESS);
+  // And an async handler armed on a signal that never satisfies it: its
+  // thread stays blocked while the process exits.
+  static HandlerLog pending;
+  hsa_signal_t never = make_signal(1);
+  CHECK_STATUS(amd().hsa_amd_signal_async_handler_fn(never, HSA_SIGNAL_CONDITION_EQ, 0,
+                                                     log_handler, &pending),
+               HSA_STATUS_SUCCESS);
 }
 
 }  // namespace
@@ -1377,6 +2461,19 @@ int main() {
   test_async_copy();
   test_strict_async_access();
   test_threads();
+  test_device_capacity();
+  test_async_copy_rect();
+  test_signal_async_handler();
+  test_vmem_table_entries();
+#if HSA_COMMON_HAVE_VMEM
+  test_async_copy_on_engine();
+  test_vmem_lifecycle();
+  test_vmem_set_access();
+  test_vmem_aliasing();
+  test_vmem_copies();
+  test_vmem_pointer_info();
+  test_vmem_faults();
+#endif
   leave_blocked_copy_at_exit();
   std::printf("sim_selftest: %d checks, %d failures\n", g_checks, g_failures);
   return g_failures == 0 ? 0 : 1;

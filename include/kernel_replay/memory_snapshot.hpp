@@ -105,6 +105,22 @@ inline bool restore(const device_snapshot_t& snapshot) noexcept {
   return kr_restore_all(snapshot.get());
 }
 
+/// What a snapshot of an agent would take now (the SDK's later
+/// snapshot_footprint_t): its tracked allocations and mappings and the
+/// module variables discovered for it so far.
+struct snapshot_footprint_t {
+  std::size_t bytes = 0;
+  std::size_t regions = 0;
+};
+
+inline snapshot_footprint_t estimate_footprint(hsa_agent_t agent) noexcept {
+  const kr_footprint_t footprint = kr_estimate_footprint(agent);
+  snapshot_footprint_t out;
+  out.bytes = static_cast<std::size_t>(footprint.bytes);
+  out.regions = footprint.regions;
+  return out;
+}
+
 // ---- beyond the SDK's module ---------------------------------------------------
 
 /// As restore, with the per-region outcome (restored, skipped because no

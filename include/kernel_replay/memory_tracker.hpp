@@ -52,6 +52,32 @@ inline bool set_tracking_enabled(bool enabled) noexcept {
 /// Whether new allocations are being recorded.
 inline bool tracking_enabled() noexcept { return kr_tracking_enabled(); }
 
+/// Device memory on an agent that snapshots do not cover (the SDK's later
+/// untracked_summary_t): `bytes` is what the agent has in use less what is
+/// tracked less the library's own arenas (0 and `known == false` when the
+/// runtime does not report the agent's free memory); `vmem_*` are the
+/// virtual-memory mappings among it the tracker saw but does not capture;
+/// `pool_bytes` is the rest (allocations made before tracking was on,
+/// fine-grained memory, other processes' use of the device).
+struct untracked_summary_t {
+  std::uint64_t bytes = 0;
+  bool known = false;
+  std::uint64_t vmem_bytes = 0;
+  std::size_t vmem_regions = 0;
+  std::uint64_t pool_bytes = 0;
+};
+
+inline untracked_summary_t untracked_device_memory(hsa_agent_t agent) noexcept {
+  const kr_untracked_t untracked = kr_untracked_summary(agent);
+  untracked_summary_t summary;
+  summary.bytes = untracked.bytes;
+  summary.known = untracked.known;
+  summary.vmem_bytes = untracked.vmem_bytes;
+  summary.vmem_regions = untracked.vmem_regions;
+  summary.pool_bytes = untracked.bytes > untracked.vmem_bytes ? untracked.bytes - untracked.vmem_bytes : 0;
+  return summary;
+}
+
 // ---- beyond the SDK's module -------------------------------------------------
 
 /// The teardown guard (irreversible): afterwards the wrappers only chain.

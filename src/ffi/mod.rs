@@ -365,26 +365,129 @@ pub unsafe extern "C" fn kr_snapshot_tier_bytes(
 #[no_mangle]
 pub unsafe extern "C" fn kr_get_stats(stats: *mut kr_stats_t) {
     export((), || {
-        let counters = GLOBAL.stats.read();
-        let held = GLOBAL.storage.held();
-        let retained = GLOBAL.storage.retained();
         // SAFETY: the caller's promise; NULL means nothing wanted.
         if let Some(out) = unsafe { stats.as_mut() } {
-            *out = kr_stats_t {
-                snapshots: counters.snapshots,
-                declines: counters.declines,
-                bytes_captured: counters.bytes_captured,
-                snap_ns: counters.snap_ns,
-                restores: counters.restores,
-                regions_restored: counters.regions_restored,
-                regions_skipped: counters.regions_skipped,
-                regions_failed: counters.regions_failed,
-                bytes_restored: counters.bytes_restored,
-                restore_ns: counters.restore_ns,
-                held_bytes: held,
-                retained_bytes: retained,
+            *out = stats_v1(&GLOBAL.stats.read());
+        }
+    })
+}
+
+/// The counters as `kr_stats_t` reports them, with what is held now.
+fn stats_v1(counters: &crate::stats::StatsSnapshot) -> kr_stats_t {
+    kr_stats_t {
+        snapshots: counters.snapshots,
+        declines: std::array::from_fn(|i| counters.declines[i]),
+        bytes_captured: counters.bytes_captured,
+        snap_ns: counters.snap_ns,
+        restores: counters.restores,
+        regions_restored: counters.regions_restored,
+        regions_skipped: counters.regions_skipped,
+        regions_failed: counters.regions_failed,
+        bytes_restored: counters.bytes_restored,
+        restore_ns: counters.restore_ns,
+        held_bytes: GLOBAL.storage.held(),
+        retained_bytes: GLOBAL.storage.retained(),
+    }
+}
+
+/// Fills `stats` (if not NULL) with every counter (see `kr_stats2_t`): at
+/// most `stats->struct_size` bytes are written, `struct_size` itself left
+/// as it is. A `struct_size` smaller than `struct_size` itself writes nothing.
+///
+/// # Safety
+/// `stats` is NULL or writable for `stats->struct_size` bytes.
+#[no_mangle]
+pub unsafe extern "C" fn kr_get_stats2(stats: *mut kr_stats2_t) {
+    export((), || {
+        if stats.is_null() {
+            return;
+        }
+        // SAFETY: the caller's promise: the size field is readable.
+        let size = unsafe { std::ptr::addr_of!((*stats).struct_size).read_unaligned() };
+        let counters = GLOBAL.stats.read();
+        let full = kr_stats2_t {
+            struct_size: size,
+            base: stats_v1(&counters),
+            declines: std::array::from_fn(|i| counters.declines.get(i).copied().unwrap_or(0)),
+            fenced_copies: counters.fenced_copies,
+            fence_waits: counters.fence_waits,
+            fence_timeouts: counters.fence_timeouts,
+            application_retries: counters.application_retries,
+            bytes_released_for_application: counters.bytes_released_for_application,
+            untracked_device_bytes: counters.untracked_device_bytes,
+        };
+        let skip = std::mem::size_of::<usize>();
+        let len = size.min(std::mem::size_of::<kr_stats2_t>());
+        if len > skip {
+            // SAFETY: both sides hold at least `len` bytes; only the bytes
+            // after the size field are written.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    std::ptr::addr_of!(full).cast::<u8>().add(skip),
+                    stats.cast::<u8>().add(skip),
+                    len - skip,
+                )
             };
         }
+    })
+}
+
+/// Device memory in use on `agent` that snapshots do not cover, as far as
+/// the runtime reports it: the agent's memory in use
+/// (`HSA_AMD_AGENT_INFO_MEMORY_AVAIL` against its device pool's size, which
+/// counts other processes too) less the tracked allocations and mappings
+/// and less the library's own arenas. 0 when the runtime does not report
+/// the agent's free memory.
+#[no_mangle]
+pub extern "C" fn kr_untracked_device_bytes(agent: hsa_agent_t) -> u64 {
+    export(0, || {
+        crate::memory_snapshot::coverage::untracked(&GLOBAL, agent)
+            .bytes
+            .unwrap_or(0)
+    })
+}
+
+/// As `kr_untracked_device_bytes`, with whether the runtime reports it and
+/// the virtual-memory mappings among it that the library saw.
+#[no_mangle]
+pub extern "C" fn kr_untracked_summary(agent: hsa_agent_t) -> kr_untracked_t {
+    export(kr_untracked_t::default(), || {
+        let untracked = crate::memory_snapshot::coverage::untracked(&GLOBAL, agent);
+        kr_untracked_t {
+            bytes: untracked.bytes.unwrap_or(0),
+            known: untracked.bytes.is_some(),
+            vmem_bytes: untracked.vmem_bytes,
+            vmem_regions: untracked.vmem_regions,
+        }
+    })
+}
+
+/// The bytes and regions a snapshot of `agent` would take now: its tracked
+/// allocations and mappings and the module variables discovered for it so
+/// far (by an earlier snapshot; none under the baseline policy, which keeps
+/// no discovery cache), so that a tool can admit or refuse a replay before
+/// capturing.
+#[no_mangle]
+pub extern "C" fn kr_estimate_footprint(agent: hsa_agent_t) -> kr_footprint_t {
+    export(kr_footprint_t::default(), || {
+        let footprint = crate::memory_snapshot::coverage::estimate_footprint(&GLOBAL, agent);
+        kr_footprint_t {
+            bytes: footprint.bytes,
+            regions: footprint.regions,
+        }
+    })
+}
+
+/// How long a snapshot or restore waits for application async copies in
+/// flight on the agent's tracked memory (default 5 s); past it a snapshot
+/// declines with `KR_DECLINE_COPIES_IN_FLIGHT` and a restore writes nothing.
+/// 0: do not wait.
+#[no_mangle]
+pub extern "C" fn kr_set_copy_fence_timeout(nanoseconds: u64) {
+    export((), || {
+        GLOBAL
+            .fences
+            .set_timeout(std::time::Duration::from_nanos(nanoseconds))
     })
 }
 

@@ -57,6 +57,10 @@ pub enum kr_decline_reason_t {
     /// gone unseen, so what was tracked is dropped. Snapshots decline until
     /// `kr_memory_tracker_init` installs the wrappers again.
     KR_DECLINE_WRAPPERS_REMOVED = 9,
+    /// Application async copies (`hsa_amd_memory_async_copy` and its
+    /// variants) touching the agent's tracked memory were still in flight
+    /// when the copy fence's timeout ran out (`kr_set_copy_fence_timeout`).
+    KR_DECLINE_COPIES_IN_FLIGHT = 10,
 }
 
 /// Log levels, most severe first.
@@ -143,6 +147,61 @@ pub struct kr_stats_t {
     pub retained_bytes: [u64; 3],
 }
 
+/// Cumulative counters, extensible (`kr_get_stats2`): the caller sets
+/// `struct_size` to `sizeof(kr_stats2_t)` as its header declares it, and the
+/// library fills at most that many bytes, so fields appended in later
+/// versions never overrun an older caller's struct.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct kr_stats2_t {
+    /// In: the size of the caller's struct. Out: unchanged.
+    pub struct_size: usize,
+    /// What `kr_get_stats` reports (its `declines` only up to code 9).
+    pub base: kr_stats_t,
+    /// Declined snapshots for every reason, indexed by `kr_decline_reason_t`.
+    pub declines: [u64; 32],
+    /// Application async copies that went through the copy fence.
+    pub fenced_copies: u64,
+    /// Snapshots and restores that waited for application copies in flight.
+    pub fence_waits: u64,
+    /// Of those, the ones whose copies did not finish within the timeout.
+    pub fence_timeouts: u64,
+    /// Times the retained arenas were released so that an application
+    /// allocation the runtime refused for lack of memory could be retried.
+    pub application_retries: u64,
+    /// Bytes released for those retries.
+    pub bytes_released_for_application: u64,
+    /// Device memory in use on the agent of the last snapshot that it did
+    /// not cover (see `kr_untracked_device_bytes`).
+    pub untracked_device_bytes: u64,
+}
+
+/// Device memory on an agent that snapshots do not cover
+/// (`kr_untracked_summary`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct kr_untracked_t {
+    /// In use on the agent less what is tracked less the library's arenas,
+    /// as `kr_untracked_device_bytes` (0 when not `known`).
+    pub bytes: u64,
+    /// False when the runtime does not report the agent's free memory.
+    pub known: bool,
+    /// Virtual-memory mappings on the agent the wrappers saw but snapshots
+    /// do not capture (fine-grained memory, no write access for the agent,
+    /// or made while tracking was off): bytes and count.
+    pub vmem_bytes: u64,
+    pub vmem_regions: usize,
+}
+
+/// What a snapshot of an agent would take now (`kr_estimate_footprint`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct kr_footprint_t {
+    /// Bytes of the regions (before the 256-byte alignment of the arenas).
+    pub bytes: u64,
+    pub regions: usize,
+}
+
 /// A snapshot of one agent's replay state. Opaque to C.
 pub struct kr_snapshot {
     pub(crate) inner: Snapshot,
@@ -211,6 +270,7 @@ impl From<Option<DeclineReason>> for kr_decline_reason_t {
             Some(DeclineReason::CopyFailed) => KR_DECLINE_COPY_FAILED,
             Some(DeclineReason::DeviceMemory) => KR_DECLINE_DEVICE_MEMORY,
             Some(DeclineReason::WrappersRemoved) => KR_DECLINE_WRAPPERS_REMOVED,
+            Some(DeclineReason::CopiesInFlight) => KR_DECLINE_COPIES_IN_FLIGHT,
         }
     }
 }

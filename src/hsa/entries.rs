@@ -10,10 +10,10 @@ use std::mem::MaybeUninit;
 use std::ptr;
 
 use super::sys::{
-    hsa_agent_info_t, hsa_amd_memory_pool_info_t, hsa_amd_memory_pool_t, hsa_amd_pointer_info_t,
-    hsa_executable_symbol_info_t, hsa_executable_symbol_t, hsa_region_t, hsa_signal_condition_t,
-    hsa_signal_t, hsa_signal_value_t, hsa_ven_amd_loader_1_03_pfn_t, hsa_wait_state_t,
-    HSA_EXTENSION_AMD_LOADER,
+    hsa_agent_info_t, hsa_amd_copy_direction_t, hsa_amd_memory_pool_info_t, hsa_amd_memory_pool_t,
+    hsa_amd_pointer_info_t, hsa_dim3_t, hsa_executable_symbol_info_t, hsa_executable_symbol_t,
+    hsa_pitched_ptr_t, hsa_region_t, hsa_signal_condition_t, hsa_signal_t, hsa_signal_value_t,
+    hsa_ven_amd_loader_1_03_pfn_t, hsa_wait_state_t, HSA_EXTENSION_AMD_LOADER,
 };
 use super::{
     hsa_agent_t, hsa_executable_t, hsa_status_t, AmdExtTable, CoreApiTable, HSA_STATUS_SUCCESS,
@@ -67,6 +67,7 @@ pub type SignalCreateFn = unsafe extern "C" fn(
 pub type SignalDestroyFn = unsafe extern "C" fn(hsa_signal_t) -> hsa_status_t;
 pub type SignalLoadFn = unsafe extern "C" fn(hsa_signal_t) -> hsa_signal_value_t;
 pub type SignalStoreFn = unsafe extern "C" fn(hsa_signal_t, hsa_signal_value_t);
+pub type SignalSubtractFn = unsafe extern "C" fn(hsa_signal_t, hsa_signal_value_t);
 pub type SignalWaitFn = unsafe extern "C" fn(
     hsa_signal_t,
     hsa_signal_condition_t,
@@ -84,6 +85,39 @@ pub type PoolGetInfoFn = unsafe extern "C" fn(
 ) -> hsa_status_t;
 pub type AllowAccessFn =
     unsafe extern "C" fn(u32, *const hsa_agent_t, *const u32, *const c_void) -> hsa_status_t;
+pub type AsyncCopyRectFn = unsafe extern "C" fn(
+    *const hsa_pitched_ptr_t,
+    *const hsa_dim3_t,
+    *const hsa_pitched_ptr_t,
+    *const hsa_dim3_t,
+    *const hsa_dim3_t,
+    hsa_agent_t,
+    hsa_amd_copy_direction_t,
+    u32,
+    *const hsa_signal_t,
+    hsa_signal_t,
+) -> hsa_status_t;
+#[cfg(hsa_vmem)]
+pub type AsyncCopyOnEngineFn = unsafe extern "C" fn(
+    *mut c_void,
+    hsa_agent_t,
+    *const c_void,
+    hsa_agent_t,
+    usize,
+    u32,
+    *const hsa_signal_t,
+    hsa_signal_t,
+    super::sys::hsa_amd_sdma_engine_id_t,
+    bool,
+) -> hsa_status_t;
+pub type SignalHandler = unsafe extern "C" fn(hsa_signal_value_t, *mut c_void) -> bool;
+pub type SignalAsyncHandlerFn = unsafe extern "C" fn(
+    hsa_signal_t,
+    hsa_signal_condition_t,
+    hsa_signal_value_t,
+    Option<SignalHandler>,
+    *mut c_void,
+) -> hsa_status_t;
 pub type AsyncCopyFn = unsafe extern "C" fn(
     *mut c_void,
     hsa_agent_t,
@@ -101,15 +135,6 @@ macro_rules! read_entry {
         // SAFETY: callers only read tables that passed `tables::validate`,
         // which proved this entry lies inside the runtime's table.
         unsafe { ptr::addr_of!((*$table).$field).read() }
-    };
-}
-
-/// Writes one entry of a table through a raw pointer.
-macro_rules! write_entry {
-    ($table:expr, $field:ident, $value:expr) => {
-        // SAFETY: as for read_entry; the table is the runtime's mutable
-        // dispatch table, which a tool's OnLoad is allowed to patch.
-        unsafe { ptr::addr_of_mut!((*$table).$field).write($value) }
     };
 }
 
@@ -158,6 +183,7 @@ pub struct OptionalCore {
     pub signal_destroy: Option<SignalDestroyFn>,
     pub signal_load: Option<SignalLoadFn>,
     pub signal_store: Option<SignalStoreFn>,
+    pub signal_subtract: Option<SignalSubtractFn>,
     pub signal_wait: Option<SignalWaitFn>,
     /// What `hsa_executable_destroy_fn` held before the wrapper went in.
     pub executable_destroy: Option<ExecutableDestroyFn>,
@@ -167,13 +193,23 @@ pub struct OptionalCore {
 }
 
 /// AMD-extension entries the library uses when present: pool discovery,
-/// pinned host access and asynchronous copies.
+/// pinned host access, asynchronous copies (and the handler that watches an
+/// application copy's completion), and virtual memory.
 #[derive(Clone, Copy, Default)]
 pub struct OptionalAmd {
     pub iterate_pools: Option<IteratePoolsFn>,
     pub pool_get_info: Option<PoolGetInfoFn>,
     pub allow_access: Option<AllowAccessFn>,
+    /// What `hsa_amd_memory_async_copy_fn` held before the fence's wrapper.
     pub async_copy: Option<AsyncCopyFn>,
+    /// What `hsa_amd_memory_async_copy_rect_fn` held before the wrapper.
+    pub async_copy_rect: Option<AsyncCopyRectFn>,
+    /// What `hsa_amd_memory_async_copy_on_engine_fn` held (ROCm 6.0+).
+    #[cfg(hsa_vmem)]
+    pub async_copy_on_engine: Option<AsyncCopyOnEngineFn>,
+    pub signal_async_handler: Option<SignalAsyncHandlerFn>,
+    #[cfg(hsa_vmem)]
+    pub vmem: Option<vmem::VmemEntries>,
 }
 
 /// The AMD-extension-table entries the library uses.
@@ -206,6 +242,11 @@ impl CoreEntries {
                 signal_destroy: read_optional!(table, CoreApiTable, hsa_signal_destroy_fn),
                 signal_load: read_optional!(table, CoreApiTable, hsa_signal_load_scacquire_fn),
                 signal_store: read_optional!(table, CoreApiTable, hsa_signal_store_screlease_fn),
+                signal_subtract: read_optional!(
+                    table,
+                    CoreApiTable,
+                    hsa_signal_subtract_screlease_fn
+                ),
                 signal_wait: read_optional!(table, CoreApiTable, hsa_signal_wait_scacquire_fn),
                 executable_destroy: read_optional!(table, CoreApiTable, hsa_executable_destroy_fn),
                 system_get_major_extension_table: read_optional!(
@@ -215,25 +256,6 @@ impl CoreEntries {
                 ),
             },
         })
-    }
-
-    /// Replaces the allocation entry points of a table, and
-    /// `hsa_executable_destroy` when `destroy` is given.
-    ///
-    /// # Safety
-    /// As for [`CoreEntries::capture`]; `destroy` only if the captured
-    /// entries hold an `executable_destroy` (the table is large enough).
-    pub unsafe fn install(
-        table: *mut CoreApiTable,
-        allocate: MemoryAllocateFn,
-        free: MemoryFreeFn,
-        destroy: Option<ExecutableDestroyFn>,
-    ) {
-        write_entry!(table, hsa_memory_allocate_fn, Some(allocate));
-        write_entry!(table, hsa_memory_free_fn, Some(free));
-        if destroy.is_some() {
-            write_entry!(table, hsa_executable_destroy_fn, destroy);
-        }
     }
 
     /// `hsa_memory_copy` through the captured (un-wrapped) entry.
@@ -288,17 +310,43 @@ impl AmdEntries {
                 pool_get_info: read_optional!(table, AmdExtTable, hsa_amd_memory_pool_get_info_fn),
                 allow_access: read_optional!(table, AmdExtTable, hsa_amd_agents_allow_access_fn),
                 async_copy: read_optional!(table, AmdExtTable, hsa_amd_memory_async_copy_fn),
+                async_copy_rect: read_optional!(
+                    table,
+                    AmdExtTable,
+                    hsa_amd_memory_async_copy_rect_fn
+                ),
+                #[cfg(hsa_vmem)]
+                async_copy_on_engine: read_optional!(
+                    table,
+                    AmdExtTable,
+                    hsa_amd_memory_async_copy_on_engine_fn
+                ),
+                signal_async_handler: read_optional!(
+                    table,
+                    AmdExtTable,
+                    hsa_amd_signal_async_handler_fn
+                ),
+                #[cfg(hsa_vmem)]
+                vmem: (|| {
+                    Some(vmem::VmemEntries {
+                        handle_create: read_optional!(
+                            table,
+                            AmdExtTable,
+                            hsa_amd_vmem_handle_create_fn
+                        )?,
+                        map: read_optional!(table, AmdExtTable, hsa_amd_vmem_map_fn)?,
+                        unmap: read_optional!(table, AmdExtTable, hsa_amd_vmem_unmap_fn)?,
+                        set_access: read_optional!(table, AmdExtTable, hsa_amd_vmem_set_access_fn)?,
+                        get_access: read_optional!(table, AmdExtTable, hsa_amd_vmem_get_access_fn)?,
+                        properties_from_handle: read_optional!(
+                            table,
+                            AmdExtTable,
+                            hsa_amd_vmem_get_alloc_properties_from_handle_fn
+                        )?,
+                    })
+                })(),
             },
         })
-    }
-
-    /// Replaces the pool entry points of a table.
-    ///
-    /// # Safety
-    /// As for [`AmdEntries::capture`].
-    pub unsafe fn install(table: *mut AmdExtTable, allocate: PoolAllocateFn, free: PoolFreeFn) {
-        write_entry!(table, hsa_amd_memory_pool_allocate_fn, Some(allocate));
-        write_entry!(table, hsa_amd_memory_pool_free_fn, Some(free));
     }
 
     /// `hsa_amd_pointer_info` for one address, without the accessible-agents
@@ -363,5 +411,66 @@ impl CoreEntries {
         // Option of a function pointer.
         let table = unsafe { table.assume_init() };
         table.hsa_ven_amd_loader_iterate_executables
+    }
+}
+
+/// The virtual-memory entries the library wraps or asks (ROCm 6.0 and later
+/// tables; absent from older headers, and then nothing is wrapped).
+#[cfg(hsa_vmem)]
+pub mod vmem {
+    use std::ffi::c_void;
+
+    use super::super::sys::{
+        hsa_access_permission_t, hsa_amd_memory_access_desc_t, hsa_amd_memory_pool_t,
+        hsa_amd_memory_type_t, hsa_amd_vmem_alloc_handle_t,
+    };
+    use super::super::{hsa_agent_t, hsa_status_t};
+
+    pub type HandleCreateFn = unsafe extern "C" fn(
+        hsa_amd_memory_pool_t,
+        usize,
+        hsa_amd_memory_type_t,
+        u64,
+        *mut hsa_amd_vmem_alloc_handle_t,
+    ) -> hsa_status_t;
+    pub type MapFn = unsafe extern "C" fn(
+        *mut c_void,
+        usize,
+        usize,
+        hsa_amd_vmem_alloc_handle_t,
+        u64,
+    ) -> hsa_status_t;
+    pub type UnmapFn = unsafe extern "C" fn(*mut c_void, usize) -> hsa_status_t;
+    pub type SetAccessFn = unsafe extern "C" fn(
+        *mut c_void,
+        usize,
+        *const hsa_amd_memory_access_desc_t,
+        usize,
+    ) -> hsa_status_t;
+    pub type GetAccessFn = unsafe extern "C" fn(
+        *mut c_void,
+        *mut hsa_access_permission_t,
+        hsa_agent_t,
+    ) -> hsa_status_t;
+    pub type PropertiesFromHandleFn = unsafe extern "C" fn(
+        hsa_amd_vmem_alloc_handle_t,
+        *mut hsa_amd_memory_pool_t,
+        *mut hsa_amd_memory_type_t,
+    ) -> hsa_status_t;
+
+    /// What the runtime's AMD table held for the virtual-memory entries.
+    #[derive(Clone, Copy)]
+    pub struct VmemEntries {
+        /// Wrapped (a failure for lack of memory is retried once after the
+        /// library's retained arenas are released).
+        pub handle_create: HandleCreateFn,
+        /// Wrapped (the mapping is noted).
+        pub map: MapFn,
+        /// Wrapped (tracked mappings retired first).
+        pub unmap: UnmapFn,
+        /// Wrapped (mappings tracked once their owner may write them).
+        pub set_access: SetAccessFn,
+        pub get_access: GetAccessFn,
+        pub properties_from_handle: PropertiesFromHandleFn,
     }
 }

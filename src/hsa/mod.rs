@@ -7,6 +7,7 @@
 //! tool hands to `kr_memory_tracker_init`.
 
 pub mod entries;
+pub mod query;
 pub mod tables;
 
 /// Everything bindgen generated from `hsa.h`, `hsa_ext_amd.h` and
@@ -34,3 +35,27 @@ pub use sys::{HSA_STATUS_ERROR, HSA_STATUS_ERROR_NOT_INITIALIZED, HSA_STATUS_SUC
 /// spelled out here. HIP places its kernarg pools, and rocprofiler its trace
 /// buffers, in coarse-grained memory with this flag.
 pub const POOL_ALLOCATE_EXECUTABLE_FLAG: u32 = 1 << 2;
+
+/// Whether the headers the library was built against declare the virtual
+/// memory API (`hsa_amd_vmem_*`, ROCm 6.0 and later): only then are
+/// mappings wrapped and tracked.
+pub const HAS_VMEM: bool = cfg!(hsa_vmem);
+
+/// Expands the items given only when the library was built against headers
+/// with the virtual-memory API ([`HAS_VMEM`]): code outside this crate that
+/// names `AmdExtTable`'s vmem entries (the tests, the fuzz harness) compiles
+/// against every header generation.
+#[cfg(hsa_vmem)]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! with_vmem {
+    ($($item:item)*) => { $($item)* };
+}
+
+/// See the other definition: built against headers without the vmem API.
+#[cfg(not(hsa_vmem))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! with_vmem {
+    ($($item:item)*) => {};
+}

@@ -35,6 +35,9 @@ pub enum DeclineReason {
     /// installed into: frees may have gone unseen, so the inventory was
     /// dropped (until `kr_memory_tracker_init` installs them again).
     WrappersRemoved,
+    /// Application async copies on the agent's tracked memory were still
+    /// in flight when the fence's timeout ran out.
+    CopiesInFlight,
 }
 
 impl DeclineReason {
@@ -50,6 +53,7 @@ impl DeclineReason {
             DeclineReason::CopyFailed => 7,
             DeclineReason::DeviceMemory => 8,
             DeclineReason::WrappersRemoved => 9,
+            DeclineReason::CopiesInFlight => 10,
         }
     }
 }
@@ -66,6 +70,7 @@ impl fmt::Display for DeclineReason {
             DeclineReason::CopyFailed => "device-to-host copy failed",
             DeclineReason::DeviceMemory => "out of device memory for region copies",
             DeclineReason::WrappersRemoved => "allocation wrappers taken out of the HSA tables",
+            DeclineReason::CopiesInFlight => "application async copies still in flight",
         })
     }
 }
@@ -76,6 +81,10 @@ pub enum Decline {
     NotInitialized,
     Finalized,
     WrappersRemoved,
+    CopiesInFlight {
+        copies: u64,
+        timeout_ms: u64,
+    },
     NoExecutableIterator,
     Discovery(DiscoveryError),
     RegionList,
@@ -98,6 +107,7 @@ impl Decline {
             Decline::NotInitialized => DeclineReason::NotInitialized,
             Decline::Finalized => DeclineReason::Finalized,
             Decline::WrappersRemoved => DeclineReason::WrappersRemoved,
+            Decline::CopiesInFlight { .. } => DeclineReason::CopiesInFlight,
             Decline::NoExecutableIterator => DeclineReason::NoExecutableIterator,
             Decline::Discovery(DiscoveryError::Metadata) | Decline::RegionList => {
                 DeclineReason::MetadataMemory
@@ -125,6 +135,11 @@ impl fmt::Display for Decline {
                 f.write_str("kr_memory_tracker_init installed no core table")
             }
             Decline::Finalized => f.write_str("kr_finalize was called"),
+            Decline::CopiesInFlight { copies, timeout_ms } => write!(
+                f,
+                "{copies} application async copy(ies) on the agent's tracked memory still in \
+                 flight after {timeout_ms} ms (kr_set_copy_fence_timeout)"
+            ),
             Decline::WrappersRemoved => f.write_str(
                 "the allocation wrappers were taken out of the HSA tables \
                  (call kr_memory_tracker_init again to put them back)",

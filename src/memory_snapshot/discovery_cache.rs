@@ -70,6 +70,18 @@ impl DiscoveryCache {
         self.lock().retain(|((exe, _), _)| loaded.contains(*exe));
     }
 
+    /// Variables cached for `agent` (of executables still loaded when last
+    /// discovered): count and bytes.
+    pub fn agent_totals(&self, agent: u64) -> (usize, u64) {
+        self.lock()
+            .iter()
+            .filter(|((_, cached_agent), _)| *cached_agent == agent)
+            .flat_map(|(_, variables)| variables.iter())
+            .fold((0, 0), |(count, bytes), v| {
+                (count + 1, bytes + v.size as u64)
+            })
+    }
+
     /// Entries in the cache.
     pub fn len(&self) -> usize {
         self.lock().len()

@@ -14,6 +14,7 @@
 //! of one fresh pageable buffer and one blocking copy per region.
 
 pub mod copy;
+pub mod coverage;
 pub mod decline;
 pub mod discovery;
 pub mod discovery_cache;
@@ -240,11 +241,33 @@ fn capture(ctx: &'static Context, agent: hsa_agent_t) -> Result<Captured, Declin
     // below, when its generation no longer matches.
     let baseline = policy == StoragePolicy::Baseline;
     let variables = discovery::module_variables(ctx, &core, iterate, agent, !baseline)?;
+    coverage::note_untracked(ctx, agent, &tracked);
+    // No application copy may write the agent's tracked memory while it is
+    // captured: wait for those in flight, hold new ones back.
+    let _window = fence_window(ctx, agent).map_err(|copies| Decline::CopiesInFlight {
+        copies,
+        timeout_ms: ctx.fences.timeout().as_millis() as u64,
+    })?;
     if baseline {
         capture_baseline(ctx, core, &tracked, &variables)
     } else {
         capture_into_arenas(ctx, core, agent, policy, &tracked, &variables)
     }
+}
+
+/// Opens the async-copy fence's window on `agent` (see
+/// `memory_tracker/fence.rs`), counting in the stats whether it had to wait
+/// and whether the wait ran out; `Err(copies still in flight)` then.
+pub(crate) fn fence_window(
+    ctx: &Context,
+    agent: hsa_agent_t,
+) -> Result<crate::memory_tracker::fence::Window<'_>, u64> {
+    let waiting = ctx.fences.in_flight(agent.handle) > 0;
+    let window = ctx.fences.open_window(agent.handle);
+    if waiting || window.is_err() {
+        ctx.stats.fence_waited(window.is_err());
+    }
+    window
 }
 
 /// The design's original capture: a fresh host buffer and one blocking copy

@@ -78,6 +78,20 @@ pub fn restore(ctx: &Context, snapshot: &Snapshot) -> RestoreReport {
     // Wrappers taken out: what was tracked is dropped, so every tracked
     // region is skipped below, unwritten, and the skips cannot be vouched for.
     report.vouched = crate::memory_tracker::wrappers_in_place(ctx);
+    // No application copy may write the agent's tracked memory while it is
+    // restored; if those in flight do not finish in time, nothing is
+    // written (a pass on half-restored memory would count wrong).
+    let Ok(_window) = super::fence_window(ctx, snapshot.agent) else {
+        report.vouched = false;
+        report.failed = captured.regions.len();
+        warn!(
+            "restore of agent {:#x} not done: application async copies on its tracked memory \
+             were still in flight after {} ms",
+            snapshot.agent.handle,
+            ctx.fences.timeout().as_millis()
+        );
+        return report;
+    };
     let batched =
         captured.batch && restore_batched(ctx, snapshot, captured, &mut report, &mut log).is_some();
     if !batched {

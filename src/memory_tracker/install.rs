@@ -18,9 +18,11 @@ use log::{info, warn};
 use std::mem::offset_of;
 
 use crate::context::GLOBAL;
+#[cfg(hsa_vmem)]
+use crate::hsa::entries::{vmem, AsyncCopyOnEngineFn};
 use crate::hsa::entries::{
-    AmdEntries, CoreEntries, ExecutableDestroyFn, MemoryAllocateFn, MemoryFreeFn, PoolAllocateFn,
-    PoolFreeFn,
+    AmdEntries, AsyncCopyFn, AsyncCopyRectFn, CoreEntries, ExecutableDestroyFn, MemoryAllocateFn,
+    MemoryFreeFn, PoolAllocateFn, PoolFreeFn,
 };
 use crate::hsa::tables::{self, TableError};
 use crate::hsa::{AmdExtTable, CoreApiTable};
@@ -138,19 +140,137 @@ unsafe fn may_install<E>(hooks: &Hooks<E>, table: *mut u8) -> Option<Kind> {
     }
 }
 
-/// The next pointer of one wrapped entry: what the table holds, unless that
-/// is our own wrapper, which must never chain to itself; then what the
-/// previous installation chained to.
-fn next_of<F: Copy>(
-    found: F,
-    ours: usize,
-    previous: Option<F>,
-    as_addr: fn(F) -> usize,
-) -> Option<F> {
-    if as_addr(found) != ours {
-        return Some(found);
+/// The entries one installation replaces, built entry by entry: each
+/// captured entry becomes the next pointer of our wrapper, unless the table
+/// holds our own wrapper there (it must never chain to itself): then the
+/// previous installation's next pointer is kept.
+struct Chain {
+    hooked: [Hooked; MAX_HOOKED],
+    chained_to: [usize; MAX_HOOKED],
+    used: usize,
+    /// A required entry could not be chained.
+    refused: bool,
+}
+
+/// Most entries of one table the library replaces.
+const MAX_HOOKED: usize = 12;
+
+impl Chain {
+    fn new() -> Self {
+        Chain {
+            hooked: [Hooked {
+                offset: 0,
+                wrapper: 0,
+            }; MAX_HOOKED],
+            chained_to: [0; MAX_HOOKED],
+            used: 0,
+            refused: false,
+        }
     }
-    previous
+
+    /// Chains one entry the table has: returns the next pointer our wrapper
+    /// calls, or `None` (the entry refuses the installation).
+    fn link<F: Copy>(
+        &mut self,
+        found: F,
+        offset: usize,
+        wrapper: usize,
+        previous: Option<F>,
+        address: fn(F) -> usize,
+    ) -> Option<F> {
+        let next = if address(found) != wrapper {
+            Some(found)
+        } else {
+            previous
+        };
+        match (next, self.used < MAX_HOOKED) {
+            (Some(next), true) => {
+                self.hooked[self.used] = Hooked { offset, wrapper };
+                self.chained_to[self.used] = address(next);
+                self.used += 1;
+                Some(next)
+            }
+            _ => {
+                self.refused = true;
+                None
+            }
+        }
+    }
+
+    /// Chains a required entry (the table has it: validated).
+    fn required<F: Copy>(
+        &mut self,
+        found: F,
+        offset: usize,
+        wrapper: usize,
+        previous: Option<F>,
+        address: fn(F) -> usize,
+    ) -> F {
+        self.link(found, offset, wrapper, previous, address)
+            .unwrap_or(found)
+    }
+
+    /// Chains an entry the table may lack (then nothing is wrapped).
+    fn optional<F: Copy>(
+        &mut self,
+        found: Option<F>,
+        offset: usize,
+        wrapper: usize,
+        previous: Option<F>,
+        address: fn(F) -> usize,
+    ) -> Option<F> {
+        self.link(found?, offset, wrapper, previous, address)
+    }
+
+    fn hooked(&self) -> &[Hooked] {
+        &self.hooked[..self.used]
+    }
+
+    fn chained_to(&self) -> &[usize] {
+        &self.chained_to[..self.used]
+    }
+}
+
+/// Records the installation, drops what a re-installation can no longer
+/// trust, and writes our wrappers into the table.
+///
+/// # Safety
+/// `table` passed `tables::validate`; every hooked offset is an entry the
+/// table has (an entry the capture read from it).
+unsafe fn put_in<E>(
+    hooks: &Hooks<E>,
+    table: *mut u8,
+    entries: E,
+    chain: &Chain,
+    reinstall: bool,
+) -> Kind {
+    if chain.refused {
+        warn!("the table holds this library's wrapper and nothing to chain it to; not installed");
+        return Kind::Refused;
+    }
+    if !hooks.record(table, entries, chain.hooked(), chain.chained_to()) {
+        warn!("no host memory to record the installation; not installed");
+        return Kind::Refused;
+    }
+    if reinstall {
+        forget_unseen(&GLOBAL);
+    }
+    for hooked in chain.hooked() {
+        // SAFETY: the caller's promise; the entries are recorded first, so
+        // the wrappers never run without a next pointer. A tool's OnLoad may
+        // patch the runtime's dispatch table.
+        unsafe {
+            table
+                .add(hooked.offset)
+                .cast::<usize>()
+                .write(hooked.wrapper)
+        };
+    }
+    if reinstall {
+        Kind::Reinstalled
+    } else {
+        Kind::Installed
+    }
 }
 
 /// # Safety
@@ -167,85 +287,37 @@ unsafe fn install_core(table: *mut CoreApiTable) -> Kind {
     let Some(mut entries) = (unsafe { CoreEntries::capture(table) }) else {
         return Kind::Refused;
     };
-    let ours_allocate = wrappers::memory_allocate as MemoryAllocateFn as usize;
-    let ours_free = wrappers::memory_free as MemoryFreeFn as usize;
-    let ours_destroy = wrappers::executable_destroy as ExecutableDestroyFn as usize;
-    let chained = (
-        next_of(
-            entries.memory_allocate,
-            ours_allocate,
-            previous.map(|p| p.memory_allocate),
-            |f| f as usize,
-        ),
-        next_of(
-            entries.memory_free,
-            ours_free,
-            previous.map(|p| p.memory_free),
-            |f| f as usize,
-        ),
+    let mut chain = Chain::new();
+    entries.memory_allocate = chain.required(
+        entries.memory_allocate,
+        offset_of!(CoreApiTable, hsa_memory_allocate_fn),
+        wrappers::memory_allocate as MemoryAllocateFn as usize,
+        previous.map(|p| p.memory_allocate),
+        |f| f as usize,
     );
-    let (Some(allocate), Some(free)) = chained else {
-        warn!("CoreApiTable already holds this library's wrapper and nothing to chain it to; not installed");
-        return Kind::Refused;
-    };
-    entries.memory_allocate = allocate;
-    entries.memory_free = free;
+    entries.memory_free = chain.required(
+        entries.memory_free,
+        offset_of!(CoreApiTable, hsa_memory_free_fn),
+        wrappers::memory_free as MemoryFreeFn as usize,
+        previous.map(|p| p.memory_free),
+        |f| f as usize,
+    );
     // The destroy wrapper goes in only where the table has the entry; with
     // it, the executable registry can vouch for module variables.
-    entries.optional.executable_destroy = entries.optional.executable_destroy.and_then(|found| {
-        next_of(
-            found,
-            ours_destroy,
-            previous.and_then(|p| p.optional.executable_destroy),
-            |f| f as usize,
-        )
-    });
-    let destroy = entries.optional.executable_destroy;
-    let hooked = [
-        Hooked {
-            offset: offset_of!(CoreApiTable, hsa_memory_allocate_fn),
-            wrapper: ours_allocate,
-        },
-        Hooked {
-            offset: offset_of!(CoreApiTable, hsa_memory_free_fn),
-            wrapper: ours_free,
-        },
-        Hooked {
-            offset: offset_of!(CoreApiTable, hsa_executable_destroy_fn),
-            wrapper: ours_destroy,
-        },
-    ];
-    let chained_to = [
-        allocate as usize,
-        free as usize,
-        destroy.map_or(0, |f| f as usize),
-    ];
-    let used = if destroy.is_some() { 3 } else { 2 };
-    if !hooks.record(raw, entries, &hooked[..used], &chained_to[..used]) {
-        warn!("no host memory to record the core table's installation; not installed");
-        return Kind::Refused;
-    }
-    if previous.is_some() {
-        forget_unseen(&GLOBAL);
-    }
-    // SAFETY: validated by the caller; the entries are recorded first, so
-    // the wrappers never run without a next pointer.
-    unsafe {
-        CoreEntries::install(
-            table,
-            wrappers::memory_allocate,
-            wrappers::memory_free,
-            destroy.map(|_| wrappers::executable_destroy as ExecutableDestroyFn),
-        )
-    };
-    if destroy.is_some() {
+    entries.optional.executable_destroy = chain.optional(
+        entries.optional.executable_destroy,
+        offset_of!(CoreApiTable, hsa_executable_destroy_fn),
+        wrappers::executable_destroy as ExecutableDestroyFn as usize,
+        previous.and_then(|p| p.optional.executable_destroy),
+        |f| f as usize,
+    );
+    let tracks_destroys = entries.optional.executable_destroy.is_some();
+    // SAFETY: validated; every hooked entry was captured from the table.
+    let kind = unsafe { put_in(hooks, raw, entries, &chain, previous.is_some()) };
+    if tracks_destroys && matches!(kind, Kind::Installed | Kind::Reinstalled) {
         GLOBAL.executables.start_tracking_destroys();
     }
-    if previous.is_some() {
-        Kind::Reinstalled
-    } else {
-        Kind::Installed
-    }
+    kind
 }
 
 /// # Safety
@@ -262,50 +334,88 @@ unsafe fn install_amd(table: *mut AmdExtTable) -> Kind {
     let Some(mut entries) = (unsafe { AmdEntries::capture(table) }) else {
         return Kind::Refused;
     };
-    let ours_allocate = wrappers::pool_allocate as PoolAllocateFn as usize;
-    let ours_free = wrappers::pool_free as PoolFreeFn as usize;
-    let chained = (
-        next_of(
-            entries.pool_allocate,
-            ours_allocate,
-            previous.map(|p| p.pool_allocate),
-            |f| f as usize,
-        ),
-        next_of(
-            entries.pool_free,
-            ours_free,
-            previous.map(|p| p.pool_free),
-            |f| f as usize,
-        ),
+    let mut chain = Chain::new();
+    entries.pool_allocate = chain.required(
+        entries.pool_allocate,
+        offset_of!(AmdExtTable, hsa_amd_memory_pool_allocate_fn),
+        wrappers::pool_allocate as PoolAllocateFn as usize,
+        previous.map(|p| p.pool_allocate),
+        |f| f as usize,
     );
-    let (Some(allocate), Some(free)) = chained else {
-        warn!("AmdExtTable already holds this library's wrapper and nothing to chain it to; not installed");
-        return Kind::Refused;
-    };
-    entries.pool_allocate = allocate;
-    entries.pool_free = free;
-    let hooked = [
-        Hooked {
-            offset: offset_of!(AmdExtTable, hsa_amd_memory_pool_allocate_fn),
-            wrapper: ours_allocate,
-        },
-        Hooked {
-            offset: offset_of!(AmdExtTable, hsa_amd_memory_pool_free_fn),
-            wrapper: ours_free,
-        },
-    ];
-    if !hooks.record(raw, entries, &hooked, &[allocate as usize, free as usize]) {
-        warn!("no host memory to record the AMD table's installation; not installed");
-        return Kind::Refused;
+    entries.pool_free = chain.required(
+        entries.pool_free,
+        offset_of!(AmdExtTable, hsa_amd_memory_pool_free_fn),
+        wrappers::pool_free as PoolFreeFn as usize,
+        previous.map(|p| p.pool_free),
+        |f| f as usize,
+    );
+    // The async-copy fence, where the table has the entries.
+    let optional = &mut entries.optional;
+    let before = previous.map(|p| p.optional);
+    optional.async_copy = chain.optional(
+        optional.async_copy,
+        offset_of!(AmdExtTable, hsa_amd_memory_async_copy_fn),
+        wrappers::async_copy as AsyncCopyFn as usize,
+        before.and_then(|p| p.async_copy),
+        |f| f as usize,
+    );
+    optional.async_copy_rect = chain.optional(
+        optional.async_copy_rect,
+        offset_of!(AmdExtTable, hsa_amd_memory_async_copy_rect_fn),
+        wrappers::async_copy_rect as AsyncCopyRectFn as usize,
+        before.and_then(|p| p.async_copy_rect),
+        |f| f as usize,
+    );
+    #[cfg(hsa_vmem)]
+    {
+        optional.async_copy_on_engine = chain.optional(
+            optional.async_copy_on_engine,
+            offset_of!(AmdExtTable, hsa_amd_memory_async_copy_on_engine_fn),
+            wrappers::async_copy_on_engine as AsyncCopyOnEngineFn as usize,
+            before.and_then(|p| p.async_copy_on_engine),
+            |f| f as usize,
+        );
+        // Virtual memory: mappings become tracked regions.
+        if let Some(vmem) = optional.vmem.as_mut() {
+            let was = before.and_then(|p| p.vmem);
+            let linked = (
+                chain.link(
+                    vmem.handle_create,
+                    offset_of!(AmdExtTable, hsa_amd_vmem_handle_create_fn),
+                    wrappers::vmem_handle_create as vmem::HandleCreateFn as usize,
+                    was.map(|p| p.handle_create),
+                    |f| f as usize,
+                ),
+                chain.link(
+                    vmem.map,
+                    offset_of!(AmdExtTable, hsa_amd_vmem_map_fn),
+                    wrappers::vmem_map as vmem::MapFn as usize,
+                    was.map(|p| p.map),
+                    |f| f as usize,
+                ),
+                chain.link(
+                    vmem.unmap,
+                    offset_of!(AmdExtTable, hsa_amd_vmem_unmap_fn),
+                    wrappers::vmem_unmap as vmem::UnmapFn as usize,
+                    was.map(|p| p.unmap),
+                    |f| f as usize,
+                ),
+                chain.link(
+                    vmem.set_access,
+                    offset_of!(AmdExtTable, hsa_amd_vmem_set_access_fn),
+                    wrappers::vmem_set_access as vmem::SetAccessFn as usize,
+                    was.map(|p| p.set_access),
+                    |f| f as usize,
+                ),
+            );
+            if let (Some(create), Some(map), Some(unmap), Some(set_access)) = linked {
+                vmem.handle_create = create;
+                vmem.map = map;
+                vmem.unmap = unmap;
+                vmem.set_access = set_access;
+            }
+        }
     }
-    if previous.is_some() {
-        forget_unseen(&GLOBAL);
-    }
-    // SAFETY: as in install_core.
-    unsafe { AmdEntries::install(table, wrappers::pool_allocate, wrappers::pool_free) };
-    if previous.is_some() {
-        Kind::Reinstalled
-    } else {
-        Kind::Installed
-    }
+    // SAFETY: validated; every hooked entry was captured from the table.
+    unsafe { put_in(hooks, raw, entries, &chain, previous.is_some()) }
 }

@@ -11,13 +11,25 @@ use std::collections::TryReserveError;
 
 use super::registry::{Cursor, LiveView as RegistryView, Origin, Registry};
 
-/// One tracked allocation.
+/// What made a tracked region.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RegionKind {
+    /// A pool or region allocation.
+    #[default]
+    Allocation,
+    /// A virtual-memory mapping of a physical handle (`hsa_amd_vmem_map`).
+    Mapping,
+}
+
+/// One tracked allocation or mapping.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Allocation {
-    /// Bytes the application asked for.
+    /// Bytes the application asked for (or mapped).
     pub size: usize,
-    /// `hsa_amd_pointer_info::agentOwner`, which makes snapshots agent-scoped.
+    /// The owning agent (`hsa_amd_pointer_info::agentOwner`, or the agent of
+    /// a mapping's physical handle), which makes snapshots agent-scoped.
     pub agent: u64,
+    pub kind: RegionKind,
 }
 
 /// A tracked allocation as a snapshot sees it.
@@ -54,7 +66,46 @@ impl Inventory {
     /// at `base` (its free was never seen) is replaced: the new allocation is
     /// the one that is live.
     pub fn record(&self, base: usize, size: usize, agent: u64) -> u64 {
-        self.allocations.record(base, Allocation { size, agent })
+        self.record_kind(base, size, agent, RegionKind::Allocation)
+    }
+
+    /// As [`Inventory::record`], for a region of `kind`.
+    pub fn record_kind(&self, base: usize, size: usize, agent: u64, kind: RegionKind) -> u64 {
+        self.allocations
+            .record(base, Allocation { size, agent, kind })
+    }
+
+    /// Retire before free for the regions at several bases released by one
+    /// runtime call (an unmap spanning mappings); see [`Inventory::retire_then_free`].
+    pub fn retire_all_then_free<R>(
+        &self,
+        bases: &[usize],
+        free: impl FnOnce() -> R,
+        gone: impl Fn(&R, usize) -> bool,
+    ) -> R {
+        self.allocations.retire_all_then_free(bases, free, gone)
+    }
+
+    /// Stops tracking every region starting in `[start, start + len)`.
+    pub fn forget_range(&self, start: usize, len: usize) {
+        self.allocations
+            .forget_range(start..start.saturating_add(len.max(1)));
+    }
+
+    /// Whether a live region starts at `base`.
+    pub fn is_live(&self, base: usize) -> bool {
+        self.allocations.is_live(base)
+    }
+
+    /// The owning agent of the live region that holds `[address, address + len)`
+    /// in part, if one does (an async copy touching tracked memory).
+    pub fn owner_of_range(&self, address: usize, len: usize) -> Option<u64> {
+        let view = self.allocations.live_view();
+        let end = address.checked_add(len.max(1))?;
+        // The region starting at or before the end of the range; if it
+        // started before the range, it must reach into it.
+        let (base, region) = view.at_or_below(end - 1)?;
+        (base.saturating_add(region.size) > address).then_some(region.agent)
     }
 
     /// Retire before free (see `registry.rs`): the allocation stops being
@@ -110,7 +161,7 @@ impl Inventory {
         }
     }
 
-    /// Count and total bytes of the allocations owned by `agent`.
+    /// Count and total bytes of the tracked regions owned by `agent`.
     pub fn agent_totals(&self, agent: u64) -> (usize, u64) {
         self.allocations.fold((0, 0), |(count, bytes), a| {
             if a.agent == agent {

@@ -9,11 +9,14 @@
 //! - [`gate`] decides whether allocations are recorded, and finalizes.
 
 pub mod executables;
+pub mod fence;
 pub mod gate;
 pub mod hooks;
 pub mod install;
 pub mod inventory;
 pub mod registry;
+#[cfg(hsa_vmem)]
+pub mod vmem;
 pub(crate) mod wrappers;
 
 use std::ffi::c_void;
@@ -56,6 +59,11 @@ pub fn finalize(ctx: &Context) {
     ctx.inventory.clear();
     ctx.executables.clear();
     ctx.discovery_cache.clear();
+    #[cfg(hsa_vmem)]
+    ctx.mappings.clear();
+    if let Some(core) = ctx.core() {
+        ctx.fences.destroy_proxies(core);
+    }
     // Retained arenas and pooled signals go back to the runtime now; arenas
     // still leased go back when their snapshots are freed.
     ctx.storage.trim(ctx);
@@ -71,6 +79,8 @@ pub fn forget_unseen(ctx: &Context) {
     ctx.inventory.clear();
     ctx.executables.clear();
     ctx.discovery_cache.clear();
+    #[cfg(hsa_vmem)]
+    ctx.mappings.clear();
     if dropped == 0 && !had_executables {
         return;
     }

@@ -79,7 +79,7 @@ pub struct Registry<K, V> {
 
 /// A retirement in progress: the generation marked, and whether the entry
 /// was live before (else it is a tombstone a discovered kind's free placed).
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 struct Retiring {
     generation: u64,
     was_live: bool,
@@ -180,6 +180,56 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
             self.end_retire(key, retiring, succeeded(&result));
         }
         result
+    }
+
+    /// Retire before free for several keys at once (one runtime call that
+    /// may release several registered things: an unmap spanning mappings, a
+    /// set_access that may revoke access). `gone(result, key)` says, after
+    /// the call, whether that key's thing was released; one that was not is
+    /// live again with its generation. Without memory to note the
+    /// retirements, the entries are dropped for good before `free` runs
+    /// (safe: they are merely no longer tracked).
+    pub fn retire_all_then_free<R>(
+        &self,
+        keys: &[K],
+        free: impl FnOnce() -> R,
+        gone: impl Fn(&R, K) -> bool,
+    ) -> R {
+        let mut retiring = Vec::new();
+        if retiring.try_reserve_exact(keys.len()).is_err() {
+            self.forget(keys);
+            return free();
+        }
+        retiring.extend(keys.iter().map(|&key| self.begin_retire(key)));
+        let result = free();
+        for (slot, &key) in retiring.iter().zip(keys) {
+            if let Some(retiring) = *slot {
+                self.end_retire(key, retiring, gone(&result, key));
+            }
+        }
+        result
+    }
+
+    /// Drops the entries under `keys`, whatever their state.
+    fn forget(&self, keys: &[K]) {
+        let mut entries = self.write();
+        for key in keys {
+            entries.remove(key);
+        }
+        self.len.store(entries.len(), Ordering::Release);
+    }
+
+    /// Drops every entry with a key in `range`, whatever its state (the
+    /// fallback when there is no memory to retire them one by one).
+    pub fn forget_range(&self, range: std::ops::Range<K>) {
+        let mut entries = self.write();
+        entries.retain(|key, _| !range.contains(key));
+        self.len.store(entries.len(), Ordering::Release);
+    }
+
+    /// Whether `key` is registered and live (not retiring).
+    pub fn is_live(&self, key: K) -> bool {
+        self.read().get(&key).is_some_and(|e| !e.retiring)
     }
 
     /// Marks `key` retiring (see [`Origin`] for a key not registered).
@@ -308,6 +358,15 @@ impl<K: Ord + Copy, V> LiveView<'_, K, V> {
     /// The entry under `key` if it is live and of `generation`.
     pub fn get(&self, key: K, generation: u64) -> Option<&V> {
         self.entries.get(&key).and_then(|e| live_of(e, generation))
+    }
+
+    /// The live entry with the greatest key at or below `key`, if any.
+    pub fn at_or_below(&self, key: K) -> Option<(K, &V)> {
+        self.entries
+            .range(..=key)
+            .next_back()
+            .filter(|(_, e)| !e.retiring)
+            .map(|(&k, e)| (k, &e.value))
     }
 
     /// A cursor for many lookups in ascending key order, one walk of the map

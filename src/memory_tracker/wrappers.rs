@@ -1,11 +1,16 @@
-//! The four allocation wrappers installed into the runtime's tables.
+//! The wrappers installed into the runtime's tables: allocation and free
+//! (core and AMD), executable destroy, the async copies (the fence), and
+//! virtual memory (handle create, map, unmap, set_access).
 //!
-//! They run on every device allocation of the host program, so the common
-//! path is a tail call to the chained entry after one relaxed load of the
-//! gate (allocate) or of the inventory size (free). Anything more happens
-//! only when tracking is on, or when something is tracked. The gate is read
-//! before the chained call: whether an allocation racing with
-//! `kr_set_tracking_enabled` is recorded is the caller's race either way.
+//! The allocation and free wrappers run on every device allocation of the
+//! host program, so their common path is a tail call to the chained entry
+//! after one relaxed load of the gate (allocate) or of the inventory size
+//! (free). Anything more happens only when tracking is on, or when something
+//! is tracked, or when the runtime refused an allocation for lack of memory
+//! (then the library's retained arenas are released and the call retried
+//! once: the profiler must never make the application's allocation fail).
+//! The gate is read before the chained call: whether an allocation racing
+//! with `kr_set_tracking_enabled` is recorded is the caller's race either way.
 //!
 //! No panic may leave these functions: they are called from C through the
 //! HSA tables. The bookkeeping runs inside the panic boundary; the runtime's
@@ -17,11 +22,46 @@ use crate::context::GLOBAL;
 use crate::ffi::boundary::catch_panic;
 use crate::hsa::entries::MemoryFreeFn;
 use crate::hsa::hsa_executable_t;
-use crate::hsa::sys::{hsa_amd_memory_pool_t, hsa_region_t};
-use crate::hsa::{
-    hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_ERROR_NOT_INITIALIZED, HSA_STATUS_SUCCESS,
+use crate::hsa::sys::{
+    hsa_amd_copy_direction_t, hsa_amd_memory_pool_t, hsa_dim3_t, hsa_pitched_ptr_t, hsa_region_t,
+    hsa_signal_t,
 };
-use crate::memory_tracker::record_allocation;
+use crate::hsa::{
+    hsa_agent_t, hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_ERROR_NOT_INITIALIZED,
+    HSA_STATUS_SUCCESS,
+};
+use crate::memory_tracker::{fence, record_allocation};
+
+/// `HSA_STATUS_ERROR_OUT_OF_RESOURCES`: the runtime had no memory.
+const OUT_OF_RESOURCES: hsa_status_t = crate::hsa::sys::HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+
+/// Runs an allocation; if the runtime refused it for lack of memory while
+/// the library keeps arenas for reuse, releases them and tries once more.
+/// The application sees the retried call's answer.
+#[inline(always)]
+fn allocate_or_make_room(pool: u64, mut call: impl FnMut() -> hsa_status_t) -> hsa_status_t {
+    let status = call();
+    if status == OUT_OF_RESOURCES {
+        return retry_after_releasing_arenas(pool, call, status);
+    }
+    status
+}
+
+#[cold]
+#[inline(never)]
+fn retry_after_releasing_arenas(
+    pool: u64,
+    mut call: impl FnMut() -> hsa_status_t,
+    status: hsa_status_t,
+) -> hsa_status_t {
+    let released = catch_panic(0, || {
+        crate::context::release_retained_for_application(&GLOBAL, pool)
+    });
+    if released == 0 {
+        return status;
+    }
+    call()
+}
 
 /// Replaces `hsa_amd_memory_pool_allocate`.
 pub(crate) unsafe extern "C" fn pool_allocate(
@@ -33,15 +73,12 @@ pub(crate) unsafe extern "C" fn pool_allocate(
     let Some(amd) = GLOBAL.amd() else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
-    if !GLOBAL.gate.recording() {
-        // Not recording: a tail call, the gate's one relaxed load on top.
-        // SAFETY: the caller's arguments go unchanged to the entry this
-        // wrapper replaced, under that entry's own contract.
-        return unsafe { (amd.pool_allocate)(pool, size, flags, ptr) };
-    }
-    // SAFETY: as above.
-    let status = unsafe { (amd.pool_allocate)(pool, size, flags, ptr) };
-    if status == HSA_STATUS_SUCCESS && !ptr.is_null() {
+    // SAFETY: the caller's arguments go unchanged to the entry this wrapper
+    // replaced, under that entry's own contract.
+    let call = || unsafe { (amd.pool_allocate)(pool, size, flags, ptr) };
+    let status = allocate_or_make_room(pool.handle, call);
+    // Not recording: the call, the gate's one relaxed load on top.
+    if status == HSA_STATUS_SUCCESS && GLOBAL.gate.recording() && !ptr.is_null() {
         // SAFETY: the runtime succeeded, so it stored the new pointer in *ptr.
         note_allocation(unsafe { *ptr }, size, Some(flags));
     }
@@ -66,13 +103,11 @@ pub(crate) unsafe extern "C" fn memory_allocate(
     let Some(core) = GLOBAL.core() else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
-    if !GLOBAL.gate.recording() {
-        // SAFETY: the caller's arguments go unchanged to the replaced entry.
-        return unsafe { (core.memory_allocate)(region, size, ptr) };
-    }
-    // SAFETY: as above.
-    let status = unsafe { (core.memory_allocate)(region, size, ptr) };
-    if status == HSA_STATUS_SUCCESS && !ptr.is_null() {
+    // SAFETY: the caller's arguments go unchanged to the replaced entry.
+    let call = || unsafe { (core.memory_allocate)(region, size, ptr) };
+    // A region has the handle of the pool of the same memory.
+    let status = allocate_or_make_room(region.handle, call);
+    if status == HSA_STATUS_SUCCESS && GLOBAL.gate.recording() && !ptr.is_null() {
         // SAFETY: the runtime succeeded, so it stored the new pointer in *ptr.
         note_allocation(unsafe { *ptr }, size, None);
     }
@@ -89,8 +124,8 @@ pub(crate) unsafe extern "C" fn memory_free(ptr: *mut c_void) -> hsa_status_t {
 }
 
 /// Replaces `hsa_executable_destroy` (where the table has it): the
-/// executable leaves the registry, waiting for any in-flight copy of its
-/// variables, before the runtime unloads it. See `memory_snapshot/executables.rs`.
+/// executable is retired, waiting for any in-flight copy of its variables,
+/// before the runtime unloads it. See `executables.rs`.
 pub(crate) unsafe extern "C" fn executable_destroy(executable: hsa_executable_t) -> hsa_status_t {
     let Some(destroy) = GLOBAL
         .core()
@@ -152,4 +187,308 @@ unsafe fn retire_then_free_tracked(ptr: *mut c_void, free: MemoryFreeFn) -> hsa_
             .inventory
             .retire_then_free(ptr as usize, call_runtime, |s| *s == HSA_STATUS_SUCCESS)
     })
+}
+
+// ---- async copies: the fence ----------------------------------------------------
+
+/// The agents whose tracked memory the byte ranges `[address, address + len)`
+/// touch; `None` when the fast path applies (nothing tracked, or no range
+/// touches tracked memory).
+#[inline(always)]
+fn tracked_owners(ranges: [(usize, usize); 2]) -> Option<[Option<u64>; 2]> {
+    if GLOBAL.inventory.is_empty() {
+        return None;
+    }
+    touched_owners(ranges)
+}
+
+#[cold]
+#[inline(never)]
+fn touched_owners(ranges: [(usize, usize); 2]) -> Option<[Option<u64>; 2]> {
+    catch_panic(None, || {
+        let owners = ranges.map(|(address, len)| GLOBAL.inventory.owner_of_range(address, len));
+        match owners {
+            [None, None] => None,
+            [Some(a), Some(b)] if a == b => Some([Some(a), None]),
+            owners => Some(owners),
+        }
+    })
+}
+
+/// Submits one application copy through the fence when it touches tracked
+/// memory (`submit` takes the completion signal to give the runtime).
+fn fence_copy(
+    ranges: [(usize, usize); 2],
+    completion: hsa_signal_t,
+    submit: impl FnOnce(hsa_signal_t) -> hsa_status_t,
+) -> hsa_status_t {
+    let (Some(owners), Some(core), Some(amd)) = (
+        tracked_owners(ranges).filter(|_| completion.handle != 0),
+        GLOBAL.core(),
+        GLOBAL.amd(),
+    ) else {
+        return submit(completion);
+    };
+    GLOBAL
+        .stats
+        .fenced_copies
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    fence::fenced_copy(
+        &GLOBAL.fences,
+        core,
+        amd.optional.signal_async_handler,
+        owners,
+        completion,
+        submit,
+    )
+}
+
+/// Replaces `hsa_amd_memory_async_copy`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe extern "C" fn async_copy(
+    dst: *mut c_void,
+    dst_agent: hsa_agent_t,
+    src: *const c_void,
+    src_agent: hsa_agent_t,
+    size: usize,
+    num_dep_signals: u32,
+    dep_signals: *const hsa_signal_t,
+    completion_signal: hsa_signal_t,
+) -> hsa_status_t {
+    let Some(copy) = GLOBAL.amd().and_then(|amd| amd.optional.async_copy) else {
+        return HSA_STATUS_ERROR_NOT_INITIALIZED;
+    };
+    let ranges = [(dst as usize, size), (src as usize, size)];
+    fence_copy(ranges, completion_signal, |signal| {
+        // SAFETY: the caller's arguments go unchanged to the replaced entry,
+        // with the completion signal the fence chose (the caller's, or a
+        // proxy that completes the caller's exactly as the runtime would).
+        unsafe {
+            copy(
+                dst,
+                dst_agent,
+                src,
+                src_agent,
+                size,
+                num_dep_signals,
+                dep_signals,
+                signal,
+            )
+        }
+    })
+}
+
+/// The bytes a pitched 3-D box spans, from its first to its last byte.
+///
+/// # Safety
+/// `ptr`, `offset` and `range` are NULL or readable.
+unsafe fn pitched_span(
+    ptr: *const hsa_pitched_ptr_t,
+    offset: *const hsa_dim3_t,
+    range: *const hsa_dim3_t,
+) -> (usize, usize) {
+    // SAFETY: the caller's promise; NULL reads as an empty span (the runtime
+    // refuses the call).
+    let (Some(ptr), Some(offset), Some(range)) = (
+        unsafe { ptr.as_ref() },
+        unsafe { offset.as_ref() },
+        unsafe { range.as_ref() },
+    ) else {
+        return (0, 0);
+    };
+    let (pitch, slice) = (ptr.pitch, ptr.slice);
+    let start = (ptr.base as usize)
+        .saturating_add(offset.x as usize)
+        .saturating_add((offset.y as usize).saturating_mul(pitch))
+        .saturating_add((offset.z as usize).saturating_mul(slice));
+    if range.x == 0 || range.y == 0 || range.z == 0 {
+        return (start, 0);
+    }
+    let len = ((range.z as usize - 1).saturating_mul(slice))
+        .saturating_add((range.y as usize - 1).saturating_mul(pitch))
+        .saturating_add(range.x as usize);
+    (start, len)
+}
+
+/// Replaces `hsa_amd_memory_async_copy_rect`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe extern "C" fn async_copy_rect(
+    dst: *const hsa_pitched_ptr_t,
+    dst_offset: *const hsa_dim3_t,
+    src: *const hsa_pitched_ptr_t,
+    src_offset: *const hsa_dim3_t,
+    range: *const hsa_dim3_t,
+    copy_agent: hsa_agent_t,
+    dir: hsa_amd_copy_direction_t,
+    num_dep_signals: u32,
+    dep_signals: *const hsa_signal_t,
+    completion_signal: hsa_signal_t,
+) -> hsa_status_t {
+    let Some(copy) = GLOBAL.amd().and_then(|amd| amd.optional.async_copy_rect) else {
+        return HSA_STATUS_ERROR_NOT_INITIALIZED;
+    };
+    // SAFETY: the caller's descriptors, read only.
+    let ranges = unsafe {
+        [
+            pitched_span(dst, dst_offset, range),
+            pitched_span(src, src_offset, range),
+        ]
+    };
+    fence_copy(ranges, completion_signal, |signal| {
+        // SAFETY: as in async_copy.
+        unsafe {
+            copy(
+                dst,
+                dst_offset,
+                src,
+                src_offset,
+                range,
+                copy_agent,
+                dir,
+                num_dep_signals,
+                dep_signals,
+                signal,
+            )
+        }
+    })
+}
+
+/// Replaces `hsa_amd_memory_async_copy_on_engine` (ROCm 6.0 and later).
+#[cfg(hsa_vmem)]
+#[allow(clippy::too_many_arguments)]
+pub(crate) unsafe extern "C" fn async_copy_on_engine(
+    dst: *mut c_void,
+    dst_agent: hsa_agent_t,
+    src: *const c_void,
+    src_agent: hsa_agent_t,
+    size: usize,
+    num_dep_signals: u32,
+    dep_signals: *const hsa_signal_t,
+    completion_signal: hsa_signal_t,
+    engine_id: crate::hsa::sys::hsa_amd_sdma_engine_id_t,
+    force_copy_on_sdma: bool,
+) -> hsa_status_t {
+    let Some(copy) = GLOBAL
+        .amd()
+        .and_then(|amd| amd.optional.async_copy_on_engine)
+    else {
+        return HSA_STATUS_ERROR_NOT_INITIALIZED;
+    };
+    let ranges = [(dst as usize, size), (src as usize, size)];
+    fence_copy(ranges, completion_signal, |signal| {
+        // SAFETY: as in async_copy.
+        unsafe {
+            copy(
+                dst,
+                dst_agent,
+                src,
+                src_agent,
+                size,
+                num_dep_signals,
+                dep_signals,
+                signal,
+                engine_id,
+                force_copy_on_sdma,
+            )
+        }
+    })
+}
+
+// ---- virtual memory ---------------------------------------------------------------
+
+#[cfg(hsa_vmem)]
+pub(crate) use vmem_wrappers::*;
+
+#[cfg(hsa_vmem)]
+mod vmem_wrappers {
+    use std::ffi::c_void;
+
+    use super::{allocate_or_make_room, GLOBAL};
+    use crate::ffi::boundary::catch_panic;
+    use crate::hsa::entries::vmem::VmemEntries;
+    use crate::hsa::sys::{
+        hsa_amd_memory_access_desc_t, hsa_amd_memory_pool_t, hsa_amd_memory_type_t,
+        hsa_amd_vmem_alloc_handle_t,
+    };
+    use crate::hsa::{hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_ERROR_NOT_INITIALIZED};
+    use crate::memory_tracker::vmem;
+
+    fn entries() -> Option<&'static VmemEntries> {
+        GLOBAL.amd().and_then(|amd| amd.optional.vmem.as_ref())
+    }
+
+    /// Replaces `hsa_amd_vmem_handle_create`: only the retry for lack of
+    /// memory (a handle is physical memory of the application's).
+    pub(crate) unsafe extern "C" fn vmem_handle_create(
+        pool: hsa_amd_memory_pool_t,
+        size: usize,
+        kind: hsa_amd_memory_type_t,
+        flags: u64,
+        handle: *mut hsa_amd_vmem_alloc_handle_t,
+    ) -> hsa_status_t {
+        let Some(vmem) = entries() else {
+            return HSA_STATUS_ERROR_NOT_INITIALIZED;
+        };
+        // SAFETY: the caller's arguments go unchanged to the replaced entry.
+        allocate_or_make_room(pool.handle, || unsafe {
+            (vmem.handle_create)(pool, size, kind, flags, handle)
+        })
+    }
+
+    /// Replaces `hsa_amd_vmem_map`: a mapping the runtime made is noted.
+    pub(crate) unsafe extern "C" fn vmem_map(
+        va: *mut c_void,
+        size: usize,
+        in_offset: usize,
+        handle: hsa_amd_vmem_alloc_handle_t,
+        flags: u64,
+    ) -> hsa_status_t {
+        let Some(vmem) = entries() else {
+            return HSA_STATUS_ERROR_NOT_INITIALIZED;
+        };
+        // SAFETY: the caller's arguments go unchanged to the replaced entry.
+        let status = unsafe { (vmem.map)(va, size, in_offset, handle, flags) };
+        if status == crate::hsa::HSA_STATUS_SUCCESS {
+            catch_panic((), || {
+                vmem::mapped(&GLOBAL, va as usize, size, handle.handle)
+            });
+        }
+        status
+    }
+
+    /// Replaces `hsa_amd_vmem_unmap`: tracked mappings retired first.
+    pub(crate) unsafe extern "C" fn vmem_unmap(va: *mut c_void, size: usize) -> hsa_status_t {
+        let Some(vmem) = entries() else {
+            return HSA_STATUS_ERROR_NOT_INITIALIZED;
+        };
+        // SAFETY: the caller's arguments go unchanged to the replaced entry.
+        let call_runtime = || unsafe { (vmem.unmap)(va, size) };
+        catch_panic(HSA_STATUS_ERROR, || {
+            vmem::unmap(&GLOBAL, va as usize, size, call_runtime)
+        })
+    }
+
+    /// Replaces `hsa_amd_vmem_set_access`: mappings whose owner may write
+    /// them become tracked; those that may lose access are retired first.
+    pub(crate) unsafe extern "C" fn vmem_set_access(
+        va: *mut c_void,
+        size: usize,
+        desc: *const hsa_amd_memory_access_desc_t,
+        desc_cnt: usize,
+    ) -> hsa_status_t {
+        let Some(vmem) = entries() else {
+            return HSA_STATUS_ERROR_NOT_INITIALIZED;
+        };
+        // SAFETY: the caller's arguments go unchanged to the replaced entry.
+        let call_runtime = || unsafe { (vmem.set_access)(va, size, desc, desc_cnt) };
+        let descriptors = if desc.is_null() || desc_cnt == 0 {
+            &[][..]
+        } else {
+            // SAFETY: the runtime's contract: `desc` holds `desc_cnt` entries.
+            unsafe { std::slice::from_raw_parts(desc, desc_cnt) }
+        };
+        catch_panic(HSA_STATUS_ERROR, || {
+            vmem::set_access(&GLOBAL, vmem, va as usize, size, descriptors, call_runtime)
+        })
+    }
 }

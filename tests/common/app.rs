@@ -134,3 +134,342 @@ extern "C" {
 pub fn sim_iterator() -> kr_iterate_executables_fn_t {
     Some(hsa_sim_iterate_executables)
 }
+
+// ---- asynchronous copies ------------------------------------------------------
+
+/// The dependency array as ROCr wants it: NULL exactly when there is none.
+fn dependencies(
+    deps: &[kernel_replay::hsa::sys::hsa_signal_t],
+) -> *const kernel_replay::hsa::sys::hsa_signal_t {
+    if deps.is_empty() {
+        std::ptr::null()
+    } else {
+        deps.as_ptr()
+    }
+}
+
+/// `hsa_amd_memory_async_copy` through the runtime's AMD table (where the
+/// fence wraps it once installed).
+pub fn async_copy(
+    dst: *mut u8,
+    dst_agent: Agent,
+    src: *const u8,
+    src_agent: Agent,
+    size: usize,
+    deps: &[kernel_replay::hsa::sys::hsa_signal_t],
+    completion: kernel_replay::hsa::sys::hsa_signal_t,
+) -> hsa_status_t {
+    // SAFETY: the runtime's own, complete table; `deps` outlives the call.
+    unsafe {
+        (*amd_table())
+            .hsa_amd_memory_async_copy_fn
+            .expect("async copy entry")(
+            dst.cast(),
+            agent(dst_agent),
+            src.cast(),
+            agent(src_agent),
+            size,
+            deps.len() as u32,
+            dependencies(deps),
+            completion,
+        )
+    }
+}
+
+/// `hsa_amd_memory_async_copy_rect` of `rows` rows of `width` bytes between
+/// two buffers of pitch `pitch`, through the runtime's AMD table.
+#[allow(clippy::too_many_arguments)]
+pub fn async_copy_rect(
+    dst: *mut u8,
+    src: *const u8,
+    pitch: usize,
+    width: usize,
+    rows: usize,
+    copy_agent: Agent,
+    deps: &[kernel_replay::hsa::sys::hsa_signal_t],
+    completion: kernel_replay::hsa::sys::hsa_signal_t,
+) -> hsa_status_t {
+    use kernel_replay::hsa::sys::{hsa_dim3_t, hsa_pitched_ptr_t};
+    let pitched = |base: *mut u8| hsa_pitched_ptr_t {
+        base: base.cast(),
+        pitch,
+        slice: pitch * rows,
+    };
+    let origin = hsa_dim3_t { x: 0, y: 0, z: 0 };
+    let range = hsa_dim3_t {
+        x: width as u32,
+        y: rows as u32,
+        z: 1,
+    };
+    let (dst, src) = (pitched(dst), pitched(src.cast_mut()));
+    // SAFETY: the runtime's own, complete table; every pointer outlives the
+    // call.
+    unsafe {
+        (*amd_table())
+            .hsa_amd_memory_async_copy_rect_fn
+            .expect("async copy rect entry")(
+            &dst,
+            &origin,
+            &src,
+            &origin,
+            &range,
+            agent(copy_agent),
+            kernel_replay::hsa::sys::hsaDeviceToDevice,
+            deps.len() as u32,
+            dependencies(deps),
+            completion,
+        )
+    }
+}
+
+kernel_replay::with_vmem! {
+    /// `hsa_amd_memory_async_copy_on_engine` on SDMA engine 0, through the
+    /// runtime's AMD table.
+    pub fn async_copy_on_engine(
+        dst: *mut u8,
+        dst_agent: Agent,
+        src: *const u8,
+        src_agent: Agent,
+        size: usize,
+        deps: &[kernel_replay::hsa::sys::hsa_signal_t],
+        completion: kernel_replay::hsa::sys::hsa_signal_t,
+    ) -> hsa_status_t {
+        // SAFETY: the runtime's own, complete table; `deps` outlives the call.
+        unsafe {
+            (*amd_table())
+                .hsa_amd_memory_async_copy_on_engine_fn
+                .expect("async copy on engine entry")(
+                dst.cast(),
+                agent(dst_agent),
+                src.cast(),
+                agent(src_agent),
+                size,
+                deps.len() as u32,
+                dependencies(deps),
+                completion,
+                kernel_replay::hsa::sys::HSA_AMD_SDMA_ENGINE_0,
+                false,
+            )
+        }
+    }
+}
+
+// ---- virtual memory (ROCm 6.0+ headers) ------------------------------------------
+
+kernel_replay::with_vmem! {
+    #[allow(unused_imports)]
+    pub use vmem_app::*;
+
+    /// The application's `hsa_amd_vmem_*` calls, through the runtime's AMD
+    /// table (map, unmap, set_access and handle_create pass the library's
+    /// wrappers once installed).
+    pub mod vmem_app {
+        use super::*;
+        use kernel_replay::hsa::sys::{
+            hsa_access_permission_t, hsa_amd_memory_access_desc_t, hsa_amd_vmem_alloc_handle_t,
+            MEMORY_TYPE_NONE,
+        };
+
+        #[allow(unused_imports)]
+        pub use kernel_replay::hsa::sys::{
+            HSA_ACCESS_PERMISSION_NONE as NONE, HSA_ACCESS_PERMISSION_RO as RO,
+            HSA_ACCESS_PERMISSION_RW as RW,
+        };
+
+        fn table() -> &'static AmdExtTable {
+            // SAFETY: the runtime's own table lives as long as the process.
+            unsafe { &*amd_table() }
+        }
+
+        fn result<T>(status: hsa_status_t, value: T) -> Result<T, hsa_status_t> {
+            if status == SUCCESS {
+                Ok(value)
+            } else {
+                Err(status)
+            }
+        }
+
+        /// `hsa_amd_vmem_address_reserve`: a reserved range of `size` bytes.
+        pub fn reserve(size: usize) -> Result<*mut u8, hsa_status_t> {
+            let mut va = std::ptr::null_mut();
+            // SAFETY: a writable out-parameter.
+            let status = unsafe {
+                table().hsa_amd_vmem_address_reserve_fn.expect("reserve entry")(&mut va, size, 0, 0)
+            };
+            result(status, va.cast())
+        }
+
+        /// `hsa_amd_vmem_address_free`.
+        pub fn address_free(va: *mut u8, size: usize) -> hsa_status_t {
+            // SAFETY: the runtime checks the range.
+            unsafe { table().hsa_amd_vmem_address_free_fn.expect("address free entry")(va.cast(), size) }
+        }
+
+        /// `hsa_amd_vmem_handle_create`: `size` bytes of physical memory of
+        /// `pool`; the handle's value.
+        pub fn handle_create(pool: Pool, size: usize) -> Result<u64, hsa_status_t> {
+            let mut handle = hsa_amd_vmem_alloc_handle_t { handle: 0 };
+            // SAFETY: a writable out-parameter.
+            let status = unsafe {
+                table().hsa_amd_vmem_handle_create_fn.expect("handle create entry")(
+                    hsa_amd_memory_pool_t { handle: pool.handle },
+                    size,
+                    MEMORY_TYPE_NONE,
+                    0,
+                    &mut handle,
+                )
+            };
+            result(status, handle.handle)
+        }
+
+        /// `hsa_amd_vmem_handle_release`.
+        pub fn handle_release(handle: u64) -> hsa_status_t {
+            // SAFETY: the runtime looks the handle up.
+            unsafe {
+                table().hsa_amd_vmem_handle_release_fn.expect("handle release entry")(
+                    hsa_amd_vmem_alloc_handle_t { handle },
+                )
+            }
+        }
+
+        /// `hsa_amd_vmem_map` of the handle's first `size` bytes at `va`.
+        pub fn map(va: *mut u8, size: usize, handle: u64) -> hsa_status_t {
+            // SAFETY: the runtime checks the range and the handle.
+            unsafe {
+                table().hsa_amd_vmem_map_fn.expect("map entry")(
+                    va.cast(),
+                    size,
+                    0,
+                    hsa_amd_vmem_alloc_handle_t { handle },
+                    0,
+                )
+            }
+        }
+
+        /// `hsa_amd_vmem_unmap`.
+        pub fn unmap(va: *mut u8, size: usize) -> hsa_status_t {
+            // SAFETY: the runtime checks the range.
+            unsafe { table().hsa_amd_vmem_unmap_fn.expect("unmap entry")(va.cast(), size) }
+        }
+
+        /// `hsa_amd_vmem_set_access` giving each listed agent its permission.
+        pub fn set_access(
+            va: *mut u8,
+            size: usize,
+            grants: &[(Agent, hsa_access_permission_t)],
+        ) -> hsa_status_t {
+            let descriptors: Vec<hsa_amd_memory_access_desc_t> = grants
+                .iter()
+                .map(|&(a, permissions)| hsa_amd_memory_access_desc_t {
+                    permissions,
+                    agent_handle: agent(a),
+                })
+                .collect();
+            // SAFETY: `descriptors` outlives the call.
+            unsafe {
+                table().hsa_amd_vmem_set_access_fn.expect("set access entry")(
+                    va.cast(),
+                    size,
+                    descriptors.as_ptr(),
+                    descriptors.len(),
+                )
+            }
+        }
+
+        /// `hsa_amd_vmem_get_access` of `agent` at `va`.
+        pub fn get_access(va: *mut u8, a: Agent) -> Result<hsa_access_permission_t, hsa_status_t> {
+            let mut permission = 0;
+            // SAFETY: a writable out-parameter.
+            let status = unsafe {
+                table().hsa_amd_vmem_get_access_fn.expect("get access entry")(
+                    va.cast(),
+                    &mut permission,
+                    agent(a),
+                )
+            };
+            result(status, permission)
+        }
+    }
+}
+
+// ---- signals ----------------------------------------------------------------------
+
+pub use kernel_replay::hsa::sys::hsa_signal_t;
+
+/// `hsa_signal_create` with `value`, through the runtime's core table.
+pub fn signal_create(value: i64) -> hsa_signal_t {
+    let mut signal = hsa_signal_t { handle: 0 };
+    // SAFETY: a complete table from the runtime; a writable out-parameter.
+    let status = unsafe {
+        (*core_table())
+            .hsa_signal_create_fn
+            .expect("signal create entry")(value, 0, std::ptr::null(), &mut signal)
+    };
+    assert_eq!(status, SUCCESS, "signal create");
+    signal
+}
+
+/// `hsa_signal_load_scacquire`.
+pub fn signal_load(signal: hsa_signal_t) -> i64 {
+    // SAFETY: a complete table from the runtime.
+    unsafe {
+        (*core_table())
+            .hsa_signal_load_scacquire_fn
+            .expect("signal load entry")(signal)
+    }
+}
+
+/// `hsa_signal_store_screlease`.
+pub fn signal_store(signal: hsa_signal_t, value: i64) {
+    // SAFETY: a complete table from the runtime.
+    unsafe {
+        (*core_table())
+            .hsa_signal_store_screlease_fn
+            .expect("signal store entry")(signal, value)
+    }
+}
+
+/// Waits up to `timeout` for `signal` to drop below `below`; its value then.
+pub fn signal_wait_below(signal: hsa_signal_t, below: i64, timeout: std::time::Duration) -> i64 {
+    // SAFETY: a complete table from the runtime.
+    unsafe {
+        (*core_table())
+            .hsa_signal_wait_scacquire_fn
+            .expect("signal wait entry")(
+            signal,
+            kernel_replay::hsa::sys::HSA_SIGNAL_CONDITION_LT,
+            below,
+            timeout.as_nanos() as u64,
+            kernel_replay::hsa::sys::HSA_WAIT_STATE_BLOCKED,
+        )
+    }
+}
+
+/// `hsa_signal_destroy`.
+pub fn signal_destroy(signal: hsa_signal_t) {
+    // SAFETY: a complete table from the runtime.
+    let status = unsafe {
+        (*core_table())
+            .hsa_signal_destroy_fn
+            .expect("signal destroy entry")(signal)
+    };
+    assert_eq!(status, SUCCESS, "signal destroy");
+}
+
+/// `HSA_AMD_AGENT_INFO_MEMORY_AVAIL` of `gpu`: its free device memory.
+pub fn memory_avail(gpu: Agent) -> u64 {
+    let mut avail = 0u64;
+    // SAFETY: a complete table from the runtime; a u64 out-parameter, as
+    // the attribute answers.
+    let status = unsafe {
+        (*core_table())
+            .hsa_agent_get_info_fn
+            .expect("agent info entry")(
+            agent(gpu),
+            kernel_replay::memory_snapshot::storage::pools::AGENT_INFO_MEMORY_AVAIL,
+            (&mut avail as *mut u64).cast(),
+        )
+    };
+    assert_eq!(status, SUCCESS, "memory avail");
+    avail
+}

@@ -69,6 +69,11 @@ pub fn session(gpus: u32) -> hsa_sim::SimSession {
     install();
     kr_trim_retained();
     sim.reset(gpus);
+    // The reset released every allocation and mapping behind the wrappers'
+    // back (as a runtime torn down and started again would): what the
+    // library recorded in the last session is dropped the way it drops what
+    // it can no longer trust.
+    kernel_replay::memory_tracker::forget_unseen(&kernel_replay::context::GLOBAL);
     kr_set_executable_iterator(None);
     kr_set_host_budget(0);
     kr_set_device_budget(kernel_replay::ffi::types::KR_DEVICE_BUDGET_AUTO);
@@ -373,5 +378,64 @@ impl BatchGuard {
 impl Drop for BatchGuard {
     fn drop(&mut self) {
         kr_set_batched_copies(batched_by_default());
+    }
+}
+
+/// The library's extended statistics.
+pub fn stats2() -> kr_stats2_t {
+    let mut stats = kr_stats2_t {
+        struct_size: std::mem::size_of::<kr_stats2_t>(),
+        ..kr_stats2_t::default()
+    };
+    // SAFETY: a writable struct of the size it declares.
+    unsafe { kr_get_stats2(&mut stats) };
+    stats
+}
+
+/// A device left with too little free memory for what its retained arena
+/// holds (see [`device_nearly_full`]).
+pub struct NearlyFull {
+    /// Bytes of the retained device arena.
+    pub arena: u64,
+    /// Free device memory once the arena is released.
+    pub after_release: u64,
+    /// The statistics before anything was refused.
+    pub stats: kr_stats2_t,
+    /// Arenas exist under the automatic policy (whatever the process's is).
+    _policy: PolicyGuard,
+}
+
+/// Fills `gpu` the way a large application does: a 256 MiB tracked buffer
+/// captured into a device arena that the library retains after the
+/// snapshot is freed, and 14 GiB of untracked allocations, so that what is free
+/// is less than what releasing the arena would free. Nothing is written, so
+/// the software runtime commits only the arena.
+pub fn device_nearly_full(sim: &hsa_sim::SimSession, gpu: Agent) -> NearlyFull {
+    const BUFFER: usize = 256 << 20;
+    let policy = PolicyGuard::set(kr_storage_policy_t::KR_STORAGE_AUTO);
+    let pool = sim.pool(gpu, hsa_sim::PoolKind::DeviceCoarse);
+    pool_allocate(pool, BUFFER, 0).expect("buffer");
+    // Not tracked (as memory allocated before tracking began), so that the
+    // snapshot captures only the buffer.
+    assert!(!kr_set_tracking_enabled(false));
+    for _ in 0..14 {
+        pool_allocate(pool, 1 << 30, 0).expect("filler");
+    }
+    assert!(kr_set_tracking_enabled(true));
+    {
+        let snap = Snap::of(gpu);
+        assert!(snap.ok());
+        assert_eq!(
+            snap.tier_bytes(kr_storage_tier_t::KR_TIER_DEVICE),
+            BUFFER as u64
+        );
+    }
+    let arena = kr_device_bytes_in_use();
+    assert!(arena >= BUFFER as u64, "the arena is retained");
+    NearlyFull {
+        arena,
+        after_release: memory_avail(gpu) + arena,
+        stats: stats2(),
+        _policy: policy,
     }
 }

@@ -80,6 +80,13 @@ pub const HSA_SIM_COPY_HOST_TO_DEVICE: u32 = 1;
 pub const HSA_SIM_COPY_DEVICE_TO_HOST: u32 = 2;
 pub const HSA_SIM_COPY_DEVICE_TO_DEVICE: u32 = 3;
 
+/// `hsa_sim_vmem_op_t` values, for [`hsa_sim_fail_nth_vmem`].
+pub const HSA_SIM_VMEM_HANDLE_CREATE: u32 = 0;
+pub const HSA_SIM_VMEM_HANDLE_RELEASE: u32 = 1;
+pub const HSA_SIM_VMEM_MAP: u32 = 2;
+pub const HSA_SIM_VMEM_UNMAP: u32 = 3;
+pub const HSA_SIM_VMEM_SET_ACCESS: u32 = 4;
+
 /// The byte freed (quarantined) memory is filled with.
 pub const HSA_SIM_POISON_BYTE: u8 = 0xDD;
 
@@ -180,7 +187,16 @@ extern "C" {
     pub fn hsa_sim_fail_copies_from(addr: *const c_void);
     pub fn hsa_sim_set_memory_avail_supported(supported: bool);
     pub fn hsa_sim_live_signal_count() -> u64;
+    pub fn hsa_sim_signal_handler_count() -> u64;
     pub fn hsa_sim_invalid_signal_uses() -> u64;
+
+    // virtual memory (hsa_amd_vmem_*, ROCm 6.0+ headers)
+    pub fn hsa_sim_vmem_supported() -> bool;
+    pub fn hsa_sim_vmem_mapping_count() -> u64;
+    pub fn hsa_sim_vmem_handle_count() -> u64;
+    pub fn hsa_sim_vmem_reservation_count() -> u64;
+    /// `op` is one of the `HSA_SIM_VMEM_*` values.
+    pub fn hsa_sim_fail_nth_vmem(op: u32, n: u64);
 }
 
 // ---- safe layer ------------------------------------------------------------------
@@ -209,6 +225,22 @@ pub enum CopyDirection {
     HostToDevice = HSA_SIM_COPY_HOST_TO_DEVICE,
     DeviceToHost = HSA_SIM_COPY_DEVICE_TO_HOST,
     DeviceToDevice = HSA_SIM_COPY_DEVICE_TO_DEVICE,
+}
+
+/// A vmem operation [`SimSession::fail_nth_vmem`] can make fail.
+#[repr(u32)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum VmemOp {
+    /// `hsa_amd_vmem_handle_create` (fails with OUT_OF_RESOURCES).
+    HandleCreate = HSA_SIM_VMEM_HANDLE_CREATE,
+    /// `hsa_amd_vmem_handle_release` (fails with HSA_STATUS_ERROR, as the others).
+    HandleRelease = HSA_SIM_VMEM_HANDLE_RELEASE,
+    /// `hsa_amd_vmem_map`.
+    Map = HSA_SIM_VMEM_MAP,
+    /// `hsa_amd_vmem_unmap`.
+    Unmap = HSA_SIM_VMEM_UNMAP,
+    /// `hsa_amd_vmem_set_access`.
+    SetAccess = HSA_SIM_VMEM_SET_ACCESS,
 }
 
 /// Serializes the tests of a process that use the runtime.
@@ -584,6 +616,42 @@ impl SimSession {
 
     pub fn invalid_signal_uses(&self) -> u64 {
         unsafe { hsa_sim_invalid_signal_uses() }
+    }
+
+    /// Handlers registered with `hsa_amd_signal_async_handler` that have not
+    /// ended (a running one counts). They survive resets, like signals.
+    pub fn signal_handler_count(&self) -> u64 {
+        unsafe { hsa_sim_signal_handler_count() }
+    }
+
+    // -- virtual memory --
+
+    /// Whether the runtime implements the vmem API and
+    /// `hsa_amd_memory_async_copy_on_engine`: it was compiled against ROCm
+    /// 6.0 or later headers (not 5.2). Tests of vmem skip when false.
+    pub fn vmem_supported(&self) -> bool {
+        unsafe { hsa_sim_vmem_supported() }
+    }
+
+    /// Live `hsa_amd_vmem_map` mappings.
+    pub fn vmem_mapping_count(&self) -> u64 {
+        unsafe { hsa_sim_vmem_mapping_count() }
+    }
+
+    /// vmem handles that still exist: unreleased, or released but mapped.
+    pub fn vmem_handle_count(&self) -> u64 {
+        unsafe { hsa_sim_vmem_handle_count() }
+    }
+
+    /// Reservations not yet freed.
+    pub fn vmem_reservation_count(&self) -> u64 {
+        unsafe { hsa_sim_vmem_reservation_count() }
+    }
+
+    /// The n-th call of `op` from now that passes its argument checks fails,
+    /// changing nothing (1 = the next); 0 disarms.
+    pub fn fail_nth_vmem(&self, op: VmemOp, n: u64) {
+        unsafe { hsa_sim_fail_nth_vmem(op as u32, n) }
     }
 }
 

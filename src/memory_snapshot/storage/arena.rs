@@ -308,10 +308,19 @@ impl Storage {
 
     /// Releases every retained arena; returns the bytes released.
     pub fn trim(&self, ctx: &Context) -> u64 {
+        self.trim_where(ctx, |_, _| true)
+    }
+
+    /// Releases the retained arenas of the agents and tiers `which(agent,
+    /// tier)` picks; returns the bytes released.
+    pub fn trim_where(&self, ctx: &Context, which: impl Fn(u64, Tier) -> bool) -> u64 {
         let mut agents = self.agents();
         let mut released = 0;
         for entry in agents.iter_mut() {
             for tier in Tier::ALL {
+                if !which(entry.agent, tier) {
+                    continue;
+                }
                 if let Some(backing) = entry.retained[tier.index()].take() {
                     released += backing.capacity() as u64;
                     release(ctx, entry, tier, backing);

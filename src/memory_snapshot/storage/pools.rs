@@ -2,20 +2,16 @@
 //! agent and pool queries (captured at install, so covered by the table-size
 //! guard). A tool can override the choice per agent (`kr_set_storage_pools`).
 
-use std::ffi::c_void;
-use std::mem::MaybeUninit;
-
-use crate::ffi::boundary::catch_panic;
-use crate::hsa::entries::{check, AmdEntries, CoreEntries};
+use crate::hsa::entries::{AmdEntries, CoreEntries};
+use crate::hsa::hsa_agent_t;
+use crate::hsa::query::{agent_info, agents, device_type, pool_info, pools_of};
 use crate::hsa::sys::{
-    hsa_amd_memory_pool_info_t, hsa_amd_memory_pool_t, hsa_device_type_t, HSA_AGENT_INFO_DEVICE,
-    HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED,
-    HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS,
-    HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED, HSA_AMD_MEMORY_POOL_INFO_SEGMENT,
-    HSA_AMD_MEMORY_POOL_INFO_SIZE, HSA_AMD_SEGMENT_GLOBAL, HSA_DEVICE_TYPE_CPU,
-    HSA_DEVICE_TYPE_GPU,
+    hsa_amd_memory_pool_t, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
+    HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT,
+    HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED,
+    HSA_AMD_MEMORY_POOL_INFO_SEGMENT, HSA_AMD_MEMORY_POOL_INFO_SIZE, HSA_AMD_SEGMENT_GLOBAL,
+    HSA_DEVICE_TYPE_CPU, HSA_DEVICE_TYPE_GPU,
 };
-use crate::hsa::{hsa_agent_t, hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_SUCCESS};
 
 /// `HSA_AMD_AGENT_INFO_MEMORY_AVAIL` (uint64_t): free bytes of the agent's
 /// memory. Newer than the ROCm 5.2 headers the library builds against, so
@@ -104,82 +100,8 @@ pub fn memory_available(core: &CoreEntries, agent: hsa_agent_t) -> Option<u64> {
     agent_info(core, agent, AGENT_INFO_MEMORY_AVAIL)
 }
 
-fn device_type(core: &CoreEntries, agent: hsa_agent_t) -> Option<hsa_device_type_t> {
-    agent_info(core, agent, HSA_AGENT_INFO_DEVICE)
-}
-
-fn agent_info<T: Copy>(core: &CoreEntries, agent: hsa_agent_t, attribute: u32) -> Option<T> {
-    let get_info = core.optional.agent_get_info?;
-    let mut value = MaybeUninit::<T>::uninit();
-    // SAFETY: `value` is writable storage of the attribute's documented type.
-    check(unsafe { get_info(agent, attribute, value.as_mut_ptr().cast()) }).ok()?;
-    // SAFETY: the runtime reported success, so it wrote the value.
-    Some(unsafe { value.assume_init() })
-}
-
-fn pool_info<T: Copy>(
-    amd: &AmdEntries,
-    pool: hsa_amd_memory_pool_t,
-    attribute: hsa_amd_memory_pool_info_t,
-) -> Option<T> {
-    let get_info = amd.optional.pool_get_info?;
-    let mut value = MaybeUninit::<T>::uninit();
-    // SAFETY: as in agent_info.
-    check(unsafe { get_info(pool, attribute, value.as_mut_ptr().cast()) }).ok()?;
-    // SAFETY: as in agent_info.
-    Some(unsafe { value.assume_init() })
-}
-
 fn is_allocatable_global(amd: &AmdEntries, pool: hsa_amd_memory_pool_t) -> bool {
     pool_info::<u32>(amd, pool, HSA_AMD_MEMORY_POOL_INFO_SEGMENT) == Some(HSA_AMD_SEGMENT_GLOBAL)
         && pool_info::<bool>(amd, pool, HSA_AMD_MEMORY_POOL_INFO_RUNTIME_ALLOC_ALLOWED)
             == Some(true)
-}
-
-/// Collects what a runtime iterator hands to its callback.
-unsafe extern "C" fn collect<T>(item: T, data: *mut c_void) -> hsa_status_t {
-    catch_panic(HSA_STATUS_ERROR, || {
-        // SAFETY: `data` is the Vec<T> passed alongside this callback.
-        let list = unsafe { &mut *data.cast::<Vec<T>>() };
-        if list.try_reserve(1).is_err() {
-            return HSA_STATUS_ERROR;
-        }
-        list.push(item);
-        HSA_STATUS_SUCCESS
-    })
-}
-
-fn agents(core: &CoreEntries) -> Vec<hsa_agent_t> {
-    let mut list: Vec<hsa_agent_t> = Vec::new();
-    if let Some(iterate) = core.optional.iterate_agents {
-        // SAFETY: the callback only pushes into `list`, which outlives the call.
-        let status = unsafe {
-            iterate(
-                Some(collect::<hsa_agent_t>),
-                (&mut list as *mut Vec<_>).cast(),
-            )
-        };
-        if status != HSA_STATUS_SUCCESS {
-            list.clear();
-        }
-    }
-    list
-}
-
-fn pools_of(amd: &AmdEntries, agent: hsa_agent_t) -> Vec<hsa_amd_memory_pool_t> {
-    let mut list: Vec<hsa_amd_memory_pool_t> = Vec::new();
-    if let Some(iterate) = amd.optional.iterate_pools {
-        // SAFETY: as in agents().
-        let status = unsafe {
-            iterate(
-                agent,
-                Some(collect::<hsa_amd_memory_pool_t>),
-                (&mut list as *mut Vec<_>).cast(),
-            )
-        };
-        if status != HSA_STATUS_SUCCESS {
-            list.clear();
-        }
-    }
-    list
 }

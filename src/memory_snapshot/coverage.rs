@@ -1,0 +1,121 @@
+//! What a snapshot covers, and what it does not: the footprint a snapshot of
+//! an agent would take now, and the device memory in use on the agent that
+//! the inventory does not cover, as far as the runtime reports it.
+//!
+//! Untracked memory is said, not hidden: a snapshot that silently missed a
+//! `hipMallocAsync` pool or fine-grained buffers would let one pass's writes
+//! leak into the next with no warning. The runtime's own figure is the
+//! agent's free memory (`HSA_AMD_AGENT_INFO_MEMORY_AVAIL`, which ROCr takes
+//! from the kernel driver: other processes' use of the device counts too);
+//! what is in use less what is tracked and less the library's own arenas is
+//! what a snapshot does not cover. A snapshot logs it once per agent when it
+//! passes [`LOG_THRESHOLD`], and the stats carry the last figure.
+
+use std::sync::{Mutex, PoisonError};
+
+use log::warn;
+
+use super::storage::pools::memory_available;
+use super::storage::Tier;
+use crate::context::Context;
+use crate::hsa::hsa_agent_t;
+use crate::memory_tracker::inventory::TrackedRegion;
+
+/// Untracked device memory above this is logged (once per agent).
+pub const LOG_THRESHOLD: u64 = 64 << 20;
+
+/// Device memory in use on an agent that snapshots do not cover.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Untracked {
+    /// In use less tracked less the library's arenas; `None` when the
+    /// runtime does not report the agent's free memory (or it has no device
+    /// pool).
+    pub bytes: Option<u64>,
+    /// Of the mappings the wrappers saw on the agent, those not captured
+    /// (fine-grained memory, no write access for the agent, or made while
+    /// tracking was off): count and bytes.
+    pub vmem_regions: usize,
+    pub vmem_bytes: u64,
+}
+
+/// What a snapshot of an agent would take now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Footprint {
+    pub bytes: u64,
+    pub regions: usize,
+}
+
+/// The untracked device memory of `agent`, given the bytes tracked for it.
+fn untracked_with(ctx: &Context, agent: hsa_agent_t, tracked_bytes: u64) -> Untracked {
+    let view = ctx.storage.view(ctx, agent);
+    let bytes = view.pools.device_pool.and_then(|(_, pool_size)| {
+        let available = memory_available(ctx.core()?, agent)?;
+        let in_use = pool_size.saturating_sub(available);
+        Some(
+            in_use
+                .saturating_sub(tracked_bytes)
+                .saturating_sub(view.held[Tier::Device.index()]),
+        )
+    });
+    #[cfg(hsa_vmem)]
+    let (vmem_regions, vmem_bytes) = ctx.mappings.uncaptured(ctx, agent.handle);
+    #[cfg(not(hsa_vmem))]
+    let (vmem_regions, vmem_bytes) = (0, 0);
+    Untracked {
+        bytes,
+        vmem_regions,
+        vmem_bytes,
+    }
+}
+
+/// Device memory in use on `agent` that the inventory does not cover.
+pub fn untracked(ctx: &Context, agent: hsa_agent_t) -> Untracked {
+    untracked_with(ctx, agent, ctx.inventory.agent_totals(agent.handle).1)
+}
+
+/// The bytes and regions a snapshot of `agent` would take now: its tracked
+/// allocations and mappings, and the module variables already discovered
+/// for it (an executable loaded since the last snapshot is not counted
+/// until a snapshot walks it).
+pub fn estimate_footprint(ctx: &Context, agent: hsa_agent_t) -> Footprint {
+    let (regions, bytes) = ctx.inventory.agent_totals(agent.handle);
+    let (variables, variable_bytes) = ctx.discovery_cache.agent_totals(agent.handle);
+    Footprint {
+        bytes: bytes + variable_bytes,
+        regions: regions + variables,
+    }
+}
+
+/// Agents whose untracked memory was logged already.
+static LOGGED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+/// At a snapshot: records the untracked memory of `agent` in the stats and
+/// logs it the first time it passes the threshold.
+pub fn note_untracked(ctx: &Context, agent: hsa_agent_t, tracked: &[TrackedRegion]) {
+    let tracked_bytes = tracked.iter().map(|r| r.size as u64).sum();
+    let untracked = untracked_with(ctx, agent, tracked_bytes);
+    let bytes = untracked.bytes.unwrap_or(0);
+    ctx.stats
+        .untracked_device_bytes
+        .store(bytes, std::sync::atomic::Ordering::Relaxed);
+    if bytes <= LOG_THRESHOLD {
+        return;
+    }
+    let first = {
+        let mut logged = LOGGED.lock().unwrap_or_else(PoisonError::into_inner);
+        let first = !logged.contains(&agent.handle);
+        if first && logged.try_reserve(1).is_ok() {
+            logged.push(agent.handle);
+        }
+        first
+    };
+    if first {
+        warn!(
+            "{bytes} bytes of device memory in use on agent {:#x} are not covered by its \
+             snapshots ({} of them in {} virtual-memory mapping(s) not captured): allocated \
+             before tracking was on, fine-grained, or another process's; kernels writing them \
+             are not replayed exactly (kr_untracked_device_bytes)",
+            agent.handle, untracked.vmem_bytes, untracked.vmem_regions
+        );
+    }
+}

@@ -1,0 +1,359 @@
+//! The async-copy fence: application copies in flight on tracked memory are
+//! counted per agent, and a snapshot or restore of that agent waits for them.
+//!
+//! `hsa_amd_memory_async_copy` (and `_on_engine`, `_rect`) are not kernel
+//! dispatches: they bypass the queues and the replay gate. A copy still
+//! writing a tracked buffer while it is captured tears the snapshot, and one
+//! landing after a restore leaks into the next pass. So the library wraps
+//! them: a copy whose source or destination lies in memory the inventory
+//! tracks for an agent counts as in flight on that agent until it completes.
+//! Its completion is watched without changing what the application sees:
+//! the runtime signals a proxy signal of the library's, and a handler
+//! (`hsa_amd_signal_async_handler`) then does to the application's
+//! completion signal exactly what the runtime would have (take it down by
+//! one, or carry a failure's negative value over), and ends the count.
+//!
+//! A snapshot or restore opens a window on its agent: new fenced copies on
+//! that agent wait until it closes, and the window waits for the copies in
+//! flight, up to a timeout (`kr_set_copy_fence_timeout`, default 5 s); past
+//! it the snapshot declines (`KR_DECLINE_COPIES_IN_FLIGHT`) and a restore
+//! writes nothing. The library's own copies go through the un-wrapped
+//! entries, so they are never fenced against themselves.
+
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::hsa::entries::{CoreEntries, SignalAsyncHandlerFn};
+use crate::hsa::sys::{hsa_signal_t, hsa_signal_value_t, HSA_SIGNAL_CONDITION_LT};
+use crate::hsa::HSA_STATUS_SUCCESS;
+
+/// The default bound on a window's wait.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Copies in flight and open windows of one agent.
+struct AgentFence {
+    agent: u64,
+    in_flight: u64,
+    windows: u32,
+}
+
+/// The fences of every agent, and the proxy signals they reuse.
+pub struct Fences {
+    agents: Mutex<Vec<AgentFence>>,
+    /// Notified whenever a count drops or a window closes.
+    changed: Condvar,
+    timeout_ns: AtomicU64,
+    /// Proxy signals not in use (value 1).
+    idle_proxies: Mutex<Vec<hsa_signal_t>>,
+}
+
+impl Fences {
+    pub const fn new() -> Self {
+        Fences {
+            agents: Mutex::new(Vec::new()),
+            changed: Condvar::new(),
+            timeout_ns: AtomicU64::new(DEFAULT_TIMEOUT.as_nanos() as u64),
+            idle_proxies: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<AgentFence>> {
+        self.agents.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn set_timeout(&self, timeout: Duration) {
+        self.timeout_ns.store(
+            timeout.as_nanos().min(u64::MAX as u128) as u64,
+            Ordering::Relaxed,
+        );
+    }
+
+    pub fn timeout(&self) -> Duration {
+        Duration::from_nanos(self.timeout_ns.load(Ordering::Relaxed))
+    }
+
+    /// The index of `agent`'s fence, created if new; `None` without memory.
+    fn slot(agents: &mut Vec<AgentFence>, agent: u64) -> Option<usize> {
+        if let Some(found) = agents.iter().position(|f| f.agent == agent) {
+            return Some(found);
+        }
+        agents.try_reserve(1).ok()?;
+        agents.push(AgentFence {
+            agent,
+            in_flight: 0,
+            windows: 0,
+        });
+        Some(agents.len() - 1)
+    }
+
+    /// Counts a copy on `agent` in flight, after any open window on it has
+    /// closed. False (nothing counted) without memory for the fence.
+    pub fn enter(&self, agent: u64) -> bool {
+        let mut agents = self.lock();
+        let Some(mut slot) = Self::slot(&mut agents, agent) else {
+            return false;
+        };
+        while agents[slot].windows > 0 {
+            agents = self
+                .changed
+                .wait(agents)
+                .unwrap_or_else(PoisonError::into_inner);
+            // Entries are never removed, so the index holds.
+            slot = agents.iter().position(|f| f.agent == agent).unwrap_or(slot);
+        }
+        agents[slot].in_flight += 1;
+        true
+    }
+
+    /// Ends the count of a copy [`Fences::enter`] began.
+    pub fn leave(&self, agent: u64) {
+        let mut agents = self.lock();
+        if let Some(fence) = agents.iter_mut().find(|f| f.agent == agent) {
+            fence.in_flight = fence.in_flight.saturating_sub(1);
+        }
+        drop(agents);
+        self.changed.notify_all();
+    }
+
+    /// Copies in flight on `agent` now.
+    pub fn in_flight(&self, agent: u64) -> u64 {
+        self.lock()
+            .iter()
+            .find(|f| f.agent == agent)
+            .map_or(0, |f| f.in_flight)
+    }
+
+    /// Opens a window on `agent`: no new fenced copy on it starts until the
+    /// window is dropped, and the copies in flight are waited for, up to the
+    /// timeout. `Err(copies still in flight)` when they did not finish (the
+    /// window is then closed again). Without memory for a fence there can
+    /// be no fenced copy on the agent: the window opens at once.
+    pub fn open_window(&self, agent: u64) -> Result<Window<'_>, u64> {
+        let deadline = Instant::now() + self.timeout();
+        let mut agents = self.lock();
+        let Some(slot) = Self::slot(&mut agents, agent) else {
+            return Ok(Window {
+                fences: self,
+                agent: None,
+            });
+        };
+        agents[slot].windows += 1;
+        loop {
+            let in_flight = agents[slot].in_flight;
+            if in_flight == 0 {
+                return Ok(Window {
+                    fences: self,
+                    agent: Some(agent),
+                });
+            }
+            let now = Instant::now();
+            if now >= deadline {
+                agents[slot].windows -= 1;
+                drop(agents);
+                self.changed.notify_all();
+                return Err(in_flight);
+            }
+            agents = self
+                .changed
+                .wait_timeout(agents, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    fn close_window(&self, agent: u64) {
+        let mut agents = self.lock();
+        if let Some(fence) = agents.iter_mut().find(|f| f.agent == agent) {
+            fence.windows = fence.windows.saturating_sub(1);
+        }
+        drop(agents);
+        self.changed.notify_all();
+    }
+
+    /// A proxy signal (value 1), reused or created.
+    fn take_proxy(&self, core: &CoreEntries) -> Option<hsa_signal_t> {
+        if let Some(signal) = self
+            .idle_proxies
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop()
+        {
+            return Some(signal);
+        }
+        let create = core.optional.signal_create?;
+        let mut signal = hsa_signal_t { handle: 0 };
+        // SAFETY: a writable out-parameter; no consumer list.
+        let status = unsafe { create(1, 0, std::ptr::null(), &mut signal) };
+        (status == HSA_STATUS_SUCCESS).then_some(signal)
+    }
+
+    fn return_proxy(&self, core: &CoreEntries, signal: hsa_signal_t) {
+        if let Some(store) = core.optional.signal_store {
+            // SAFETY: our own signal, no longer in use.
+            unsafe { store(signal, 1) };
+        }
+        let mut idle = self
+            .idle_proxies
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if idle.try_reserve(1).is_ok() {
+            idle.push(signal);
+        } else if let Some(destroy) = core.optional.signal_destroy {
+            // SAFETY: our own signal, no longer in use.
+            unsafe { destroy(signal) };
+        }
+    }
+
+    /// Destroys the idle proxy signals (finalize).
+    pub fn destroy_proxies(&self, core: &CoreEntries) {
+        let signals = std::mem::take(
+            &mut *self
+                .idle_proxies
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        if let Some(destroy) = core.optional.signal_destroy {
+            for signal in signals {
+                // SAFETY: our own signals, none in use.
+                unsafe { destroy(signal) };
+            }
+        }
+    }
+}
+
+impl Default for Fences {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// An open window (see [`Fences::open_window`]); closed when dropped.
+pub struct Window<'a> {
+    fences: &'a Fences,
+    agent: Option<u64>,
+}
+
+impl Drop for Window<'_> {
+    fn drop(&mut self) {
+        if let Some(agent) = self.agent {
+            self.fences.close_window(agent);
+        }
+    }
+}
+
+/// One fenced copy: what its proxy's handler needs.
+struct InFlight {
+    fences: &'static Fences,
+    core: CoreEntries,
+    agents: [Option<u64>; 2],
+    application_signal: hsa_signal_t,
+    proxy: hsa_signal_t,
+}
+
+/// Runs `submit` (the runtime's copy entry, given a completion signal) as a
+/// copy in flight on `agents`. Returns what `submit` returned. Copies that
+/// cannot be fenced (the runtime has no async handlers, no proxy signal or
+/// no memory for the bookkeeping) go through unfenced.
+pub fn fenced_copy(
+    fences: &'static Fences,
+    core: &CoreEntries,
+    async_handler: Option<SignalAsyncHandlerFn>,
+    agents: [Option<u64>; 2],
+    application_signal: hsa_signal_t,
+    submit: impl FnOnce(hsa_signal_t) -> crate::hsa::hsa_status_t,
+) -> crate::hsa::hsa_status_t {
+    let Some(async_handler) = async_handler else {
+        return submit(application_signal);
+    };
+    let Some(proxy) = fences.take_proxy(core) else {
+        return submit(application_signal);
+    };
+    let Some(state) = crate::fallible::leak(InFlight {
+        fences,
+        core: *core,
+        agents,
+        application_signal,
+        proxy,
+    }) else {
+        fences.return_proxy(core, proxy);
+        return submit(application_signal);
+    };
+    let mut entered = [None, None];
+    for (slot, agent) in entered.iter_mut().zip(agents) {
+        if let Some(agent) = agent {
+            if fences.enter(agent) {
+                *slot = Some(agent);
+            }
+        }
+    }
+    // SAFETY: `state` was leaked for the handler, which frees it.
+    unsafe { (*state).agents = entered };
+    // SAFETY: our proxy signal, a handler of the right type, its state.
+    let armed = unsafe {
+        async_handler(
+            proxy,
+            HSA_SIGNAL_CONDITION_LT,
+            1,
+            Some(on_copy_done),
+            state.cast(),
+        )
+    };
+    if armed != HSA_STATUS_SUCCESS {
+        // SAFETY: not handed to the runtime: still ours.
+        let state = unsafe { Box::from_raw(state) };
+        state.release();
+        return submit(application_signal);
+    }
+    let status = submit(proxy);
+    if status != HSA_STATUS_SUCCESS {
+        // The runtime took no copy: complete the proxy ourselves with a
+        // value the handler forwards as "nothing to do".
+        if let Some(store) = core.optional.signal_store {
+            // SAFETY: our proxy; the armed handler fires and frees the state.
+            unsafe { store(proxy, FORWARD_NOTHING) };
+        }
+    }
+    status
+}
+
+/// A proxy value below the armed condition that tells the handler the copy
+/// was never submitted (nothing to forward).
+const FORWARD_NOTHING: hsa_signal_value_t = i64::MIN;
+
+impl InFlight {
+    /// Ends the count and gives the proxy back.
+    fn release(&self) {
+        for agent in self.agents.into_iter().flatten() {
+            self.fences.leave(agent);
+        }
+        self.fences.return_proxy(&self.core, self.proxy);
+    }
+}
+
+/// The proxy's handler: forwards the copy's completion to the application's
+/// signal as the runtime would have done it, ends the count.
+unsafe extern "C" fn on_copy_done(value: hsa_signal_value_t, arg: *mut c_void) -> bool {
+    crate::ffi::boundary::catch_panic(false, || {
+        // SAFETY: the state leaked by fenced_copy for this handler, which
+        // runs once (it returns false: not re-armed).
+        let state = unsafe { Box::from_raw(arg.cast::<InFlight>()) };
+        let core = &state.core;
+        if value < 0 && value != FORWARD_NOTHING {
+            // A failed copy: the runtime marks it with a negative value.
+            if let Some(store) = core.optional.signal_store {
+                // SAFETY: the application's completion signal, as the
+                // runtime would have written it.
+                unsafe { store(state.application_signal, value) };
+            }
+        } else if value == 0 {
+            if let Some(subtract) = core.optional.signal_subtract {
+                // SAFETY: as above: one completed copy takes it down by one.
+                unsafe { subtract(state.application_signal, 1) };
+            }
+        }
+        state.release();
+        false
+    })
+}
