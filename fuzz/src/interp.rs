@@ -541,6 +541,19 @@ impl Interp {
         reuse: bool,
     ) -> Option<*mut u8> {
         let must_fail = self.model.allocation_fails();
+        if must_fail && self.arenas_held() {
+            // The retry below may free retained arenas through the runtime:
+            // an armed free failure would be theirs.
+            self.sim.fail_next_frees(0);
+            self.model.faults.failing_frees = 0;
+        }
+        // An injected failure is the runtime's "out of resources": the
+        // library releases the retained arenas that compete with the pool
+        // (device arenas for a GPU's pool, host arenas for a system pool)
+        // and retries once, so it reaches the application only when none
+        // were retained.
+        let retries_before = retry_count();
+        let competing = competing_retained(pool);
         let result = if via_region {
             app::memory_allocate(self.sim.region(owner, pool.sim_kind()), size)
         } else {
@@ -551,9 +564,25 @@ impl Interp {
             };
             app::pool_allocate(self.sim.pool(owner, pool.sim_kind()), size, flags)
         };
+        let retried = retry_count() - retries_before;
         let ptr = match (result, must_fail) {
-            (Err(_), true) => return None,
-            (Ok(ptr), false) => ptr,
+            (Err(_), true) => {
+                if retried != 0 {
+                    self.fail(op, format_args!("a retry that did not succeed"));
+                }
+                if pool.is_system() && competing != 0 {
+                    self.fail(op, format_args!("host arenas retained, yet not released"));
+                }
+                return None;
+            }
+            (Ok(ptr), true) if retried == 1 && competing != 0 => {
+                if competing_retained(pool) != 0 && pool.is_system() {
+                    self.fail(op, format_args!("retried without releasing host arenas"));
+                }
+                ptr
+            }
+            (Ok(ptr), false) if retried == 0 => ptr,
+            (Ok(_), false) => self.fail(op, format_args!("retried an allocation that succeeded")),
             (Err(status), false) => {
                 self.fail(op, format_args!("allocation failed with {status:#x}"))
             }
@@ -1210,5 +1239,31 @@ unsafe extern "C" fn on_pass(pass: u32, user_data: *mut c_void) {
     }
     if let Err(panic) = catch_unwind(AssertUnwindSafe(|| interp.pass(pass))) {
         interp.pass_panic = Some(panic);
+    }
+}
+
+/// Application allocations the library retried after releasing arenas.
+fn retry_count() -> u64 {
+    let mut stats = kr_stats2_t {
+        struct_size: std::mem::size_of::<kr_stats2_t>(),
+        ..kr_stats2_t::default()
+    };
+    // SAFETY: a writable struct of the size it declares.
+    unsafe { kr_get_stats2(&mut stats) };
+    stats.application_retries
+}
+
+/// Retained arena bytes of the tiers that compete with an allocation from
+/// `pool`: the host tiers for a system pool, the device tier (of any agent:
+/// the stats do not split it) for a GPU's pool.
+fn competing_retained(pool: PoolSel) -> u64 {
+    let mut stats = kr_stats_t::default();
+    // SAFETY: a writable struct.
+    unsafe { kr_get_stats(&mut stats) };
+    let [device, pinned, pageable] = stats.retained_bytes;
+    if pool.is_system() {
+        pinned + pageable
+    } else {
+        device
     }
 }

@@ -30,6 +30,14 @@ pub enum PoolSel {
 }
 
 impl PoolSel {
+    /// A pool of the CPU agent (system memory), not of a GPU.
+    pub fn is_system(self) -> bool {
+        matches!(
+            self,
+            PoolSel::SystemKernarg | PoolSel::SystemCoarse | PoolSel::SystemFine
+        )
+    }
+
     /// Coarse kinds are drawn more often: they are what gets tracked.
     fn from_byte(b: u8) -> PoolSel {
         match b % 8 {
