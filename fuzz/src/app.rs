@@ -69,3 +69,14 @@ pub fn install_once() {
         kr_set_log_level(kr_log_level_t::KR_LOG_TRACE as u32);
     });
 }
+
+/// The library's extended statistics (`kr_get_stats2`).
+pub fn stats2() -> kr_stats2_t {
+    let mut stats = kr_stats2_t {
+        struct_size: std::mem::size_of::<kr_stats2_t>(),
+        ..kr_stats2_t::default()
+    };
+    // SAFETY: a writable struct of the size it declares.
+    unsafe { kr_get_stats2(&mut stats) };
+    stats
+}

@@ -540,7 +540,24 @@ impl Interp {
         via_region: bool,
         reuse: bool,
     ) -> Option<*mut u8> {
-        let must_fail = self.model.allocation_fails();
+        // An allocation the runtime refuses for lack of memory (the injected
+        // failure is OUT_OF_RESOURCES) is retried once by the library after
+        // it released the retained arenas that compete with it: the pool's
+        // GPU's device arenas, or every host arena for a system pool.
+        let injected = self.model.allocation_fails();
+        let competing = if injected {
+            competing_retained(owner, pool)
+        } else {
+            0
+        };
+        let must_fail = injected && competing == 0;
+        if !must_fail && competing > 0 {
+            // The release frees arenas through the runtime: an armed free
+            // failure would be the library's (as in `quiesce_faults`).
+            self.sim.fail_next_frees(0);
+            self.model.faults.failing_frees = 0;
+        }
+        let before = app::stats2();
         let result = if via_region {
             app::memory_allocate(self.sim.region(owner, pool.sim_kind()), size)
         } else {
@@ -559,6 +576,25 @@ impl Interp {
             }
             (Ok(_), true) => self.fail(op, format_args!("injected allocation failure ignored")),
         };
+        let after = app::stats2();
+        let retried = injected && competing > 0;
+        let want = (
+            before.application_retries + u64::from(retried),
+            before.bytes_released_for_application + if retried { competing } else { 0 },
+        );
+        let got = (
+            after.application_retries,
+            after.bytes_released_for_application,
+        );
+        if got != want || (retried && competing_retained(owner, pool) != 0) {
+            self.fail(
+                op,
+                format_args!(
+                    "retries and bytes released for the application {got:?}, model {want:?} \
+                     (competing arenas of {competing} bytes retained before)"
+                ),
+            );
+        }
         let id = self.model.fresh_id();
         // A reused block still holds the poison of its free (like VRAM
         // garbage); the application initialises what it allocates.
@@ -1083,6 +1119,23 @@ impl Interp {
 impl Default for Interp {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// Bytes of the retained arenas the library releases when an allocation
+/// from `pool` of `owner` is refused for lack of memory (README, "The
+/// application's allocations never fail because of the library"): the
+/// device arena of a GPU pool's agent, every host arena (pinned and
+/// pageable) for a system pool. The model does not follow arena sizes, so
+/// they are read from the library's storage state.
+fn competing_retained(owner: hsa_sim::Agent, pool: PoolSel) -> u64 {
+    use kernel_replay::context::GLOBAL;
+    use kernel_replay::memory_snapshot::storage::Tier;
+    if pool.device() {
+        GLOBAL.storage.view(&GLOBAL, app::agent(owner)).retained[Tier::Device.index()] as u64
+    } else {
+        let retained = GLOBAL.storage.retained();
+        retained[Tier::Pinned.index()] + retained[Tier::Pageable.index()]
     }
 }
 
