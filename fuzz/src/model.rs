@@ -61,9 +61,8 @@ pub struct Exe {
     /// False once destroyed (unloaded).
     pub loaded: bool,
     /// Agents whose walk of it the library's discovery cache holds (arena
-    /// policies only). Kept after an unload until the next discovery that
-    /// lists the executables (which drops the entries of unloaded ones):
-    /// `kr_estimate_footprint` counts them until then.
+    /// policies only; an unloaded executable's entries are dropped by the
+    /// next discovery that lists the executables).
     pub cached_for: Vec<u64>,
     /// No symbols are added once a walk is cached: a loaded code object's
     /// symbols do not change.
@@ -488,13 +487,14 @@ impl Model {
             .fold((0, 0), |(n, b), size| (n + 1, b + size as u64))
     }
 
-    /// `(count, bytes)` of the module variables the discovery cache holds
-    /// for `agent` (what `kr_estimate_footprint` adds to the tracked
-    /// regions).
+    /// `(count, bytes)` of the non-empty module variables of loaded
+    /// executables the discovery cache holds for `agent` (what
+    /// `kr_estimate_footprint` adds to the tracked regions: what the next
+    /// snapshot would take of them).
     pub fn cached_variables(&self, agent: u64) -> (usize, u64) {
         self.exes
             .iter()
-            .filter(|e| e.cached_for.contains(&agent))
+            .filter(|e| e.loaded && e.cached_for.contains(&agent))
             .flat_map(|e| e.symbols.iter())
             .filter(|s| s.variable && s.agent == agent && s.size > 0)
             .fold((0, 0), |(n, b), s| (n + 1, b + s.size as u64))
