@@ -1440,10 +1440,6 @@ pub fn clean_session() -> hsa_sim::SimSession {
     kr_set_executable_iterator(None);
     kr_set_host_budget(0);
     kr_set_copy_fence_timeout(FENCE_TIMEOUT.as_nanos() as u64);
-    // The discovery cache keeps the walks of the previous input's
-    // executables (all unloaded) until a later discovery drops them; a new
-    // process starts without them, and so does each input.
-    kernel_replay::context::GLOBAL.discovery_cache.clear();
     assert_eq!(
         app::vmem_api().is_some(),
         sim.vmem_supported(),
