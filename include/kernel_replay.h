@@ -620,10 +620,10 @@ struct kr_untracked_t kr_untracked_summary(hsa_agent_t agent);
 
 /**
  * The bytes and regions a snapshot of `agent` would take now: its tracked
- * allocations and mappings and the module variables discovered for it so
- * far (by an earlier snapshot; none under the baseline policy, which keeps
- * no discovery cache), so that a tool can admit or refuse a replay before
- * capturing.
+ * allocations and mappings and the module variables of loaded executables
+ * discovered for it so far (by an earlier snapshot; none under the baseline
+ * policy, which keeps no discovery cache), so that a tool can admit or
+ * refuse a replay before capturing.
  */
 struct kr_footprint_t kr_estimate_footprint(hsa_agent_t agent);
 

@@ -44,6 +44,26 @@ fn the_footprint_is_what_the_next_snapshot_takes() {
 }
 
 #[test]
+fn an_unloaded_executables_variables_leave_the_footprint() {
+    let sim = session(1);
+    let _policy = PolicyGuard::set(kr_storage_policy_t::KR_STORAGE_AUTO);
+    let gpu = sim.gpu(0);
+    device_buffer(&sim, gpu, 4096, 1);
+    let exe = sim.executable_create();
+    sim.add_variable(exe, gpu, "counter", 256, false);
+    drop(Snap::of(gpu));
+    assert_eq!(kr_estimate_footprint(agent(gpu)).regions, 2);
+
+    // Unloaded: a snapshot now would not take its variable, and the
+    // estimate says so at once (not only after the next snapshot's walk).
+    assert_eq!(executable_destroy(exe), SUCCESS);
+    let footprint = kr_estimate_footprint(agent(gpu));
+    assert_eq!((footprint.regions, footprint.bytes), (1, 4096));
+    let snap = Snap::of(gpu);
+    assert_eq!((snap.regions(), snap.bytes()), (1, 4096));
+}
+
+#[test]
 fn memory_allocated_before_tracking_is_reported_untracked_and_logged_once() {
     let sim = session(1);
     let gpu = sim.gpu(0);

@@ -274,6 +274,34 @@ fn revoking_the_owner_retires_the_mapping_and_regranting_tracks_it_anew() {
 }
 
 #[test]
+fn a_later_descriptor_that_takes_the_owners_access_away_retires_the_mapping() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let va = reserve(CHUNK).unwrap();
+    map_new(&sim, gpu, PoolKind::DeviceCoarse, va, CHUNK);
+    grant(&sim, gpu, va, CHUNK);
+    fill(va, CHUNK, 0x11);
+    let snap = Snap::of(gpu);
+
+    // Two descriptors for the owner: the runtime applies them in order, so
+    // the last one wins and the owner may no longer write the mapping.
+    assert_eq!(
+        set_access(va, CHUNK, &[(gpu, RW), (sim.cpu(), RW), (gpu, NONE)]),
+        SUCCESS
+    );
+    assert_ne!(get_access(va, gpu), Ok(RW));
+    assert_eq!(footprint(gpu), (0, 0), "no longer replay state");
+    fill(va, CHUNK, 0x22);
+    let report = snap.restore();
+    assert_eq!((report.restored, report.skipped_not_live), (0, 1));
+    assert!(
+        all(va, CHUNK, 0x22),
+        "not written while the owner had no access"
+    );
+    assert_eq!(sim.copy_violations(), 0);
+}
+
+#[test]
 fn granting_a_peer_keeps_the_mapping_exactly_when_the_runtime_keeps_the_owner() {
     let sim = session(2);
     let (gpu, peer) = (sim.gpu(0), sim.gpu(1));

@@ -463,10 +463,10 @@ pub extern "C" fn kr_untracked_summary(agent: hsa_agent_t) -> kr_untracked_t {
 }
 
 /// The bytes and regions a snapshot of `agent` would take now: its tracked
-/// allocations and mappings and the module variables discovered for it so
-/// far (by an earlier snapshot; none under the baseline policy, which keeps
-/// no discovery cache), so that a tool can admit or refuse a replay before
-/// capturing.
+/// allocations and mappings and the module variables of loaded executables
+/// discovered for it so far (by an earlier snapshot; none under the baseline
+/// policy, which keeps no discovery cache), so that a tool can admit or
+/// refuse a replay before capturing.
 #[no_mangle]
 pub extern "C" fn kr_estimate_footprint(agent: hsa_agent_t) -> kr_footprint_t {
     export(kr_footprint_t::default(), || {

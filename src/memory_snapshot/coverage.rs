@@ -76,10 +76,12 @@ pub fn untracked(ctx: &Context, agent: hsa_agent_t) -> Untracked {
 /// The bytes and regions a snapshot of `agent` would take now: its tracked
 /// allocations and mappings, and the module variables already discovered
 /// for it (an executable loaded since the last snapshot is not counted
-/// until a snapshot walks it).
+/// until a snapshot walks it; one unloaded since is no longer counted).
 pub fn estimate_footprint(ctx: &Context, agent: hsa_agent_t) -> Footprint {
     let (regions, bytes) = ctx.inventory.agent_totals(agent.handle);
-    let (variables, variable_bytes) = ctx.discovery_cache.agent_totals(agent.handle);
+    let (variables, variable_bytes) = ctx
+        .discovery_cache
+        .agent_totals(agent.handle, &ctx.executables.live_view());
     Footprint {
         bytes: bytes + variable_bytes,
         regions: regions + variables,

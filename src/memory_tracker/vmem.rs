@@ -249,10 +249,15 @@ pub fn set_access(
             ctx.mappings.set_backing(*base, mapping.backing);
         }
     }
+    // Only a call whose every descriptor for the owner grants read-write
+    // access cannot take it away: the runtime applies descriptors in order,
+    // so a later one for the same agent overrides an earlier grant.
     let grants_owner = |backing: Backing| {
-        descriptors.iter().any(|d| {
-            d.agent_handle.handle == backing.agent && d.permissions == HSA_ACCESS_PERMISSION_RW
-        })
+        let mut for_owner = descriptors
+            .iter()
+            .filter(|d| d.agent_handle.handle == backing.agent)
+            .peekable();
+        for_owner.peek().is_some() && for_owner.all(|d| d.permissions == HSA_ACCESS_PERMISSION_RW)
     };
     // Mappings that may lose their owner's access are retired first (kept in
     // the list, so it needs no second allocation).
