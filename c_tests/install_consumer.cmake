@@ -1,16 +1,20 @@
 # install_consumer.cmake: installs this build into a fresh prefix, moves the
-# prefix elsewhere (the package must be relocatable), then configures, builds
+# prefix elsewhere (the package must be relocatable), checks the shared
+# library's versioned file, SONAME and links there, then configures, builds
 # and runs the separate consumer project (c_tests/consumer) against it with
 # nothing but CMAKE_PREFIX_PATH. Run by ctest:
 #
 #   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DCONSUMER_DIR=... -DWORK_DIR=...
 #         -DLIBDIR=... -DGENERATOR=... -DC_COMPILER=... -DCXX_COMPILER=...
-#         -DHSA_INCLUDE_DIR=... -DEXPECTED_VERSION=... -P install_consumer.cmake
+#         -DHSA_INCLUDE_DIR=... -DEXPECTED_VERSION=...
+#         -DSHARED_LIBRARY_NAME=libkernel_replay.so.<version>
+#         -DSONAME=libkernel_replay.so.<major> -DREADELF=... -P install_consumer.cmake
 
 cmake_minimum_required(VERSION 3.16)
 
 foreach(required_variable BUILD_DIR SOURCE_DIR CONSUMER_DIR WORK_DIR LIBDIR GENERATOR
-                          C_COMPILER CXX_COMPILER HSA_INCLUDE_DIR EXPECTED_VERSION)
+                          C_COMPILER CXX_COMPILER HSA_INCLUDE_DIR EXPECTED_VERSION
+                          SHARED_LIBRARY_NAME SONAME READELF)
   if(NOT DEFINED ${required_variable})
     message(FATAL_ERROR "install_consumer.cmake needs -D${required_variable}=...")
   endif()
@@ -26,6 +30,31 @@ function(run_or_fail what)
   message(STATUS "${what}: ok\n${output}")
 endfunction()
 
+# Checks the dynamic section of `program`: it records NEEDED SONAME (or, with
+# NOT_NEEDED, no libkernel_replay at all) and nothing of the build tree.
+function(check_dynamic_section program)
+  execute_process(COMMAND "${READELF}" -d "${program}"
+                  OUTPUT_VARIABLE dynamic_section RESULT_VARIABLE status)
+  foreach(build_tree_library_dir "${BUILD_DIR}/cargo" "${BUILD_DIR}/lib")
+    string(FIND "${dynamic_section}" "${build_tree_library_dir}" position)
+    if(NOT status EQUAL 0 OR NOT position EQUAL -1)
+      message(FATAL_ERROR "${program} refers to the build tree:\n${dynamic_section}")
+    endif()
+  endforeach()
+  string(REPLACE "." "\\." soname_pattern "${SONAME}")
+  if(ARGV1 STREQUAL "NOT_NEEDED")
+    if(dynamic_section MATCHES "\\(NEEDED\\)[^\n]*libkernel_replay")
+      message(FATAL_ERROR "${program} needs the shared library:\n${dynamic_section}")
+    endif()
+  elseif(NOT dynamic_section MATCHES "\\(NEEDED\\)[^\n]*\\[${soname_pattern}\\]")
+    message(FATAL_ERROR "${program} does not record NEEDED ${SONAME}:\n${dynamic_section}")
+  endif()
+  string(REGEX MATCHALL "\\((NEEDED|RUNPATH|RPATH)\\)[^\n]*" dynamic_entries
+         "${dynamic_section}")
+  string(REPLACE ";" "\n  " dynamic_entries "${dynamic_entries}")
+  message(STATUS "${program}:\n  ${dynamic_entries}")
+endfunction()
+
 set(staged "${WORK_DIR}/staged")
 set(prefix "${WORK_DIR}/prefix")
 set(consumer_build "${WORK_DIR}/consumer-build")
@@ -37,7 +66,8 @@ file(MAKE_DIRECTORY "${WORK_DIR}")
 run_or_fail("cmake --install" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${staged}")
 file(RENAME "${staged}" "${prefix}")
 foreach(installed
-        "${LIBDIR}/libkernel_replay.so" "${LIBDIR}/libkernel_replay.a"
+        "${LIBDIR}/${SHARED_LIBRARY_NAME}" "${LIBDIR}/${SONAME}" "${LIBDIR}/libkernel_replay.so"
+        "${LIBDIR}/libkernel_replay.a"
         include/kernel_replay.h include/kernel_replay/memory_snapshot.hpp
         include/kernel_replay/memory_tracker.hpp
         "${LIBDIR}/cmake/kernel_replay/kernel_replayConfig.cmake"
@@ -46,6 +76,11 @@ foreach(installed
     message(FATAL_ERROR "the install is missing ${installed}")
   endif()
 endforeach()
+
+# The versioned file, its two links and its SONAME, as in the build tree.
+run_or_fail("the installed library's SONAME and links" "${CMAKE_COMMAND}"
+            "-DLIBRARY=${prefix}/${LIBDIR}/${SHARED_LIBRARY_NAME}" "-DSONAME=${SONAME}"
+            "-DREADELF=${READELF}" -P "${CMAKE_CURRENT_LIST_DIR}/check_soname.cmake")
 
 # ---- the consumer: configure, build -----------------------------------------------
 
@@ -74,7 +109,7 @@ run_or_fail("build the consumer" "${CMAKE_COMMAND}" --build "${consumer_build}")
 # Proof that the headers came from the prefix: no compile command names the
 # source tree's include directory or the libraries' build directory.
 file(READ "${consumer_build}/compile_commands.json" compile_commands)
-foreach(forbidden "${SOURCE_DIR}/include" "${BUILD_DIR}/cargo")
+foreach(forbidden "${SOURCE_DIR}/include" "${BUILD_DIR}/cargo" "${BUILD_DIR}/lib")
   string(FIND "${compile_commands}" "${forbidden}" position)
   if(NOT position EQUAL -1)
     message(FATAL_ERROR "a consumer compile command uses ${forbidden}:\n${compile_commands}")
@@ -85,21 +120,11 @@ if(position EQUAL -1)
   message(FATAL_ERROR "no consumer compile command uses ${prefix}/include")
 endif()
 
-# And that the shared library is the installed one: the executable's dynamic
-# section (NEEDED, RUNPATH) does not point into the build tree.
-find_program(READELF readelf)
-if(READELF)
-  execute_process(COMMAND "${READELF}" -d "${consumer_build}/consumer_shared"
-                  OUTPUT_VARIABLE dynamic_section RESULT_VARIABLE status)
-  string(FIND "${dynamic_section}" "${BUILD_DIR}/cargo" position)
-  if(NOT status EQUAL 0 OR NOT position EQUAL -1)
-    message(FATAL_ERROR "consumer_shared refers to the build tree:\n${dynamic_section}")
-  endif()
-  string(REGEX MATCHALL "\\((NEEDED|RUNPATH|RPATH)\\)[^\n]*" dynamic_entries
-         "${dynamic_section}")
-  string(REPLACE ";" "\n  " dynamic_entries "${dynamic_entries}")
-  message(STATUS "consumer_shared:\n  ${dynamic_entries}")
-endif()
+# And that the shared library is the installed one, by its SONAME: the
+# executable's dynamic section (NEEDED, RUNPATH) does not point into the
+# build tree.
+check_dynamic_section("${consumer_build}/consumer_shared")
+check_dynamic_section("${consumer_build}/consumer_static" NOT_NEEDED)
 
 # ---- run them -------------------------------------------------------------------------
 
