@@ -52,9 +52,15 @@ fn main() {
         .generate()
         .unwrap_or_else(|e| panic!("bindgen failed on {}: {e}", hsa_dir.display()));
 
-    // Give the shared library a SONAME, so programs linked against it record
-    // `libkernel_replay.so` rather than the path it was linked from.
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libkernel_replay.so");
+    // Give the shared library a versioned SONAME, `libkernel_replay.so.<major>`
+    // (the major version of Cargo.toml, the one place the version is
+    // written), so programs linked against it record that name rather than
+    // the path it was linked from, and a later incompatible major version
+    // can be installed beside it. Cargo names the file `libkernel_replay.so`
+    // regardless; CMake installs it as `libkernel_replay.so.<version>` with
+    // the links `.so.<major>` and `.so` (CMakeLists.txt).
+    let major = env::var("CARGO_PKG_VERSION_MAJOR").expect("cargo sets it");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libkernel_replay.so.{major}");
 
     // The virtual-memory API (ROCm 6.0 and later headers): the vmem
     // wrappers are compiled only where the tables have its entries.

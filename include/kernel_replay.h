@@ -43,7 +43,8 @@ typedef enum kr_status_t {
    */
   KR_STATUS_SKIPPED = 1,
   /**
-   * Every table passed belongs to a kind already installed; nothing changed.
+   * Every table passed belongs to a kind already installed, or another copy
+   * of the library installed first in this process; nothing changed.
    */
   KR_STATUS_ALREADY_INSTALLED = 2,
   /**
@@ -387,7 +388,10 @@ extern "C" {
  * table's size — covering every entry used); if either fails, nothing is
  * installed. Each table kind is installed at most once per process; a
  * repeated call leaves its table untouched. `lib_instance > 0` installs
- * nothing (a later instance would chain our wrapper to itself).
+ * nothing (a later instance would chain our wrapper to itself). One copy of
+ * the library per process: if another copy (the same library loaded again
+ * under another path, or linked statically) installed first, this copy
+ * installs nothing, logs a warning and returns `KR_STATUS_ALREADY_INSTALLED`.
  *
  * # Safety
  * Non-NULL tables must be the runtime's live API tables, readable and

@@ -1,6 +1,7 @@
 //! Installing the wrappers: argument checks, the table-size guard, install
-//! once per table kind, and never chaining a wrapper to itself. Every test
-//! runs in its own process, since installation is once per process.
+//! once per table kind, never chaining a wrapper to itself, and one copy of
+//! the library per process. Every test runs in its own process, since
+//! installation is once per process.
 
 mod common;
 
@@ -13,6 +14,7 @@ use kernel_replay::ffi::*;
 use kernel_replay::hsa::sys::ApiTableVersion;
 use kernel_replay::hsa::tables::{AMD_EXT_ENTRIES_USED, CORE_ENTRIES_USED};
 use kernel_replay::hsa::{AmdExtTable, CoreApiTable};
+use kernel_replay::memory_tracker::process_marker::{self, Owner};
 
 fn core(t: &mut TableCopy) -> *mut CoreApiTable {
     t.as_mut_ptr().cast()
@@ -350,4 +352,99 @@ fn wrappers_chain_to_the_runtime_with_its_answers() {
         assert_eq!(sim.live_allocation_count(), 0);
         assert_ne!(pool_free(p), SUCCESS, "double free is the runtime's error");
     }
+}
+
+// ---- one copy per process -------------------------------------------------------
+
+/// The marker another copy of the library in this process leaves when it
+/// installs first (c_tests/two_copies_test.c loads two real copies).
+fn another_copys_marker() -> String {
+    process_marker::value(std::process::id(), 0x1000, "9.8.7")
+}
+
+#[test]
+fn a_second_copy_installs_nothing_and_says_so() {
+    if !in_child("a_second_copy_installs_nothing_and_says_so") {
+        return;
+    }
+    capture_logs(kernel_replay::ffi::types::kr_log_level_t::KR_LOG_WARN);
+    logs_clear();
+    std::env::set_var(process_marker::VAR, another_copys_marker());
+    let (mut c, mut a) = (fresh_core_table(), fresh_amd_ext_table());
+    let (before_c, before_a) = (c.as_bytes().to_vec(), a.as_bytes().to_vec());
+    for _ in 0..2 {
+        // SAFETY: complete table copies.
+        let status = unsafe { kr_memory_tracker_init(core(&mut c), amd(&mut a), 0) };
+        assert_eq!(status, KR_STATUS_ALREADY_INSTALLED);
+    }
+    assert_eq!(c.as_bytes(), &before_c[..]);
+    assert_eq!(a.as_bytes(), &before_a[..]);
+    let warnings = logs_containing("another copy of kernel-replay (version 9.8.7)");
+    assert_eq!(warnings.len(), 2, "one warning per call: {:?}", logs());
+    assert_eq!(
+        std::env::var(process_marker::VAR).unwrap(),
+        another_copys_marker(),
+        "the first copy's marker is left alone"
+    );
+}
+
+#[test]
+fn a_marker_inherited_from_the_parent_process_is_ignored() {
+    // Passed by the parent, with the parent's pid: what a child started with
+    // fork and exec inherits from a process where a copy installed.
+    if !in_child_with(
+        "a_marker_inherited_from_the_parent_process_is_ignored",
+        &[(process_marker::VAR, &another_copys_marker())],
+    ) {
+        return;
+    }
+    let inherited = std::env::var(process_marker::VAR).unwrap();
+    assert!(
+        inherited.ends_with(":1000:9.8.7")
+            && !inherited.starts_with(&format!("{}:", std::process::id())),
+        "{inherited}"
+    );
+    assert_eq!(process_marker::owner(), Owner::Nobody);
+    let (mut c, mut a) = (fresh_core_table(), fresh_amd_ext_table());
+    // SAFETY: complete table copies.
+    assert_eq!(
+        unsafe { kr_memory_tracker_init(core(&mut c), amd(&mut a), 0) },
+        KR_STATUS_SUCCESS
+    );
+    assert_eq!(process_marker::owner(), Owner::This, "the child's own now");
+}
+
+#[test]
+fn the_first_install_sets_the_marker_and_finalize_keeps_it() {
+    if !in_child("the_first_install_sets_the_marker_and_finalize_keeps_it") {
+        return;
+    }
+    std::env::remove_var(process_marker::VAR);
+    let (mut c, mut a) = (fresh_core_table(), fresh_amd_ext_table());
+    // SAFETY: NULL tables are accepted; an invalid call claims nothing.
+    let status = unsafe { kr_memory_tracker_init(std::ptr::null_mut(), std::ptr::null_mut(), 0) };
+    assert_eq!(status, KR_STATUS_ERROR_INVALID_ARGUMENT);
+    assert_eq!(process_marker::owner(), Owner::Nobody);
+    // SAFETY: complete table copies.
+    assert_eq!(
+        unsafe { kr_memory_tracker_init(core(&mut c), amd(&mut a), 0) },
+        KR_STATUS_SUCCESS
+    );
+    assert_eq!(process_marker::owner(), Owner::This);
+    let marker = std::env::var(process_marker::VAR).unwrap();
+    assert!(
+        marker.starts_with(&format!("{}:", std::process::id()))
+            && marker.ends_with(&format!(":{}", env!("CARGO_PKG_VERSION"))),
+        "{marker}"
+    );
+    kr_finalize();
+    assert_eq!(std::env::var(process_marker::VAR).unwrap(), marker);
+    // This copy's own marker never refuses it: a repeated call is answered
+    // from its own state, as before.
+    // SAFETY: as above.
+    assert_eq!(
+        unsafe { kr_memory_tracker_init(core(&mut c), amd(&mut a), 0) },
+        KR_STATUS_ALREADY_INSTALLED
+    );
+    assert_eq!(std::env::var(process_marker::VAR).unwrap(), marker);
 }

@@ -17,7 +17,8 @@ pub enum kr_status_t {
     KR_STATUS_SUCCESS = 0,
     /// `lib_instance > 0`: only the first library instance installs.
     KR_STATUS_SKIPPED = 1,
-    /// Every table passed belongs to a kind already installed; nothing changed.
+    /// Every table passed belongs to a kind already installed, or another copy
+    /// of the library installed first in this process; nothing changed.
     KR_STATUS_ALREADY_INSTALLED = 2,
     /// Both tables were NULL.
     KR_STATUS_ERROR_INVALID_ARGUMENT = 3,

@@ -27,6 +27,7 @@ use crate::hsa::entries::{
 use crate::hsa::tables::{self, TableError};
 use crate::hsa::{AmdExtTable, CoreApiTable};
 use crate::memory_tracker::hooks::{Hooked, Hooks, Placement};
+use crate::memory_tracker::process_marker::{self, Owner};
 use crate::memory_tracker::{forget_unseen, wrappers};
 
 /// What an installation attempt did.
@@ -36,7 +37,8 @@ pub enum InstallOutcome {
     Installed,
     /// Not the first library instance; nothing touched.
     Skipped,
-    /// Every table passed was of a kind already installed; nothing touched.
+    /// Every table passed was of a kind already installed, or another copy
+    /// of the library installed first in this process; nothing touched.
     AlreadyInstalled,
     /// Both tables NULL.
     InvalidArgument,
@@ -64,6 +66,11 @@ pub unsafe fn install(
     if lib_instance > 0 {
         info!("library instance {lib_instance}: wrappers are installed only by instance 0");
         return InstallOutcome::Skipped;
+    }
+    // One copy per process (see `process_marker`), before anything is touched.
+    if let Owner::Other { version } = process_marker::owner() {
+        warn!("another copy of kernel-replay (version {version}) installed its wrappers in this process first; this copy installs nothing");
+        return InstallOutcome::AlreadyInstalled;
     }
     let _serialised = INSTALL.lock().unwrap_or_else(PoisonError::into_inner);
     // Settings from the environment are read now, not at the first snapshot:
@@ -95,6 +102,7 @@ pub unsafe fn install(
         warn!("allocation wrappers installed again: they had been taken out of the HSA tables");
     }
     if installed(Kind::Installed) || installed(Kind::Reinstalled) {
+        process_marker::claim();
         info!("allocation wrappers installed (core table: {core_outcome:?}, AMD table: {amd_outcome:?})");
         InstallOutcome::Installed
     } else {

@@ -4,6 +4,8 @@
 //!
 //! - [`install`] validates the tables and puts the wrappers in (once per
 //!   table kind per process).
+//! - [`process_marker`] keeps a second copy of the library in the process
+//!   from installing over the first.
 //! - [`wrappers`] are what the host's allocations now go through.
 //! - [`inventory`] holds the live trackable allocations with generations.
 //! - [`gate`] decides whether allocations are recorded, and finalizes.
@@ -14,6 +16,7 @@ pub mod gate;
 pub mod hooks;
 pub mod install;
 pub mod inventory;
+pub mod process_marker;
 pub mod registry;
 #[cfg(hsa_vmem)]
 pub mod vmem;
