@@ -50,7 +50,11 @@ pub unsafe fn view<'a>(ptr: *const u8, len: usize) -> &'a [u8] {
 
 /// Every log message goes here: it is checked for being a readable string
 /// (so each formatting path the fuzzer reaches is exercised) and dropped.
-unsafe extern "C" fn swallow_log(_: kr_log_level_t, message: *const c_char, _: *mut c_void) {
+unsafe extern "C" fn swallow_log(
+    _: kernel_replay::LogLevel,
+    message: *const c_char,
+    _: *mut c_void,
+) {
     assert!(!message.is_null(), "log message is NULL");
     // SAFETY: the library passes a NUL-terminated message valid for the call.
     let text = unsafe { CStr::from_ptr(message) };
@@ -64,10 +68,10 @@ pub fn install_once() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
         // SAFETY: the runtime's own tables.
-        let status = unsafe { kr_memory_tracker_init(core_table(), amd_table(), 0) };
-        assert_eq!(status, kr_status_t::KR_STATUS_SUCCESS, "install");
+        let status = unsafe { kernel_replay::install(core_table(), amd_table(), 0) };
+        assert_eq!(status, Ok(kernel_replay::Installed::Installed), "install");
         kr_set_log_callback(Some(swallow_log), std::ptr::null_mut());
-        kr_set_log_level(kr_log_level_t::KR_LOG_TRACE as u32);
+        kr_set_log_level(kernel_replay::LogLevel::Trace as u32);
     });
 }
 

@@ -10,6 +10,7 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use kernel_replay::ffi::types::*;
 use kernel_replay::ffi::*;
 use kernel_replay::hsa::POOL_ALLOCATE_EXECUTABLE_FLAG;
+use kernel_replay::DeclineReason;
 
 use crate::app::{self, SUCCESS};
 use crate::model::{
@@ -293,7 +294,7 @@ impl Interp {
                 }
             }
             Op::SetTracking(on) => {
-                let now = kr_set_tracking_enabled(on);
+                let now = kernel_replay::set_tracking(on);
                 self.model.tracking = on && !self.model.finalized;
                 if now != self.model.tracking {
                     self.fail(op, format_args!("kr_set_tracking_enabled returned {now}"));
@@ -362,7 +363,8 @@ impl Interp {
                         self.fail(op, format_args!("kr_snap returned NULL"));
                     }
                     // SAFETY: a live snapshot.
-                    let reason = unsafe { kr_snapshot_decline_reason(handle) };
+                    let reason =
+                        DeclineReason::from_code(unsafe { kr_snapshot_decline_reason(handle) });
                     let expected = self.settle(prediction, reason);
                     self.check_snapshot(op, handle, &expected);
                     self.note(format_args!(
@@ -371,7 +373,10 @@ impl Interp {
                         expected.reason(),
                         expected.regions().len()
                     ));
-                    stats::bump(&stats::SNAPS[expected.reason() as usize], 1);
+                    stats::bump(
+                        &stats::SNAPS[expected.reason().map_or(0, |r| r.code() as usize)],
+                        1,
+                    );
                     let arena = self.model.policy.arenas() && matches!(expected, Expected::Ok(_));
                     stats::bump(&stats::ARENA_SNAPS, arena as u64);
                     self.snaps.push(LiveSnap {
@@ -463,14 +468,14 @@ impl Interp {
                 {
                     let policy = Policy::from_byte(policy);
                     let value = match policy {
-                        Policy::Baseline => kr_storage_policy_t::KR_STORAGE_BASELINE,
-                        Policy::Auto => kr_storage_policy_t::KR_STORAGE_AUTO,
-                        Policy::Device => kr_storage_policy_t::KR_STORAGE_DEVICE,
-                        Policy::Pinned => kr_storage_policy_t::KR_STORAGE_PINNED,
-                        Policy::Pageable => kr_storage_policy_t::KR_STORAGE_PAGEABLE,
+                        Policy::Baseline => kernel_replay::StoragePolicy::Baseline,
+                        Policy::Auto => kernel_replay::StoragePolicy::Auto,
+                        Policy::Device => kernel_replay::StoragePolicy::Device,
+                        Policy::Pinned => kernel_replay::StoragePolicy::Pinned,
+                        Policy::Pageable => kernel_replay::StoragePolicy::Pageable,
                     };
                     assert!(kr_set_storage_policy(value as u32));
-                    kr_set_batched_copies(batched);
+                    kernel_replay::set_batched_copies(batched);
                     self.batched = batched;
                     self.model.policy = policy;
                     // The device-to-host countdown is modelled for the
@@ -482,7 +487,7 @@ impl Interp {
                 }
             }
             Op::TrimRetained => {
-                kr_trim_retained();
+                kernel_replay::trim_retained();
                 self.retained = false;
             }
             Op::DestroyExecutable { exe } => self.destroy_executable(exe),
@@ -507,7 +512,7 @@ impl Interp {
             Op::Finalize => {
                 if FINALIZE_ENABLED {
                     stats::bump(&stats::FINALIZED, 1);
-                    kr_finalize();
+                    kernel_replay::finalize();
                     self.model.finalize();
                     // Finalize releases what is retained.
                     self.retained = false;
@@ -623,14 +628,14 @@ impl Interp {
     /// or HOST_MEMORY where the model allowed it (then the device-to-host
     /// countdown, which that capture may have advanced differently, is
     /// disarmed).
-    fn settle(&mut self, prediction: Prediction, reason: kr_decline_reason_t) -> Expected {
-        if reason == kr_decline_reason_t::KR_DECLINE_HOST_MEMORY
+    fn settle(&mut self, prediction: Prediction, reason: Option<DeclineReason>) -> Expected {
+        if reason == Some(DeclineReason::HostMemory)
             && prediction.host_memory_possible
             && prediction.expected.reason() != reason
         {
             self.sim.fail_nth_d2h_copy(0);
             self.model.faults.d2h_countdown = None;
-            return Expected::Declined(reason);
+            return Expected::Declined(DeclineReason::HostMemory);
         }
         prediction.expected
     }
@@ -862,7 +867,8 @@ impl Interp {
             }
             Fault::HostBudgetAtEdge { agent, delta } => {
                 let agent = self.agents[usize::from(agent % 3)];
-                let edge = kr_host_bytes_in_use() + kr_tracked_bytes(app::agent(agent));
+                let edge = kernel_replay::host_bytes_in_use()
+                    + kernel_replay::tracked(app::agent(agent)).bytes;
                 let bytes = (edge + u64::from(delta % 5)).saturating_sub(2);
                 kr_set_host_budget(bytes);
                 faults.host_budget = bytes;
@@ -886,7 +892,11 @@ impl Interp {
             Fault::Iterator(set) => {
                 // Unset: no iterator set and a runtime without the loader
                 // extension, so none can be found; set: the runtime's own.
-                kr_set_executable_iterator(if set { app::sim_iterator() } else { None });
+                kernel_replay::set_executable_iterator(if set {
+                    app::sim_iterator()
+                } else {
+                    None
+                });
                 self.sim.fail_loader_extension(!set);
                 faults.iterator_set = set;
             }
@@ -948,7 +958,7 @@ impl Interp {
             resume_unwind(panic);
         }
         let expected = if passes >= 2 {
-            self.settle(prediction, result.decline_reason)
+            self.settle(prediction, DeclineReason::from_code(result.decline_reason))
         } else {
             prediction.expected
         };
@@ -965,9 +975,9 @@ impl Interp {
             replayed,
             passes_run,
             decline_reason: if passes >= 2 {
-                expected.reason()
+                expected.reason().map_or(0, DeclineReason::code)
             } else {
-                kr_decline_reason_t::KR_DECLINE_NONE
+                0
             },
             restore_failures: window.restore_failures,
         };
@@ -1060,7 +1070,7 @@ impl Interp {
     /// at least that otherwise; with no arena held, no device memory is held.
     fn check_host(&self, op: &Op, extra: u64, more_arenas: bool) {
         let held = self.held_baseline_bytes() + extra;
-        let now = kr_host_bytes_in_use();
+        let now = kernel_replay::host_bytes_in_use();
         let arenas = more_arenas || self.arenas_held();
         if (arenas && now < held) || (!arenas && now != held) {
             self.fail(
@@ -1068,12 +1078,12 @@ impl Interp {
                 format_args!("host bytes in use {now}, model {held} (arenas held: {arenas})"),
             );
         }
-        if !arenas && kr_device_bytes_in_use() != 0 {
+        if !arenas && kernel_replay::device_bytes_in_use() != 0 {
             self.fail(
                 op,
                 format_args!(
                     "{} device bytes held with no arena",
-                    kr_device_bytes_in_use()
+                    kernel_replay::device_bytes_in_use()
                 ),
             );
         }
@@ -1084,7 +1094,7 @@ impl Interp {
         let (ok, reason, regions, bytes) = unsafe {
             (
                 kr_snapshot_ok(handle),
-                kr_snapshot_decline_reason(handle),
+                DeclineReason::from_code(kr_snapshot_decline_reason(handle)),
                 kr_snapshot_region_count(handle),
                 kr_snapshot_byte_count(handle),
             )
@@ -1117,7 +1127,7 @@ impl Interp {
             let (regions, bytes) = self.model.tracked_totals(agent.handle);
             let (variables, variable_bytes) = self.model.cached_variables(agent.handle);
             let want = (regions + variables, bytes + variable_bytes);
-            let footprint = kr_estimate_footprint(handle);
+            let footprint = kernel_replay::estimate_footprint(handle);
             if (footprint.regions, footprint.bytes) != want {
                 self.fail(
                     op,
@@ -1132,11 +1142,11 @@ impl Interp {
             // Mappings seen and not captured; device memory in use and not
             // tracked (exact while no device arena is held: its size is not
             // modelled).
-            let untracked = kr_untracked_summary(handle);
+            let untracked = kernel_replay::untracked(handle);
             let mappings = self.model.uncaptured_mappings(agent.handle);
             stats::bump(&stats::UNCAPTURED_MAPPINGS, u64::from(mappings.0 > 0));
-            if (untracked.vmem_regions, untracked.vmem_bytes) != mappings
-                || untracked.known != is_gpu
+            if (untracked.mappings, untracked.mapping_bytes) != mappings
+                || untracked.bytes.is_some() != is_gpu
             {
                 self.fail(
                     op,
@@ -1165,20 +1175,20 @@ impl Interp {
                     .sum();
                 // Saturating, as the library computes it: a handle mapped
                 // at two tracked addresses counts twice as tracked.
-                if untracked.bytes != in_use.saturating_sub(bytes) {
+                if untracked.bytes != Some(in_use.saturating_sub(bytes)) {
                     self.fail(
                         op,
                         format_args!(
                             "agent {:#x}: {} untracked device bytes, model {} in use less {bytes} \
                              tracked",
-                            agent.handle, untracked.bytes, in_use
+                            agent.handle,
+                            untracked.bytes.unwrap_or(0),
+                            in_use
                         ),
                     );
                 }
             }
-            let in_flight = kernel_replay::context::GLOBAL
-                .fences
-                .in_flight(agent.handle);
+            let in_flight = kernel_replay::testing::fence_in_flight(agent.handle);
             if in_flight != self.model.in_flight(agent.handle) {
                 self.fail(
                     op,
@@ -1250,7 +1260,10 @@ impl Interp {
         self.check_memory(op);
         for agent in self.agents {
             let handle = app::agent(agent);
-            let got = (kr_tracked_count(handle), kr_tracked_bytes(handle));
+            let got = (
+                kernel_replay::tracked(handle).regions,
+                kernel_replay::tracked(handle).bytes,
+            );
             let want = self.model.tracked_totals(agent.handle);
             if got != want {
                 self.fail(
@@ -1264,7 +1277,8 @@ impl Interp {
         }
         self.check_coverage(op);
         self.check_host(op, 0, false);
-        if kr_tracking_enabled() != self.model.tracking || kr_is_finalized() != self.model.finalized
+        if kernel_replay::tracking() != self.model.tracking
+            || kernel_replay::is_finalized() != self.model.finalized
         {
             self.fail(op, format_args!("tracking / finalized state differs"));
         }
@@ -1307,14 +1321,14 @@ impl Interp {
         }
         self.model.vars.clear();
         {
-            kr_trim_retained();
+            kernel_replay::trim_retained();
             assert_eq!(
-                kr_device_bytes_in_use(),
+                kernel_replay::device_bytes_in_use(),
                 0,
                 "device arenas left after a trim"
             );
             assert!(kr_set_storage_policy(
-                kr_storage_policy_t::KR_STORAGE_BASELINE as u32
+                kernel_replay::StoragePolicy::Baseline as u32
             ));
         }
         for alloc in std::mem::take(&mut self.model.allocs) {
@@ -1328,11 +1342,11 @@ impl Interp {
         }
         self.vmem_cleanup();
         assert!(
-            kernel_replay::context::GLOBAL.inventory.is_empty(),
+            kernel_replay::testing::inventory_is_empty(),
             "allocations left in the inventory after every free"
         );
         assert_eq!(
-            kr_host_bytes_in_use(),
+            kernel_replay::host_bytes_in_use(),
             0,
             "host memory held with no snapshot"
         );
@@ -1340,7 +1354,7 @@ impl Interp {
         assert_eq!(self.sim.live_allocation_count(), 0);
         for agent in self.agents {
             assert_eq!(
-                kr_untracked_summary(app::agent(agent)).vmem_regions,
+                kernel_replay::untracked(app::agent(agent)).mappings,
                 0,
                 "the library still lists mappings"
             );
@@ -1355,10 +1369,10 @@ impl Interp {
         if INPUTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 4096 == 0 {
             assert!(self.sim.quarantine_intact(), "freed memory was written");
         }
-        kr_set_host_budget(0);
+        kernel_replay::set_host_budget(None);
         // No iterator set: snapshots find the runtime loader's, as under the SDK.
-        kr_set_executable_iterator(None);
-        kr_set_tracking_enabled(false);
+        kernel_replay::set_executable_iterator(None);
+        kernel_replay::set_tracking(false);
     }
 }
 
@@ -1384,12 +1398,11 @@ const VMEM_OPS: [hsa_sim::VmemOp; 5] = [
 /// pageable) for a system pool. The model does not follow arena sizes, so
 /// they are read from the library's storage state.
 fn competing_retained(owner: hsa_sim::Agent, pool: PoolSel) -> u64 {
-    use kernel_replay::context::GLOBAL;
-    use kernel_replay::memory_snapshot::storage::Tier;
+    use kernel_replay::Tier;
     if pool.device() {
-        GLOBAL.storage.view(&GLOBAL, app::agent(owner)).retained[Tier::Device.index()] as u64
+        kernel_replay::testing::retained_for(app::agent(owner))[Tier::Device.index()]
     } else {
-        let retained = GLOBAL.storage.retained();
+        let retained = kernel_replay::stats().retained_bytes;
         retained[Tier::Pinned.index()] + retained[Tier::Pageable.index()]
     }
 }
@@ -1431,15 +1444,17 @@ pub fn clean_session() -> hsa_sim::SimSession {
     );
     app::install_once();
     #[cfg(fuzzing)]
-    kernel_replay::context::GLOBAL.gate.reset_for_fuzzing();
+    kernel_replay::testing::reset_gate_for_fuzzing();
     assert!(
-        !kr_is_finalized(),
+        !kernel_replay::is_finalized(),
         "the library is finalized: build with --cfg fuzzing for the reset hook"
     );
     // No iterator set: snapshots find the runtime loader's, as under the SDK.
-    kr_set_executable_iterator(None);
-    kr_set_host_budget(0);
-    kr_set_copy_fence_timeout(FENCE_TIMEOUT.as_nanos() as u64);
+    kernel_replay::set_executable_iterator(None);
+    kernel_replay::set_host_budget(None);
+    kernel_replay::set_copy_fence_timeout(std::time::Duration::from_nanos(
+        FENCE_TIMEOUT.as_nanos() as u64,
+    ));
     assert_eq!(
         app::vmem_api().is_some(),
         sim.vmem_supported(),
@@ -1456,27 +1471,29 @@ pub fn clean_session() -> hsa_sim::SimSession {
     );
     for gpu in 0..2 {
         assert_eq!(
-            kernel_replay::context::GLOBAL
-                .fences
-                .in_flight(sim.gpu(gpu).handle),
+            kernel_replay::testing::fence_in_flight(sim.gpu(gpu).handle),
             0,
             "an earlier input left copies in flight"
         );
     }
     {
         assert!(kr_set_storage_policy(
-            kr_storage_policy_t::KR_STORAGE_BASELINE as u32
+            kernel_replay::StoragePolicy::Baseline as u32
         ));
-        kr_set_batched_copies(true);
-        assert_eq!(kr_device_bytes_in_use(), 0, "an earlier input left arenas");
+        kernel_replay::set_batched_copies(true);
+        assert_eq!(
+            kernel_replay::device_bytes_in_use(),
+            0,
+            "an earlier input left arenas"
+        );
     }
-    assert!(!kr_set_tracking_enabled(false));
+    assert!(!kernel_replay::set_tracking(false));
     assert!(
-        kernel_replay::context::GLOBAL.inventory.is_empty(),
+        kernel_replay::testing::inventory_is_empty(),
         "an earlier input left allocations in the inventory"
     );
     assert_eq!(
-        kr_host_bytes_in_use(),
+        kernel_replay::host_bytes_in_use(),
         0,
         "an earlier input left host memory held"
     );

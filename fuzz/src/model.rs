@@ -9,7 +9,7 @@
 //! copy, the next free or allocation) advance the model's copy of it exactly
 //! as the runtime advances its own.
 
-use kernel_replay::ffi::types::kr_decline_reason_t;
+use kernel_replay::DeclineReason;
 
 use crate::interp::stats;
 use crate::ops::PoolSel;
@@ -121,14 +121,14 @@ pub struct Captured {
 #[derive(Debug, Clone)]
 pub enum Expected {
     Ok(Vec<Captured>),
-    Declined(kr_decline_reason_t),
+    Declined(DeclineReason),
 }
 
 impl Expected {
-    pub fn reason(&self) -> kr_decline_reason_t {
+    pub fn reason(&self) -> Option<DeclineReason> {
         match self {
-            Expected::Ok(_) => kr_decline_reason_t::KR_DECLINE_NONE,
-            Expected::Declined(reason) => *reason,
+            Expected::Ok(_) => None,
+            Expected::Declined(reason) => Some(*reason),
         }
     }
     pub fn regions(&self) -> &[Captured] {
@@ -616,7 +616,6 @@ impl Model {
     /// fault countdown by the copies a baseline capture makes.
     pub fn predict_snap(&mut self, agent: u64, is_gpu: bool, in_use: u64) -> Prediction {
         let fenced = self.in_flight(agent) > 0;
-        use kr_decline_reason_t::*;
         let budget = self.faults.host_budget;
         // With arenas the host room depends on arena sizes the model does
         // not follow: any capture may then meet the budget.
@@ -626,19 +625,19 @@ impl Model {
             host_memory_possible: false,
         };
         if self.finalized {
-            return declined(KR_DECLINE_FINALIZED);
+            return declined(DeclineReason::Finalized);
         }
         if !self.faults.iterator_set {
-            return declined(KR_DECLINE_NO_EXECUTABLE_ITERATOR);
+            return declined(DeclineReason::NoExecutableIterator);
         }
         if self.discovery_fails(agent) {
-            return declined(KR_DECLINE_SYMBOL_ENUMERATION);
+            return declined(DeclineReason::SymbolEnumeration);
         }
         // An application copy in flight on the agent's tracked memory is
         // waited for up to the fence timeout; the harness's pending copies
         // are all held by a dependency, so the wait runs out.
         if fenced {
-            return declined(KR_DECLINE_COPIES_IN_FLIGHT);
+            return declined(DeclineReason::CopiesInFlight);
         }
         // Tracked allocations and mappings in address order, then the
         // non-empty variables of loaded executables in address order.
@@ -702,16 +701,16 @@ impl Model {
             // forced device or pinned tier cannot hold the CPU agent's
             // regions.
             if self.policy == Policy::Device && !is_gpu && !plan.is_empty() {
-                return declined(KR_DECLINE_DEVICE_MEMORY);
+                return declined(DeclineReason::DeviceMemory);
             }
             if self.policy == Policy::Pinned && !is_gpu && !plan.is_empty() {
-                return declined(KR_DECLINE_HOST_MEMORY);
+                return declined(DeclineReason::HostMemory);
             }
             let copy_fails = plan
                 .iter()
                 .any(|r| self.faults.from_covers(r.source.ptr(), r.source.size()));
             return outcome(if copy_fails {
-                Expected::Declined(KR_DECLINE_COPY_FAILED)
+                Expected::Declined(DeclineReason::CopyFailed)
             } else {
                 Expected::Ok(plan)
             });
@@ -722,7 +721,7 @@ impl Model {
         for region in &plan {
             let size = region.bytes.len() as u64;
             if budget != 0 && in_use + claimed + size > budget {
-                return outcome(Expected::Declined(KR_DECLINE_HOST_MEMORY));
+                return outcome(Expected::Declined(DeclineReason::HostMemory));
             }
             claimed += size;
             let d2h_fails = self.faults.d2h_copy_fails();
@@ -731,7 +730,7 @@ impl Model {
                     .faults
                     .from_covers(region.source.ptr(), region.source.size())
             {
-                return outcome(Expected::Declined(KR_DECLINE_COPY_FAILED));
+                return outcome(Expected::Declined(DeclineReason::CopyFailed));
             }
         }
         outcome(Expected::Ok(plan))

@@ -396,7 +396,7 @@ pub enum Op {
         byte: u8,
     },
     /// `kr_set_storage_policy` (`policy % 5`: baseline, auto, device,
-    /// pinned, pageable) and `kr_set_batched_copies(batched)`. Inputs start
+    /// pinned, pageable) and `kernel_replay::set_batched_copies(batched)`. Inputs start
     /// in baseline. Needs a library with storage tiers (else a no-op).
     Storage {
         policy: u8,

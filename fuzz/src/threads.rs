@@ -150,17 +150,17 @@ pub struct Round {
 /// One decoded input.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Input {
-    pub policy: kr_storage_policy_t,
+    pub policy: kernel_replay::StoragePolicy,
     pub address_reuse: bool,
     pub rounds: Vec<Round>,
 }
 
-const POLICIES: [kr_storage_policy_t; 5] = [
-    kr_storage_policy_t::KR_STORAGE_AUTO,
-    kr_storage_policy_t::KR_STORAGE_DEVICE,
-    kr_storage_policy_t::KR_STORAGE_PINNED,
-    kr_storage_policy_t::KR_STORAGE_PAGEABLE,
-    kr_storage_policy_t::KR_STORAGE_BASELINE,
+const POLICIES: [kernel_replay::StoragePolicy; 5] = [
+    kernel_replay::StoragePolicy::Auto,
+    kernel_replay::StoragePolicy::Device,
+    kernel_replay::StoragePolicy::Pinned,
+    kernel_replay::StoragePolicy::Pageable,
+    kernel_replay::StoragePolicy::Baseline,
 ];
 
 impl Input {
@@ -716,7 +716,7 @@ pub fn run(input: &Input) {
     let sim = clean_session();
     assert!(kr_set_storage_policy(input.policy as u32));
     sim.set_address_reuse(input.address_reuse);
-    assert!(kr_set_tracking_enabled(true));
+    assert!(kernel_replay::set_tracking(true));
     let gpu = sim.gpu(0);
     let pool = sim.pool(gpu, hsa_sim::PoolKind::DeviceCoarse);
     let violations_before = sim.copy_violations();
@@ -738,7 +738,9 @@ pub fn run(input: &Input) {
     tool.scribble();
     // Snapshots wait for application copies in flight: long enough that
     // only a hang runs out.
-    kr_set_copy_fence_timeout(BOUNDED.as_nanos() as u64);
+    kernel_replay::set_copy_fence_timeout(std::time::Duration::from_nanos(
+        BOUNDED.as_nanos() as u64
+    ));
     let mut vmem = app::vmem_api().map(|api| Vmem {
         api,
         gpu,
@@ -793,14 +795,14 @@ pub fn run(input: &Input) {
         });
         let tracked = app_state.buffers.len() + TOOL_BUFFERS + copier.dsts.len() + chunks;
         assert_eq!(
-            kr_tracked_count(app::agent(gpu)),
+            kernel_replay::tracked(app::agent(gpu)).regions,
             tracked,
             "the inventory is not the live tracked allocations and mappings"
         );
         // The fence's count drops in the completion handler, just after
         // the application's signal was set.
         let deadline = std::time::Instant::now() + BOUNDED;
-        while kernel_replay::context::GLOBAL.fences.in_flight(gpu.handle) != 0 {
+        while kernel_replay::testing::fence_in_flight(gpu.handle) != 0 {
             assert!(
                 std::time::Instant::now() < deadline,
                 "the fence counts a copy in flight after every copy completed"
@@ -828,14 +830,14 @@ pub fn run(input: &Input) {
     }
     assert!(sim.quarantine_intact(), "freed memory was written");
     assert_eq!(sim.copy_violations(), violations_before);
-    kr_trim_retained();
-    assert_eq!(kr_device_bytes_in_use(), 0);
-    assert_eq!(kr_host_bytes_in_use(), 0);
+    kernel_replay::trim_retained();
+    assert_eq!(kernel_replay::device_bytes_in_use(), 0);
+    assert_eq!(kernel_replay::host_bytes_in_use(), 0);
     assert!(kr_set_storage_policy(
-        kr_storage_policy_t::KR_STORAGE_BASELINE as u32
+        kernel_replay::StoragePolicy::Baseline as u32
     ));
     sim.set_address_reuse(false);
-    kr_set_tracking_enabled(false);
+    kernel_replay::set_tracking(false);
 }
 
 #[cfg(test)]

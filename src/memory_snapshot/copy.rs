@@ -11,14 +11,14 @@
 use std::collections::VecDeque;
 use std::ffi::c_void;
 
-use crate::context::Context;
 use crate::hsa::entries::{AsyncCopyFn, CoreEntries, SignalStoreFn, SignalWaitFn};
 use crate::hsa::sys::{hsa_signal_t, HSA_SIGNAL_CONDITION_LT, HSA_WAIT_STATE_BLOCKED};
 use crate::hsa::{hsa_agent_t, hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_SUCCESS};
+use crate::memory_snapshot::state::Env;
 
 /// Copies in flight at once. Each holds one signal: a small, fixed number,
 /// since runtimes limit interrupt-capable signals.
-pub const WINDOW: usize = 64;
+pub(crate) const WINDOW: usize = 64;
 
 /// One region's copy.
 #[derive(Debug, Clone, Copy)]
@@ -67,7 +67,7 @@ struct Batched {
 
 /// Runs a set of transfers; see the module documentation.
 pub struct Copier<'a> {
-    ctx: &'a Context,
+    env: Env,
     core: &'a CoreEntries,
     batched: Option<Batched>,
     finished: Finished,
@@ -76,16 +76,16 @@ pub struct Copier<'a> {
 impl<'a> Copier<'a> {
     /// A copier for up to `count` transfers, batched when `batch` and the
     /// runtime supports it. Fails only if its bookkeeping cannot be allocated.
-    pub fn new(ctx: &'a Context, core: &'a CoreEntries, count: usize, batch: bool) -> Option<Self> {
+    pub fn new(env: Env, core: &'a CoreEntries, count: usize, batch: bool) -> Option<Self> {
         let mut failures = Vec::new();
         failures.try_reserve_exact(count).ok()?;
         let batched = if batch {
-            Self::batched(ctx, core, count)
+            Self::batched(env, core, count)
         } else {
             None
         };
         Some(Copier {
-            ctx,
+            env,
             core,
             batched,
             finished: Finished {
@@ -95,17 +95,17 @@ impl<'a> Copier<'a> {
         })
     }
 
-    fn batched(ctx: &Context, core: &CoreEntries, count: usize) -> Option<Batched> {
-        let async_copy = ctx.amd()?.optional.async_copy?;
+    fn batched(env: Env, core: &CoreEntries, count: usize) -> Option<Batched> {
+        let async_copy = env.amd()?.optional.async_copy?;
         let (store, wait) = (core.optional.signal_store?, core.optional.signal_wait?);
         core.optional.signal_create?;
-        let signals = ctx.storage.take_signals(ctx, count.clamp(1, WINDOW));
+        let signals = env.state.storage.take_signals(env, count.clamp(1, WINDOW));
         if signals.is_empty() {
             return None;
         }
         let mut idle = Vec::new();
         if idle.try_reserve_exact(signals.len()).is_err() {
-            ctx.storage.return_signals(signals);
+            env.state.storage.return_signals(signals);
             return None;
         }
         for signal in signals {
@@ -118,7 +118,8 @@ impl<'a> Copier<'a> {
         }
         let mut in_flight = VecDeque::new();
         if in_flight.try_reserve(idle.len()).is_err() {
-            ctx.storage
+            env.state
+                .storage
                 .return_signals(idle.into_iter().map(|slot| slot.signal).collect());
             return None;
         }
@@ -129,11 +130,6 @@ impl<'a> Copier<'a> {
             idle,
             in_flight,
         })
-    }
-
-    /// True when transfers may run asynchronously.
-    pub fn is_batched(&self) -> bool {
-        self.batched.is_some()
     }
 
     /// Copies (or queues) one transfer.
@@ -260,7 +256,7 @@ impl Drop for Copier<'_> {
         self.drain();
         if let Some(batched) = self.batched.take() {
             let signals = batched.idle.into_iter().map(|slot| slot.signal);
-            self.ctx.storage.return_signals(signals.collect());
+            self.env.state.storage.return_signals(signals.collect());
         }
     }
 }

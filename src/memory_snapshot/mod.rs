@@ -20,6 +20,7 @@ pub mod discovery;
 pub mod discovery_cache;
 pub mod host_buffer;
 pub mod restore;
+pub mod state;
 pub mod storage;
 
 use std::ffi::c_void;
@@ -27,13 +28,13 @@ use std::time::Instant;
 
 use log::warn;
 
-use crate::context::Context;
 use crate::hsa::entries::CoreEntries;
 use crate::hsa::hsa_agent_t;
+use crate::memory_snapshot::state::Env;
 use crate::memory_tracker::executables::{LiveExecutables, LoadedExecutable};
 use crate::memory_tracker::inventory::{LiveCursor, TrackedRegion};
 use copy::{Copier, Transfer};
-use decline::Decline;
+pub use decline::Decline;
 use discovery::DiscoveredVariable;
 use host_buffer::HostBuffer;
 use storage::arena::Lease;
@@ -86,7 +87,7 @@ impl Region {
 /// A complete capture, or the reason there is none.
 pub struct Snapshot {
     agent: hsa_agent_t,
-    outcome: Result<Captured, DeclineReason>,
+    outcome: Result<Captured, Decline>,
 }
 
 struct Captured {
@@ -104,10 +105,10 @@ struct Captured {
 }
 
 impl Snapshot {
-    fn declined(agent: hsa_agent_t, reason: DeclineReason) -> Self {
+    fn declined(agent: hsa_agent_t, decline: Decline) -> Self {
         Snapshot {
             agent,
-            outcome: Err(reason),
+            outcome: Err(decline),
         }
     }
 
@@ -120,6 +121,11 @@ impl Snapshot {
     }
 
     pub fn decline_reason(&self) -> Option<DeclineReason> {
+        self.decline().map(|decline| decline.reason())
+    }
+
+    /// Why the snapshot declined, with what its log line said.
+    pub fn decline(&self) -> Option<Decline> {
         self.outcome.as_ref().err().copied()
     }
 
@@ -141,14 +147,6 @@ impl Snapshot {
             .filter(|r| r.tier() == tier)
             .map(|r| r.size() as u64)
             .sum()
-    }
-
-    /// Capacity of the arenas the snapshot holds, per tier.
-    pub fn arena_bytes(&self) -> [u64; 3] {
-        match &self.outcome {
-            Ok(c) => [0, 1, 2].map(|t| c.leases[t].as_ref().map_or(0, |l| l.capacity() as u64)),
-            Err(_) => [0; 3],
-        }
     }
 }
 
@@ -194,9 +192,9 @@ impl Captured {
 ///
 /// Never fails outright: a snapshot that could not be completed comes back
 /// declined, with one warning saying why, and holds no memory.
-pub fn snap(ctx: &'static Context, agent: hsa_agent_t) -> Snapshot {
+pub fn snap(env: Env, agent: hsa_agent_t) -> Snapshot {
     let started = Instant::now();
-    let result = capture(ctx, agent);
+    let result = capture(env, agent);
     let nanos = started.elapsed().as_nanos() as u64;
     match result {
         Ok(captured) => {
@@ -204,7 +202,9 @@ pub fn snap(ctx: &'static Context, agent: hsa_agent_t) -> Snapshot {
                 agent,
                 outcome: Ok(captured),
             };
-            ctx.stats.snapshot_taken(snapshot.byte_count(), nanos);
+            env.tracker
+                .stats
+                .snapshot_taken(snapshot.byte_count(), nanos);
             snapshot
         }
         Err(decline) => {
@@ -213,45 +213,48 @@ pub fn snap(ctx: &'static Context, agent: hsa_agent_t) -> Snapshot {
                 agent.handle,
                 decline.reason()
             );
-            ctx.stats.snapshot_declined(decline.reason(), nanos);
-            Snapshot::declined(agent, decline.reason())
+            env.tracker
+                .stats
+                .snapshot_declined(decline.reason().code(), nanos);
+            Snapshot::declined(agent, decline)
         }
     }
 }
 
-fn capture(ctx: &'static Context, agent: hsa_agent_t) -> Result<Captured, Decline> {
-    let core = *ctx.core().ok_or(Decline::NotInitialized)?;
+fn capture(env: Env, agent: hsa_agent_t) -> Result<Captured, Decline> {
+    let core = *env.core().ok_or(Decline::NotInitialized)?;
     // Resolved at install (kr_memory_tracker_init), so no allocation here.
-    let policy = ctx.storage.policy.get();
-    if ctx.gate.finalized() {
+    let policy = env.state.storage.policy.get();
+    if env.tracker.gate.finalized() {
         return Err(Decline::Finalized);
     }
-    if !crate::memory_tracker::wrappers_in_place(ctx) {
+    if !crate::memory_tracker::wrappers_in_place(env.tracker) {
         return Err(Decline::WrappersRemoved);
     }
-    let iterate = ctx
+    let iterate = env
         .executable_iterator()
         .ok_or(Decline::NoExecutableIterator)?;
     let mut tracked = Vec::new();
-    ctx.inventory
+    env.tracker
+        .inventory
         .collect_agent(agent.handle, &mut tracked)
         .map_err(|_| Decline::RegionList)?;
     // Discovery calls back into the tool's iterator, which may run anything,
     // frees included: a tracked region freed from here on is simply dropped
     // below, when its generation no longer matches.
     let baseline = policy == StoragePolicy::Baseline;
-    let variables = discovery::module_variables(ctx, &core, iterate, agent, !baseline)?;
-    coverage::note_untracked(ctx, agent, &tracked);
+    let variables = discovery::module_variables(env, &core, iterate, agent, !baseline)?;
+    coverage::note_untracked(env, agent, &tracked);
     // No application copy may write the agent's tracked memory while it is
     // captured: wait for those in flight, hold new ones back.
-    let _window = fence_window(ctx, agent).map_err(|copies| Decline::CopiesInFlight {
+    let _window = fence_window(env, agent).map_err(|copies| Decline::CopiesInFlight {
         copies,
-        timeout_ms: ctx.fences.timeout().as_millis() as u64,
+        timeout_ms: env.tracker.fences.timeout().as_millis() as u64,
     })?;
     if baseline {
-        capture_baseline(ctx, core, &tracked, &variables)
+        capture_baseline(env, core, &tracked, &variables)
     } else {
-        capture_into_arenas(ctx, core, agent, policy, &tracked, &variables)
+        capture_into_arenas(env, core, agent, policy, &tracked, &variables)
     }
 }
 
@@ -259,13 +262,13 @@ fn capture(ctx: &'static Context, agent: hsa_agent_t) -> Result<Captured, Declin
 /// `memory_tracker/fence.rs`), counting in the stats whether it had to wait
 /// and whether the wait ran out; `Err(copies still in flight)` then.
 pub(crate) fn fence_window(
-    ctx: &Context,
+    env: Env,
     agent: hsa_agent_t,
-) -> Result<crate::memory_tracker::fence::Window<'_>, u64> {
-    let waiting = ctx.fences.in_flight(agent.handle) > 0;
-    let window = ctx.fences.open_window(agent.handle);
+) -> Result<crate::memory_tracker::fence::Window<'static>, u64> {
+    let waiting = env.tracker.fences.in_flight(agent.handle) > 0;
+    let window = env.tracker.fences.open_window(agent.handle);
     if waiting || window.is_err() {
-        ctx.stats.fence_waited(window.is_err());
+        env.tracker.stats.fence_waited(window.is_err());
     }
     window
 }
@@ -274,7 +277,7 @@ pub(crate) fn fence_window(
 /// per region, each tracked copy under the read lock after re-checking the
 /// generation.
 fn capture_baseline(
-    ctx: &'static Context,
+    env: Env,
     core: CoreEntries,
     tracked: &[TrackedRegion],
     variables: &[DiscoveredVariable],
@@ -284,8 +287,8 @@ fn capture_baseline(
         .try_reserve_exact(tracked.len() + variables.len())
         .map_err(|_| Decline::RegionList)?;
     for region in tracked {
-        let mut host = host_buffer_for(ctx, region.base, region.size)?;
-        let copied = ctx.inventory.with_live(region, || {
+        let mut host = host_buffer_for(env, region.base, region.size)?;
+        let copied = env.tracker.inventory.with_live(region, || {
             // SAFETY: the host buffer holds region.size bytes; the device side
             // is a live allocation of at least that size (checked under the
             // lock we are holding).
@@ -305,12 +308,12 @@ fn capture_baseline(
     }
     for variable in variables {
         let (address, size) = (variable.variable.address, variable.variable.size);
-        let mut host = host_buffer_for(ctx, address, size)?;
+        let mut host = host_buffer_for(env, address, size)?;
         // With the registry, the copy runs while the executable is provably
         // still loaded (and the restore will check again); without it, the
         // design's direct copy.
         let copied = match variable.executable {
-            Some(exe) => ctx.executables.live_view().contains(exe).then(|| {
+            Some(exe) => env.tracker.executables.live_view().contains(exe).then(|| {
                 // SAFETY: the variable's executable is loaded and cannot be
                 // unloaded while the view is held.
                 unsafe { device_to_host(&core, &mut host, address) }
@@ -348,7 +351,7 @@ fn capture_baseline(
 /// freed or unloaded under a copy. A declined capture releases its arenas
 /// at once.
 fn capture_into_arenas(
-    ctx: &'static Context,
+    env: Env,
     core: CoreEntries,
     agent: hsa_agent_t,
     policy: StoragePolicy,
@@ -363,11 +366,12 @@ fn capture_into_arenas(
     sizes.extend(tracked.iter().map(|r| r.size));
     sizes.extend(variables.iter().map(|v| v.variable.size));
     let Layout { places, mut leases } =
-        layout::lay_out(ctx, agent, &sizes, policy).map_err(Decline::Layout)?;
+        layout::lay_out(env, agent, &sizes, policy).map_err(Decline::Layout)?;
     let bases = [0, 1, 2].map(|t| leases[t].as_mut().map_or(0, Lease::base));
-    let host_agent = ctx
+    let host_agent = env
+        .state
         .storage
-        .view(ctx, agent)
+        .view(env, agent)
         .pools
         .host_pool
         .map_or(hsa_agent_t { handle: 0 }, |h| h.cpu_agent);
@@ -377,9 +381,9 @@ fn capture_into_arenas(
         leases,
         bases,
         host_agent,
-        batch: ctx.batch_copies(),
+        batch: env.state.batch_copies(),
     };
-    match fill_arenas(ctx, &mut captured, agent, &places, tracked, variables) {
+    match fill_arenas(env, &mut captured, agent, &places, tracked, variables) {
         Ok(()) => Ok(captured),
         Err(decline) => {
             for lease in std::mem::take(&mut captured.leases).into_iter().flatten() {
@@ -392,7 +396,7 @@ fn capture_into_arenas(
 
 /// Lists the regions at their places and copies each into its arena.
 fn fill_arenas(
-    ctx: &'static Context,
+    env: Env,
     captured: &mut Captured,
     agent: hsa_agent_t,
     places: &[(Tier, usize)],
@@ -430,10 +434,10 @@ fn fill_arenas(
     let core = captured.core;
     let outcomes = {
         let mut copier =
-            Copier::new(ctx, &core, count, captured.batch).ok_or(Decline::RegionList)?;
-        let live = ctx.inventory.live_view();
+            Copier::new(env, &core, count, captured.batch).ok_or(Decline::RegionList)?;
+        let live = env.tracker.inventory.live_view();
         let mut live = live.cursor();
-        let loaded = ctx.executables.live_view();
+        let loaded = env.tracker.executables.live_view();
         for (index, region) in captured.regions.iter().enumerate() {
             let still_there = is_live(&region.origin, &mut live, &loaded);
             kept.push(still_there);
@@ -475,12 +479,8 @@ fn is_live(origin: &Origin, tracked: &mut LiveCursor<'_>, loaded: &LiveExecutabl
     }
 }
 
-fn host_buffer_for(
-    ctx: &'static Context,
-    address: usize,
-    size: usize,
-) -> Result<HostBuffer, Decline> {
-    HostBuffer::try_new(size, &ctx.storage.host).map_err(|error| Decline::HostBuffer {
+fn host_buffer_for(env: Env, address: usize, size: usize) -> Result<HostBuffer, Decline> {
+    HostBuffer::try_new(size, &env.state.storage.host).map_err(|error| Decline::HostBuffer {
         address,
         size,
         error,
@@ -505,9 +505,7 @@ unsafe fn device_to_host(
             size,
             status,
         },
-    )?;
-    host.mark_filled();
-    Ok(())
+    )
 }
 
 impl From<LayoutError> for Decline {

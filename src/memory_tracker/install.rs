@@ -17,7 +17,7 @@ use log::{info, warn};
 
 use std::mem::offset_of;
 
-use crate::context::GLOBAL;
+use super::TRACKER;
 #[cfg(hsa_vmem)]
 use crate::hsa::entries::{vmem, AsyncCopyOnEngineFn};
 use crate::hsa::entries::{
@@ -73,10 +73,6 @@ pub unsafe fn install(
         return InstallOutcome::AlreadyInstalled;
     }
     let _serialised = INSTALL.lock().unwrap_or_else(PoisonError::into_inner);
-    // Settings from the environment are read now, not at the first snapshot:
-    // reading them allocates, and a snapshot may run under memory pressure.
-    GLOBAL.storage.policy.get();
-    GLOBAL.batch_copies();
 
     // Every table is checked before anything is changed.
     let checks = [
@@ -138,6 +134,7 @@ unsafe fn may_install<E>(hooks: &Hooks<E>, table: *mut u8) -> Option<Kind> {
         // first (one installation per kind at a time).
         // SAFETY: the caller's promise.
         match unsafe { hooks.placement() } {
+            // SAFETY: as above.
             Some(Placement::TakenOut) => unsafe { hooks.placement_in(table) },
             _ => Placement::Ours,
         }
@@ -261,7 +258,7 @@ unsafe fn put_in<E>(
         return Kind::Refused;
     }
     if reinstall {
-        forget_unseen(&GLOBAL);
+        forget_unseen(&TRACKER);
     }
     for hooked in chain.hooked() {
         // SAFETY: the caller's promise; the entries are recorded first, so
@@ -284,7 +281,7 @@ unsafe fn put_in<E>(
 /// # Safety
 /// `table` passed `tables::validate`.
 unsafe fn install_core(table: *mut CoreApiTable) -> Kind {
-    let hooks = &GLOBAL.core_hooks;
+    let hooks = &TRACKER.core_hooks;
     let raw = table.cast::<u8>();
     // SAFETY: forwarded.
     if let Some(kind) = unsafe { may_install(hooks, raw) } {
@@ -323,7 +320,7 @@ unsafe fn install_core(table: *mut CoreApiTable) -> Kind {
     // SAFETY: validated; every hooked entry was captured from the table.
     let kind = unsafe { put_in(hooks, raw, entries, &chain, previous.is_some()) };
     if tracks_destroys && matches!(kind, Kind::Installed | Kind::Reinstalled) {
-        GLOBAL.executables.start_tracking_destroys();
+        TRACKER.executables.start_tracking_destroys();
     }
     kind
 }
@@ -331,7 +328,7 @@ unsafe fn install_core(table: *mut CoreApiTable) -> Kind {
 /// # Safety
 /// `table` passed `tables::validate`.
 unsafe fn install_amd(table: *mut AmdExtTable) -> Kind {
-    let hooks = &GLOBAL.amd_hooks;
+    let hooks = &TRACKER.amd_hooks;
     let raw = table.cast::<u8>();
     // SAFETY: forwarded.
     if let Some(kind) = unsafe { may_install(hooks, raw) } {

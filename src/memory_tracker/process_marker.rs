@@ -46,8 +46,11 @@ pub enum Owner {
     Nobody,
     /// This copy.
     This,
-    /// Another copy of this process, of that version.
-    Other { version: String },
+    /// Another copy in this process.
+    Other {
+        /// Its version, as its marker says.
+        version: String,
+    },
 }
 
 /// Who owns this process's tables, as the marker says.

@@ -13,7 +13,6 @@
 
 use std::time::{Duration, Instant};
 
-use kernel_replay::context::GLOBAL;
 use kernel_replay::hsa::sys::HSA_STATUS_ERROR_OUT_OF_RESOURCES;
 
 use super::{stats, Interp};
@@ -345,7 +344,7 @@ impl Interp {
         for agent in self.agents {
             let want = self.model.in_flight(agent.handle);
             loop {
-                let got = GLOBAL.fences.in_flight(agent.handle);
+                let got = kernel_replay::testing::fence_in_flight(agent.handle);
                 if got == want {
                     break;
                 }
