@@ -10,11 +10,86 @@
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use crate::hsa::entries::{AsyncCopyFn, CoreEntries, SignalStoreFn, SignalWaitFn};
 use crate::hsa::sys::{hsa_signal_t, HSA_SIGNAL_CONDITION_LT, HSA_WAIT_STATE_BLOCKED};
 use crate::hsa::{hsa_agent_t, hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_SUCCESS};
 use crate::memory_snapshot::state::Env;
+
+/// The copy engine's completion signals, created once and reused (a
+/// runtime limits interrupt-capable signals, and creating one is a syscall).
+pub struct SignalPool(Mutex<Vec<hsa_signal_t>>);
+
+impl SignalPool {
+    /// No signal yet.
+    pub const fn new() -> Self {
+        SignalPool(Mutex::new(Vec::new()))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<hsa_signal_t>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes `count` completion signals (value 1), creating what the pool
+    /// lacks; fewer (possibly none) if the runtime cannot create them.
+    pub fn take(&self, core: &CoreEntries, count: usize) -> Vec<hsa_signal_t> {
+        let mut taken = Vec::new();
+        if taken.try_reserve_exact(count).is_err() {
+            return taken;
+        }
+        {
+            let mut pool = self.lock();
+            while taken.len() < count {
+                match pool.pop() {
+                    Some(signal) => taken.push(signal),
+                    None => break,
+                }
+            }
+        }
+        let Some(create) = core.optional.signal_create else {
+            return taken;
+        };
+        while taken.len() < count {
+            let mut signal = hsa_signal_t { handle: 0 };
+            // SAFETY: a writable out-parameter; no consumer agents.
+            let status = unsafe { create(1, 0, std::ptr::null(), &mut signal) };
+            if status != HSA_STATUS_SUCCESS {
+                break;
+            }
+            taken.push(signal);
+        }
+        taken
+    }
+
+    /// Returns completion signals to the pool.
+    pub fn give_back(&self, signals: impl IntoIterator<Item = hsa_signal_t>) {
+        let mut pool = self.lock();
+        for signal in signals {
+            if pool.try_reserve(1).is_err() {
+                return;
+            }
+            pool.push(signal);
+        }
+    }
+
+    /// Destroys the pooled signals (finalize).
+    pub fn destroy(&self, core: &CoreEntries) {
+        let signals = std::mem::take(&mut *self.lock());
+        if let Some(destroy) = core.optional.signal_destroy {
+            for signal in signals {
+                // SAFETY: a signal this library created and no longer uses.
+                unsafe { destroy(signal) };
+            }
+        }
+    }
+}
+
+impl Default for SignalPool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 /// Copies in flight at once. Each holds one signal: a small, fixed number,
 /// since runtimes limit interrupt-capable signals.
@@ -99,13 +174,13 @@ impl<'a> Copier<'a> {
         let async_copy = env.amd()?.optional.async_copy?;
         let (store, wait) = (core.optional.signal_store?, core.optional.signal_wait?);
         core.optional.signal_create?;
-        let signals = env.state.storage.take_signals(env, count.clamp(1, WINDOW));
+        let signals = env.state.signals.take(core, count.clamp(1, WINDOW));
         if signals.is_empty() {
             return None;
         }
         let mut idle = Vec::new();
         if idle.try_reserve_exact(signals.len()).is_err() {
-            env.state.storage.return_signals(signals);
+            env.state.signals.give_back(signals);
             return None;
         }
         for signal in signals {
@@ -119,8 +194,8 @@ impl<'a> Copier<'a> {
         let mut in_flight = VecDeque::new();
         if in_flight.try_reserve(idle.len()).is_err() {
             env.state
-                .storage
-                .return_signals(idle.into_iter().map(|slot| slot.signal).collect());
+                .signals
+                .give_back(idle.into_iter().map(|slot| slot.signal));
             return None;
         }
         Some(Batched {
@@ -256,7 +331,7 @@ impl Drop for Copier<'_> {
         self.drain();
         if let Some(batched) = self.batched.take() {
             let signals = batched.idle.into_iter().map(|slot| slot.signal);
-            self.env.state.storage.return_signals(signals.collect());
+            self.env.state.signals.give_back(signals);
         }
     }
 }

@@ -16,8 +16,8 @@ use std::time::Instant;
 
 use log::warn;
 
-use super::copy::Copier;
-use super::{is_live, Captured, Origin, Region, Snapshot};
+use super::capture::fence_window;
+use super::snapshot::{copy_live_regions, Captured, Origin, Region, Snapshot};
 use crate::hsa::hsa_status_t;
 use crate::memory_snapshot::state::Env;
 
@@ -82,7 +82,7 @@ pub fn restore(env: Env, snapshot: &Snapshot) -> RestoreReport {
     // No application copy may write the agent's tracked memory while it is
     // restored; if those in flight do not finish in time, nothing is
     // written (a pass on half-restored memory would count wrong).
-    let Ok(_window) = super::fence_window(env, snapshot.agent) else {
+    let Ok(_window) = fence_window(env, snapshot.agent) else {
         report.vouched = false;
         report.failed = captured.regions.len();
         warn!(
@@ -156,25 +156,9 @@ fn restore_batched(
     report: &mut RestoreReport,
     log: &mut Log,
 ) -> Option<()> {
-    let mut copier = Copier::new(env, &captured.core, captured.regions.len(), true)?;
-    let outcomes = {
-        let live = env.tracker.inventory.live_view();
-        let mut live = live.cursor();
-        let loaded = env.tracker.executables.live_view();
-        for (index, region) in captured.regions.iter().enumerate() {
-            let still_there = is_live(&region.origin, &mut live, &loaded);
-            if still_there {
-                let transfer = captured.transfer(snapshot.agent, region, true);
-                // SAFETY: the source is the snapshot's own copy; the
-                // destination stays live while the views are held, and the
-                // copier finishes every copy before they are dropped.
-                unsafe { copier.copy(index, &transfer) };
-            } else {
-                log.record(region, None, report);
-            }
-        }
-        copier.finish()
-    };
+    let outcomes = copy_live_regions(env, captured, snapshot.agent, true, true, |index| {
+        log.record(&captured.regions[index], None, report)
+    })?;
     report.restored += outcomes.succeeded;
     for (index, status) in outcomes.failures {
         if let Some(region) = captured.regions.get(index) {

@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{PoisonError, RwLock};
 
+use super::copy::SignalPool;
 use super::discovery_cache::DiscoveryCache;
 use super::storage::arena::Storage;
 use super::storage::Tier;
@@ -16,8 +17,10 @@ use crate::memory_tracker::Tracker;
 pub struct SnapshotState {
     /// The executable iterator a tool set, which overrides the loader's.
     executable_iterator: RwLock<Option<IterateExecutablesFn>>,
-    /// Storage policy, budgets, retained arenas, completion signals.
+    /// Storage policy, budgets, retained arenas.
     pub storage: Storage,
+    /// The copy engine's completion signals.
+    pub signals: SignalPool,
     /// Module variables of loaded executables, per agent.
     pub discovery_cache: DiscoveryCache,
     /// Batched copies: unresolved (read `KERNEL_REPLAY_COPY`), on, or off.
@@ -36,6 +39,7 @@ impl SnapshotState {
         SnapshotState {
             executable_iterator: RwLock::new(None),
             storage: Storage::new(),
+            signals: SignalPool::new(),
             discovery_cache: DiscoveryCache::new(),
             batch_copies: AtomicU8::new(UNRESOLVED),
         }
@@ -173,7 +177,9 @@ impl Env {
     /// freed. (The tracker's own teardown is `memory_tracker::finalize`.)
     pub fn finalize(self) {
         self.state.storage.trim(self);
-        self.state.storage.destroy_signals(self);
+        if let Some(core) = self.core() {
+            self.state.signals.destroy(core);
+        }
         self.state.discovery_cache.clear();
     }
 }

@@ -17,7 +17,6 @@ use super::budget::{DeviceBudget, HostBudget};
 use super::pools::{self, AgentPools};
 use super::{PolicySetting, Tier};
 use crate::hsa::hsa_agent_t;
-use crate::hsa::sys::hsa_signal_t;
 use crate::memory_snapshot::state::Env;
 
 /// Region offsets inside an arena are aligned to this, so every copy starts
@@ -79,14 +78,12 @@ pub enum AcquireError {
     Allocation,
 }
 
-/// All storage state: policy, budgets, per-agent arenas, completion signals.
+/// All storage state: policy, budgets, per-agent arenas.
 pub struct Storage {
     pub policy: PolicySetting,
     pub device_budget: DeviceBudget,
     pub host: HostBudget,
     agents: Mutex<Vec<AgentStorage>>,
-    /// Completion signals for batched copies, created once and reused.
-    signals: Mutex<Vec<hsa_signal_t>>,
 }
 
 /// An arena leased to one snapshot; returned for reuse when dropped.
@@ -133,7 +130,6 @@ impl Storage {
             device_budget: DeviceBudget::new(),
             host: HostBudget::new(),
             agents: Mutex::new(Vec::new()),
-            signals: Mutex::new(Vec::new()),
         }
     }
 
@@ -338,57 +334,6 @@ impl Storage {
         agents.iter().fold([0; 3], |sum, a| {
             [0, 1, 2].map(|t| sum[t] + a.retained[t].as_ref().map_or(0, |b| b.capacity() as u64))
         })
-    }
-
-    /// Takes `count` completion signals (value 1), creating what the pool
-    /// lacks; fewer (possibly none) if the runtime cannot create them.
-    pub fn take_signals(&self, env: Env, count: usize) -> Vec<hsa_signal_t> {
-        let mut taken = Vec::new();
-        if taken.try_reserve_exact(count).is_err() {
-            return taken;
-        }
-        {
-            let mut pool = self.signals.lock().unwrap_or_else(PoisonError::into_inner);
-            while taken.len() < count {
-                match pool.pop() {
-                    Some(signal) => taken.push(signal),
-                    None => break,
-                }
-            }
-        }
-        let Some(create) = env.core().and_then(|c| c.optional.signal_create) else {
-            return taken;
-        };
-        while taken.len() < count {
-            let mut signal = hsa_signal_t { handle: 0 };
-            // SAFETY: a writable out-parameter; no consumer agents.
-            let status = unsafe { create(1, 0, std::ptr::null(), &mut signal) };
-            if status != crate::hsa::HSA_STATUS_SUCCESS {
-                break;
-            }
-            taken.push(signal);
-        }
-        taken
-    }
-
-    /// Returns completion signals to the pool.
-    pub fn return_signals(&self, signals: Vec<hsa_signal_t>) {
-        let mut pool = self.signals.lock().unwrap_or_else(PoisonError::into_inner);
-        if pool.try_reserve(signals.len()).is_ok() {
-            pool.extend(signals);
-        }
-    }
-
-    /// Destroys the pooled signals (finalize).
-    pub fn destroy_signals(&self, env: Env) {
-        let signals =
-            std::mem::take(&mut *self.signals.lock().unwrap_or_else(PoisonError::into_inner));
-        if let Some(destroy) = env.core().and_then(|c| c.optional.signal_destroy) {
-            for signal in signals {
-                // SAFETY: a signal this library created and no longer uses.
-                unsafe { destroy(signal) };
-            }
-        }
     }
 }
 
