@@ -17,4 +17,6 @@ pub(crate) mod code_objects;
 pub(crate) mod hash;
 
 #[cfg(test)]
+mod code_object_tests;
+#[cfg(test)]
 mod host_tests;
