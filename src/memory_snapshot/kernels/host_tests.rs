@@ -9,8 +9,8 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 
 use super::abi::{
     kr_block_pair, kr_compare_copy_args, kr_copy_record, kr_hash_block, kr_hash_blocks_args,
-    kr_scatter_copy_args, KR_BLOCK_BYTES, KR_COMPARE_HASH_SRC, KR_COMPARE_UPDATE_HASH,
-    KR_MAX_RECORD_BYTES,
+    kr_scatter_copy_args, KR_BLOCK_BYTES, KR_COMPARE_FORCE_COPY, KR_COMPARE_HASH_SRC,
+    KR_COMPARE_SWAP, KR_COMPARE_UPDATE_HASH, KR_MAX_RECORD_BYTES,
 };
 use super::hash::{HashKeys, P};
 
@@ -254,7 +254,6 @@ fn kernel_hash_matches_the_reference() {
         (a + 8, BLOCK),
         (a + 1, BLOCK),
         (a + 3, BLOCK - 1),
-        (a, 0),
         (a, 1),
         (a + 2, 7),
         (a, BLOCK - 3),
@@ -271,6 +270,18 @@ fn kernel_hash_matches_the_reference() {
             "block at {at} of {len} bytes"
         );
     }
+}
+
+#[test]
+fn a_zero_length_block_is_skipped() {
+    let keys = HashKeys::from_seed(12).expect("keys");
+    let memory = vec![7u8; 2 * BLOCK];
+    let a = aligned16(&memory);
+    // Its hash slot keeps what it held (hash_blocks fills them with MAX
+    // first); the block after it is hashed as usual.
+    let hashes = hash_blocks(&keys, &memory, &[(a, 0), (a, BLOCK)]);
+    assert_eq!(hashes[0], [u64::MAX; 2]);
+    assert_eq!(hashes[1], keys.hash(&memory[a..a + BLOCK]));
 }
 
 #[test]
@@ -449,5 +460,83 @@ fn compare_copy_of_the_source_updates_the_snapshot_and_its_hashes() {
     assert_eq!(
         compare_copy(&keys, &mut arena, &live, &pairs, &mut hashes, flags),
         0
+    );
+}
+
+/// One compare-and-copy dispatch over ready pairs (addresses in memory the
+/// caller owns); returns how far it advanced the counter.
+fn compare_copy_pairs(
+    keys: &HashKeys,
+    pairs: &[kr_block_pair],
+    hashes: &mut [[u64; 2]],
+    flags: u32,
+) -> u64 {
+    let mut changed = 0u64;
+    let args = kr_compare_copy_args {
+        pairs: pairs.as_ptr(),
+        count: pairs.len() as u64,
+        keys: keys.as_slice().as_ptr(),
+        hashes: hashes.as_mut_ptr().cast(),
+        changed: &mut changed,
+        flags,
+        reserved: 0,
+    };
+    // SAFETY: the caller's pairs point into memory it owns and does not
+    // touch during the call; two hashes per pair.
+    unsafe { dispatch(c"kr_compare_copy", &args, pairs.len()) };
+    changed
+}
+
+#[test]
+fn one_pair_table_serves_capture_and_restore() {
+    // The library's use: one table of (live, kept) pairs. Capture trades
+    // the sides (KR_COMPARE_SWAP), hashes the live block, copies every
+    // block (FORCE_COPY) and stores every hash; restore copies back only the
+    // blocks whose live hash changed. A pair of length 0 is never touched.
+    let mut rng = Rng(0x5eed_0009);
+    let keys = HashKeys::from_seed(23).expect("keys");
+    let blocks = 6;
+    let mut live = rng.bytes(blocks * BLOCK);
+    let mut kept = vec![0u8; blocks * BLOCK];
+    let original = live.clone();
+    let mut pairs: Vec<kr_block_pair> = (0..blocks)
+        .map(|b| kr_block_pair {
+            dst: live.as_mut_ptr() as u64 + (b * BLOCK) as u64,
+            src: kept.as_mut_ptr() as u64 + (b * BLOCK) as u64,
+            len: BLOCK as u64,
+        })
+        .collect();
+    pairs[4].len = 0; // a freed region's block
+    let mut hashes = vec![[u64::MAX; 2]; blocks];
+    let capture =
+        KR_COMPARE_SWAP | KR_COMPARE_HASH_SRC | KR_COMPARE_UPDATE_HASH | KR_COMPARE_FORCE_COPY;
+    assert_eq!(compare_copy_pairs(&keys, &pairs, &mut hashes, capture), 5);
+    for b in (0..blocks).filter(|&b| b != 4) {
+        let range = b * BLOCK..(b + 1) * BLOCK;
+        assert_eq!(
+            &kept[range.clone()],
+            &original[range.clone()],
+            "block {b} captured"
+        );
+        assert_eq!(hashes[b], keys.hash(&original[range]), "block {b} hashed");
+    }
+    assert!(
+        kept[4 * BLOCK..5 * BLOCK].iter().all(|&x| x == 0),
+        "the skipped block is not copied"
+    );
+    assert_eq!(hashes[4], [u64::MAX; 2], "nor hashed");
+    // FORCE_COPY copies even a block whose stored hash already matches.
+    assert_eq!(compare_copy_pairs(&keys, &pairs, &mut hashes, capture), 5);
+
+    // A pass writes blocks 1 and 4 (4's region was freed: not restored).
+    live[BLOCK + 17] ^= 0xff;
+    live[4 * BLOCK] ^= 0xff;
+    assert_eq!(compare_copy_pairs(&keys, &pairs, &mut hashes, 0), 1);
+    assert_eq!(&live[..4 * BLOCK], &original[..4 * BLOCK]);
+    assert_ne!(live[4 * BLOCK], original[4 * BLOCK]);
+    assert_eq!(
+        compare_copy_pairs(&keys, &pairs, &mut hashes, 0),
+        0,
+        "nothing left to restore"
     );
 }
