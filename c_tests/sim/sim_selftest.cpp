@@ -119,8 +119,14 @@ void test_table_versions() {
   CHECK(core().hsa_memory_copy_fn != nullptr);
   CHECK(core().hsa_signal_wait_scacquire_fn != nullptr);
   CHECK(core().hsa_executable_symbol_get_info_fn != nullptr);
-  CHECK(core().hsa_queue_create_fn == nullptr);
-  CHECK(core().hsa_executable_load_agent_code_object_fn == nullptr);
+  // Queues, ISAs and code-object loading run the library's own kernels.
+  CHECK(core().hsa_queue_create_fn != nullptr);
+  CHECK(core().hsa_queue_add_write_index_scacq_screl_fn != nullptr);
+  CHECK(core().hsa_agent_iterate_isas_fn != nullptr);
+  CHECK(core().hsa_executable_load_agent_code_object_fn != nullptr);
+  CHECK(core().hsa_executable_get_symbol_by_name_fn != nullptr);
+  CHECK(core().hsa_soft_queue_create_fn == nullptr);
+  CHECK(core().hsa_executable_load_code_object_fn == nullptr);
   CHECK(amd().hsa_amd_pointer_info_fn != nullptr);
   CHECK(amd().hsa_amd_memory_async_copy_fn != nullptr);
   CHECK(amd().hsa_amd_memory_lock_fn == nullptr);
@@ -186,7 +192,8 @@ void test_topology() {
   unsigned char name[80];
   std::memset(name, 0xAB, sizeof(name));
   CHECK_STATUS(core().hsa_agent_get_info_fn(gpu(1), HSA_AGENT_INFO_NAME, name), HSA_STATUS_SUCCESS);
-  CHECK(std::strcmp(reinterpret_cast<char*>(name), "gfx90a") == 0);
+  // Named after its ISA's processor, as ROCr names GPU agents.
+  CHECK(std::strcmp(reinterpret_cast<char*>(name), "gfx942") == 0);
   CHECK(name[63] == 0 && name[64] == 0xAB);
   uint32_t node = 99;
   CHECK_STATUS(core().hsa_agent_get_info_fn(gpu(2), HSA_AGENT_INFO_NODE, &node),
