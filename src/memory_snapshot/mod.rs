@@ -20,6 +20,7 @@ pub mod decline;
 pub mod discovery;
 pub mod discovery_cache;
 pub mod host_buffer;
+pub(crate) mod kernels;
 pub mod restore;
 pub mod snapshot;
 pub mod state;
