@@ -40,10 +40,8 @@ const HEADERS: [&str; 6] = [
 ];
 
 /// The library's kernels, built for the CPU (`kr_host_dispatch`, with
-/// `KR_HOST`): the sim runs a dispatch of them on the CPU. Until they land,
-/// `KERNELS_STANDIN` takes their place.
+/// `KR_HOST`): the sim runs a dispatch of them on the CPU.
 const KERNELS: &str = "../../kernels/replay_kernels.cu";
-const KERNELS_STANDIN: &str = "kr_host_standin.cpp";
 
 /// Where the shared headers are, relative to this crate.
 const COMMON_DIR: &str = "../hsa_common";
@@ -52,10 +50,7 @@ include!("../../buildtools/hsa_include.rs");
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    // The directory, not the file: a file that does not exist yet would
-    // rerun this script on every build.
-    println!("cargo:rerun-if-changed=../../kernels");
-    println!("cargo:rerun-if-changed={KERNELS_STANDIN}");
+    println!("cargo:rerun-if-changed={KERNELS}");
     println!("cargo:rerun-if-changed=../../buildtools/hsa_include.rs");
     for file in SOURCES.iter().chain(HEADERS.iter()) {
         println!("cargo:rerun-if-changed={file}");
@@ -103,7 +98,6 @@ fn main() {
 /// name and plain C++ under `KR_HOST`, so the compiler is told the language
 /// (`-x c++`), which cc's per-file flags cannot do for one file among others.
 fn compile_kernels(crate_dir: &std::path::Path) {
-    let kernels = crate_dir.join(KERNELS);
     let mut build = cc::Build::new();
     build
         .cpp(true)
@@ -112,10 +106,9 @@ fn compile_kernels(crate_dir: &std::path::Path) {
         .extra_warnings(true)
         .warnings_into_errors(true)
         .cpp_link_stdlib("stdc++");
-    if kernels.exists() {
-        build.flag("-xc++").define("KR_HOST", None).file(kernels);
-    } else {
-        build.file(crate_dir.join(KERNELS_STANDIN));
-    }
+    build
+        .flag("-xc++")
+        .define("KR_HOST", None)
+        .file(crate_dir.join(KERNELS));
     build.compile("kr_host_kernels");
 }

@@ -199,10 +199,20 @@ bool read_array(Reach& reach, uint64_t address, uint64_t count, std::vector<Elem
 constexpr uint64_t kKeyBytes = uint64_t{2} * KR_HASH_WORDS * sizeof(uint64_t);
 constexpr uint64_t kHashBytesPerBlock = 2 * sizeof(uint64_t);
 
-bool prepare_scatter(Reach& reach, const void* kernarg, Prepared* p) {
+// A kernel runs one record (block, pair) per workgroup and none past count
+// (replay_kernels.cu): what it touches is the first min(count, workgroups).
+uint64_t touched(uint64_t count, uint32_t workgroups) {
+  return std::min<uint64_t>(count, workgroups);
+}
+
+// The hashing kernels read at most KR_BLOCK_BYTES of a block.
+uint64_t block_bytes(uint64_t len) { return std::min<uint64_t>(len, KR_BLOCK_BYTES); }
+
+bool prepare_scatter(Reach& reach, const void* kernarg, uint32_t workgroups, Prepared* p) {
   kr_scatter_copy_args& args = p->scatter;
   if (!read_kernarg(reach, kernarg, &args) ||
-      !read_array(reach, reinterpret_cast<uintptr_t>(args.records), args.count, &p->records)) {
+      !read_array(reach, reinterpret_cast<uintptr_t>(args.records),
+                  touched(args.count, workgroups), &p->records)) {
     return false;
   }
   for (kr_copy_record& record : p->records) {
@@ -214,35 +224,37 @@ bool prepare_scatter(Reach& reach, const void* kernarg, Prepared* p) {
   return reach.ok();
 }
 
-bool prepare_hash(Reach& reach, const void* kernarg, Prepared* p) {
+bool prepare_hash(Reach& reach, const void* kernarg, uint32_t workgroups, Prepared* p) {
   kr_hash_blocks_args& args = p->hash;
   if (!read_kernarg(reach, kernarg, &args) ||
-      !read_array(reach, reinterpret_cast<uintptr_t>(args.blocks), args.count, &p->blocks)) {
+      !read_array(reach, reinterpret_cast<uintptr_t>(args.blocks),
+                  touched(args.count, workgroups), &p->blocks)) {
     return false;
   }
   for (kr_hash_block& block : p->blocks) {
-    block.addr = reinterpret_cast<uintptr_t>(reach(block.addr, block.len, kRead));
+    block.addr = reinterpret_cast<uintptr_t>(reach(block.addr, block_bytes(block.len), kRead));
   }
   args.blocks = p->blocks.data();
   args.keys = static_cast<const uint64_t*>(
       reach(reinterpret_cast<uintptr_t>(args.keys), kKeyBytes, kRead));
-  args.hashes = static_cast<uint64_t*>(
-      reach.array(reinterpret_cast<uintptr_t>(args.hashes), args.count, kHashBytesPerBlock,
-                  kWrite));
+  args.hashes = static_cast<uint64_t*>(reach.array(reinterpret_cast<uintptr_t>(args.hashes),
+                                                   p->blocks.size(), kHashBytesPerBlock, kWrite));
   p->kernarg = &args;
   return reach.ok();
 }
 
-bool prepare_compare(Reach& reach, const void* kernarg, Prepared* p) {
+bool prepare_compare(Reach& reach, const void* kernarg, uint32_t workgroups, Prepared* p) {
   kr_compare_copy_args& args = p->compare;
   if (!read_kernarg(reach, kernarg, &args) ||
-      !read_array(reach, reinterpret_cast<uintptr_t>(args.pairs), args.count, &p->pairs)) {
+      !read_array(reach, reinterpret_cast<uintptr_t>(args.pairs),
+                  touched(args.count, workgroups), &p->pairs)) {
     return false;
   }
   for (kr_block_pair& pair : p->pairs) {
     // The destination is hashed (a restore) or compared, and written.
-    pair.dst = reinterpret_cast<uintptr_t>(reach(pair.dst, pair.len, kRead | kWrite));
-    pair.src = reinterpret_cast<uintptr_t>(reach(pair.src, pair.len, kRead));
+    const uint64_t len = block_bytes(pair.len);
+    pair.dst = reinterpret_cast<uintptr_t>(reach(pair.dst, len, kRead | kWrite));
+    pair.src = reinterpret_cast<uintptr_t>(reach(pair.src, len, kRead));
   }
   args.pairs = p->pairs.data();
   args.keys = static_cast<const uint64_t*>(
@@ -250,7 +262,8 @@ bool prepare_compare(Reach& reach, const void* kernarg, Prepared* p) {
   const uint32_t hash_access =
       (args.flags & KR_COMPARE_UPDATE_HASH) != 0 ? uint32_t{kRead | kWrite} : uint32_t{kRead};
   args.hashes = static_cast<uint64_t*>(reach.array(reinterpret_cast<uintptr_t>(args.hashes),
-                                                   args.count, kHashBytesPerBlock, hash_access));
+                                                   p->pairs.size(), kHashBytesPerBlock,
+                                                   hash_access));
   args.changed = static_cast<uint64_t*>(
       reach(reinterpret_cast<uintptr_t>(args.changed), sizeof(uint64_t), kRead | kWrite));
   p->kernarg = &args;
@@ -258,12 +271,12 @@ bool prepare_compare(Reach& reach, const void* kernarg, Prepared* p) {
 }
 
 // The kernels this runtime can run, with how their arguments are checked.
-bool prepare_kernel(const std::string& name, Reach& reach, const void* kernarg, Prepared* p,
-                    bool* known) {
+bool prepare_kernel(const std::string& name, Reach& reach, const void* kernarg,
+                    uint32_t workgroups, Prepared* p, bool* known) {
   *known = true;
-  if (name == "kr_scatter_copy") return prepare_scatter(reach, kernarg, p);
-  if (name == "kr_hash_blocks") return prepare_hash(reach, kernarg, p);
-  if (name == "kr_compare_copy") return prepare_compare(reach, kernarg, p);
+  if (name == "kr_scatter_copy") return prepare_scatter(reach, kernarg, workgroups, p);
+  if (name == "kr_hash_blocks") return prepare_hash(reach, kernarg, workgroups, p);
+  if (name == "kr_compare_copy") return prepare_compare(reach, kernarg, workgroups, p);
   *known = false;
   return false;
 }
@@ -306,13 +319,14 @@ hsa_status_t run_dispatch(const Queue& q, const hsa_kernel_dispatch_packet_t& p)
   Reach reach(s, q.agent_index);
   Prepared prepared;
   bool known = false;
-  if (!prepare_kernel(kernel->name, reach, p.kernarg_address, &prepared, &known)) {
+  const uint32_t workgroups = p.grid_size_x / KR_WORKGROUP;
+  if (!prepare_kernel(kernel->name, reach, p.kernarg_address, workgroups, &prepared, &known)) {
     if (!known) return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;  // no host build of it
     // Counted as a copy violation is; nothing was touched.
     ++s.counters.violations;
     return static_cast<hsa_status_t>(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION);
   }
-  if (kr_host_dispatch(kernel->name.c_str(), prepared.kernarg, p.grid_size_x / KR_WORKGROUP) != 0) {
+  if (kr_host_dispatch(kernel->name.c_str(), prepared.kernarg, workgroups) != 0) {
     return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
   }
   ++s.counters.dispatches[kernel->name];

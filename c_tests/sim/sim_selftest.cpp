@@ -2988,6 +2988,13 @@ void test_dispatch_kernels() {
   CHECK(hashes[1] == reference_lane(src, 4096, f.keys + KR_HASH_WORDS));
   CHECK(hashes[2] == reference_lane(src + 4096, 1001, f.keys));
   CHECK(hashes[3] == reference_lane(src + 4096, 1001, f.keys + KR_HASH_WORDS));
+  // One workgroup per block and none past count: a count larger than the
+  // grid touches only the grid's blocks (here the first).
+  hash_args->count = uint64_t{1} << 60;
+  hashes[0] = 0;
+  CHECK(f.run(f.hash, hash_args, 1));
+  CHECK(hashes[0] == reference_lane(src, 4096, f.keys));
+  hash_args->count = 2;
 
   // Compare-and-copy (a restore): live blocks are dst; one changed since the
   // hashes were taken, so only it is copied back from the arena (src).
@@ -3009,7 +3016,7 @@ void test_dispatch_kernels() {
   CHECK(f.run(f.compare, compare_args, 2));
   CHECK(*changed == 1);
   CHECK(std::memcmp(live, src, 4096 + 1001) == 0);
-  CHECK(hsa_sim_dispatch_count(nullptr) == 3);
+  CHECK(hsa_sim_dispatch_count(nullptr) == 4);
   CHECK(hsa_sim_copy_violations() == violations);
   CHECK(f.errors.calls == 0);
 
@@ -3074,8 +3081,9 @@ void test_dispatch_faults() {
     if (!g.set_up()) return HSA_STATUS_SUCCESS;
     const void* kernarg = prepare(g);
     core().hsa_signal_store_relaxed_fn(g.done, 1);
-    submit_dispatch(g.queue, kernel == 0 ? g.scatter : kernel, kernarg, workgroups, g.done,
-                    workgroup_x);
+    // 0: kr_scatter_copy, 1: kr_hash_blocks, else that kernel object.
+    const uint64_t object = kernel == 0 ? g.scatter : kernel == 1 ? g.hash : kernel;
+    submit_dispatch(g.queue, object, kernarg, workgroups, g.done, workgroup_x);
     CHECK(eventually([&] { return g.errors.calls.load() == 1; }));
     const auto status = static_cast<hsa_status_t>(g.errors.status.load());
     g.tear_down();
@@ -3123,17 +3131,19 @@ void test_dispatch_faults() {
           *a = kr_scatter_copy_args{r, 1};
           return a;
         }, 0, 1) == static_cast<hsa_status_t>(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION));
-  // A hash dispatch whose count runs its hashes past their allocation.
+  // A hash dispatch whose blocks array runs past its allocation (300
+  // blocks of 16 bytes in one 4 KiB granule): the read would overrun.
   CHECK(fault_status([](DispatchFixture& g) -> const void* {
-          auto* b = static_cast<kr_hash_block*>(kernarg_alloc(sizeof(kr_hash_block), gpu(0)));
+          auto* b = static_cast<kr_hash_block*>(kernarg_alloc(4096, gpu(0)));
           auto* d = static_cast<uint8_t*>(device_alloc(4096));
-          *b = kr_hash_block{reinterpret_cast<uintptr_t>(d), 4096};
+          for (int i = 0; i < 256; ++i) b[i] = kr_hash_block{reinterpret_cast<uintptr_t>(d), 4096};
           auto* a = static_cast<kr_hash_blocks_args*>(
               kernarg_alloc(sizeof(kr_hash_blocks_args), gpu(0)));
-          *a = kr_hash_blocks_args{b, uint64_t{1} << 60, g.keys,
-                                   static_cast<uint64_t*>(device_alloc(16))};
+          *a = kr_hash_blocks_args{b, 300, g.keys,
+                                   static_cast<uint64_t*>(device_alloc(300 * 16))};
           return a;
-        }, 1, 1) == HSA_STATUS_ERROR_INVALID_CODE_OBJECT);  // kernel_object 1: unknown
+        }, 1, 300) == static_cast<hsa_status_t>(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION));
+  CHECK(hsa_sim_copy_violations() == 1);  // counted since the fixture's reset
   CHECK(hsa_sim_quarantine_intact());
 }
 
@@ -3175,8 +3185,8 @@ void test_real_code_object() {
   hsa_sim_set_agent_isa(gpu(0), "amdgcn-amd-amdhsa--gfx1100");
   CHECK_STATUS(load_executable(object, gpu(0), &exe), HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS);
 #else
-  std::printf("sim_selftest: no gfx942 code object of the kernels (clang-19 or "
-              "kernels/replay_kernels.cu missing): real code object test skipped\n");
+  std::printf("sim_selftest: no gfx942 code object of the kernels (no clang-19 found): "
+              "real code object test skipped\n");
 #endif
 }
 
