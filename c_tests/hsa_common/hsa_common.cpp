@@ -41,6 +41,42 @@ void write_string(void* out, size_t capacity, const char* text, size_t length) {
 
 // ---- runtime-level queries --------------------------------------------------------
 
+namespace {
+
+// The codes only a loader of code objects and a queue produce, worded as
+// ROCr's hsa_status_string words them.
+const char* loader_and_queue_status_text(hsa_status_t status) {
+  switch (static_cast<uint32_t>(status)) {
+    case HSA_STATUS_ERROR_INVALID_CODE_OBJECT:
+      return "HSA_STATUS_ERROR_INVALID_CODE_OBJECT: The code object is invalid.";
+    case HSA_STATUS_ERROR_INVALID_SYMBOL_NAME:
+      return "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME: There is no symbol with the given name.";
+    case HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER:
+      return "HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER: The code object reader is invalid.";
+    case HSA_STATUS_ERROR_FROZEN_EXECUTABLE:
+      return "HSA_STATUS_ERROR_FROZEN_EXECUTABLE: The executable is frozen.";
+    case HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS:
+      return "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS: The arguments passed to a functions are "
+             "not compatible.";
+    case HSA_STATUS_ERROR_INVALID_ISA:
+      return "HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid.";
+    case HSA_STATUS_ERROR_INVALID_QUEUE:
+      return "HSA_STATUS_ERROR_INVALID_QUEUE: The queue is invalid.";
+    case HSA_STATUS_ERROR_INVALID_QUEUE_CREATION:
+      return "HSA_STATUS_ERROR_INVALID_QUEUE_CREATION: The queue cannot be created because of "
+             "the arguments.";
+    case HSA_STATUS_ERROR_INVALID_PACKET_FORMAT:
+      return "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: The AQL packet is malformed.";
+    case HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION:
+      return "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The kernel accessed memory beyond "
+             "its aperture.";
+    default:
+      return nullptr;
+  }
+}
+
+}  // namespace
+
 const char* status_text(hsa_status_t status, StatusCodes codes) {
   switch (static_cast<uint32_t>(status)) {
     case HSA_STATUS_SUCCESS:
@@ -75,14 +111,9 @@ const char* status_text(hsa_status_t status, StatusCodes codes) {
       return "HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL: The executable symbol is invalid.";
     case HSA_STATUS_ERROR_INVALID_MEMORY_POOL:
       return "HSA_STATUS_ERROR_INVALID_MEMORY_POOL: The memory pool is invalid.";
-    case HSA_STATUS_ERROR_INVALID_CODE_OBJECT:
-      if (codes != StatusCodes::kCoreAndCodeObject) return nullptr;
-      return "HSA_STATUS_ERROR_INVALID_CODE_OBJECT: The code object is invalid.";
-    case HSA_STATUS_ERROR_INVALID_SYMBOL_NAME:
-      if (codes != StatusCodes::kCoreAndCodeObject) return nullptr;
-      return "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME: There is no symbol with the given name.";
     default:
-      return nullptr;
+      return codes == StatusCodes::kCoreAndCodeObject ? loader_and_queue_status_text(status)
+                                                      : nullptr;
   }
 }
 
@@ -253,10 +284,16 @@ hsa_status_t write_symbol_info(const SymbolRecord& symbol, hsa_agent_t agent, ui
       write_value(value, symbol.address);
       return kOk;
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE:
+      if (!kernel) return kNotForKind;
+      write_value(value, symbol.kernarg_segment_size);
+      return kOk;
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE:
+      if (!kernel) return kNotForKind;
+      write_value(value, symbol.group_segment_size);
+      return kOk;
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE:
       if (!kernel) return kNotForKind;
-      write_value(value, uint32_t{0});
+      write_value(value, symbol.private_segment_size);
       return kOk;
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT:
       if (!kernel) return kNotForKind;

@@ -119,6 +119,9 @@ enum class HandleTag : uint8_t {
   kSymbol = 0xD9,
   kSignal = 0xE5,
   kVmemHandle = 0xF6,  // hsa_amd_vmem_alloc_handle_t (the sim)
+  kIsa = 0x97,              // hsa_isa_t (the sim)
+  kCodeObjectReader = 0x86, // hsa_code_object_reader_t (the sim)
+  kLoadedCodeObject = 0x75, // hsa_loaded_code_object_t (the sim)
 };
 
 // tag:8 | epoch:EpochBits | payload:(56 - EpochBits). The epoch (the sim's
@@ -188,10 +191,12 @@ hsa_status_t call_each(const std::vector<Item>& items, Call call) {
 // ---- runtime-level queries --------------------------------------------------------
 
 // The status codes a runtime has a string for. Both know the core and memory
-// codes; only HSA-on-CUDA, whose loader loads CUDA modules and looks symbols
-// up by name, produces and describes HSA_STATUS_ERROR_INVALID_CODE_OBJECT and
-// HSA_STATUS_ERROR_INVALID_SYMBOL_NAME. The sim answers INVALID_ARGUMENT for
-// those two, as for any code it does not know.
+// codes; kCoreAndCodeObject adds those a loader of code objects and a queue
+// produce (INVALID_CODE_OBJECT, INVALID_SYMBOL_NAME, INVALID_CODE_OBJECT_READER,
+// FROZEN_EXECUTABLE, INCOMPATIBLE_ARGUMENTS, INVALID_ISA, INVALID_QUEUE,
+// INVALID_QUEUE_CREATION, INVALID_PACKET_FORMAT, MEMORY_APERTURE_VIOLATION).
+// Both runtimes now load code objects (HSA-on-CUDA CUDA modules, the sim
+// AMDGPU ELF); kCore answers INVALID_ARGUMENT for those codes.
 enum class StatusCodes { kCore, kCoreAndCodeObject };
 
 // The "NAME: description" text of a status; NULL when `codes` lacks it.
@@ -256,6 +261,11 @@ struct SymbolRecord {
   uint64_t address = 0;  // variable address, or the kernel object
   uint32_t size = 0;     // variables: VARIABLE_SIZE
   bool is_constant = false;
+  // Kernels: KERNEL_KERNARG_SEGMENT_SIZE, _GROUP_SEGMENT_SIZE and
+  // _PRIVATE_SEGMENT_SIZE (0 for kernels no code object describes).
+  uint32_t kernarg_segment_size = 0;
+  uint32_t group_segment_size = 0;
+  uint32_t private_segment_size = 0;
 };
 
 // Writes one attribute of a symbol living on `agent` with exactly the

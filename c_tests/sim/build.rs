@@ -17,24 +17,31 @@ use std::path::PathBuf;
 
 /// The runtime's translation units, relative to this crate (keep in step
 /// with the hsa_sim library in c_tests/CMakeLists.txt).
-const SOURCES: [&str; 8] = [
+const SOURCES: [&str; 10] = [
     "hsa_sim.cpp",
     "hsa_sim_memory.cpp",
     "hsa_sim_signals.cpp",
     "hsa_sim_vmem.cpp",
     "hsa_sim_loader.cpp",
+    "hsa_sim_elf.cpp",
+    "hsa_sim_queues.cpp",
     "hsa_sim_tables.cpp",
     "../hsa_common/hsa_common.cpp",
     "../hsa_common/hsa_common_signals.cpp",
 ];
 
-const HEADERS: [&str; 5] = [
+const HEADERS: [&str; 6] = [
     "hsa_sim.h",
     "hsa_sim_internal.h",
     "../hsa_common/hsa_common.h",
     "../hsa_common/hsa_common_signals.h",
     "../hsa_common/hsa_common_tables.h",
+    "../../kernels/replay_kernels.h",
 ];
+
+/// The library's kernels, built for the CPU (`kr_host_dispatch`, with
+/// `KR_HOST`): the sim runs a dispatch of them on the CPU.
+const KERNELS: &str = "../../kernels/replay_kernels.cu";
 
 /// Where the shared headers are, relative to this crate.
 const COMMON_DIR: &str = "../hsa_common";
@@ -43,6 +50,7 @@ include!("../../buildtools/hsa_include.rs");
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed={KERNELS}");
     println!("cargo:rerun-if-changed=../../buildtools/hsa_include.rs");
     for file in SOURCES.iter().chain(HEADERS.iter()) {
         println!("cargo:rerun-if-changed={file}");
@@ -78,9 +86,29 @@ fn main() {
         build.file(crate_dir.join(source));
     }
     build.compile("hsa_sim");
+    compile_kernels(&crate_dir);
 
     // The async copy worker is a std::thread.
     println!("cargo:rustc-link-lib=pthread");
     // Lets dependents' build scripts find hsa_sim.h (as DEP_HSA_SIM_INCLUDE).
     println!("cargo:include={}", crate_dir.display());
+}
+
+/// The kernels' host build, a library of its own: the source is CUDA/HIP by
+/// name and plain C++ under `KR_HOST`, so the compiler is told the language
+/// (`-x c++`), which cc's per-file flags cannot do for one file among others.
+fn compile_kernels(crate_dir: &std::path::Path) {
+    let mut build = cc::Build::new();
+    build
+        .cpp(true)
+        .std("c++17")
+        .warnings(true)
+        .extra_warnings(true)
+        .warnings_into_errors(true)
+        .cpp_link_stdlib("stdc++");
+    build
+        .flag("-xc++")
+        .define("KR_HOST", None)
+        .file(crate_dir.join(KERNELS));
+    build.compile("kr_host_kernels");
 }

@@ -108,6 +108,13 @@ void rebuild_locked(State& s, uint32_t gpu_count) {
   s.device_bytes.assign(size_t{gpu_count} + 1, 0);
   s.executables.clear();
   s.next_executable_id = 1;
+  s.readers.clear();
+  s.next_reader_id = 1;
+  s.next_loaded_code_object_id = 1;
+  // GPUs report the default ISA, the CPU none (as ROCr's CpuAgent).
+  s.agent_isas.assign(size_t{gpu_count} + 1, kDefaultGpuIsa);
+  s.agent_isas[kCpuAgentIndex].clear();
+  s.isa_names.clear();
   s.unbacked.clear();
   s.faults = Faults{};
   s.counters = Counters{};
@@ -143,8 +150,10 @@ using namespace hsa_sim;
 
 extern "C" void hsa_sim_reset(uint32_t gpu_count) {
   State& s = state();
-  // Copies queued before the reset must not land in the new topology's memory.
+  // Copies queued before the reset must not land in the new topology's memory,
+  // nor dispatches still on a queue: queues are the old topology's.
   drain_async_copies();
+  retire_all_queues();
   {
     std::lock_guard<std::mutex> loader(s.loader_mutex);
     std::lock_guard<std::mutex> lock(s.mutex);
@@ -418,7 +427,12 @@ extern "C" uint64_t hsa_sim_quarantined_bytes(void) {
   return s.quarantine_bytes;
 }
 
-extern "C" uint64_t hsa_sim_live_signal_count(void) { return live_signal_count(); }
+extern "C" uint64_t hsa_sim_live_signal_count(void) {
+  // A live queue's doorbell is the runtime's own signal, not the caller's.
+  const uint64_t doorbells = live_queue_count();
+  const uint64_t live = live_signal_count();
+  return live > doorbells ? live - doorbells : 0;
+}
 
 extern "C" uint64_t hsa_sim_signal_handler_count(void) { return armed_signal_handler_count(); }
 

@@ -111,6 +111,21 @@ hsa_status_t hsa_sim_iterate_executables(hsa_status_t (*callback)(hsa_executable
                                                                   void* data),
                                          void* data);
 
+/* ---- ISAs, queues and the library's kernels ----------------------------- */
+
+/* Sets the ISA an agent reports (hsa_agent_iterate_isas, HSA_AGENT_INFO_ISA,
+ * hsa_isa_get_info_alt) and that a code object must suit to load on it, e.g.
+ * "amdgcn-amd-amdhsa--gfx1100"; its processor also becomes a GPU's
+ * HSA_AGENT_INFO_NAME. NULL: the agent has no ISA (as ROCr's CPU agent).
+ * After reset every GPU reports "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-"
+ * and the CPU none. False for an unknown agent. */
+bool hsa_sim_set_agent_isa(hsa_agent_t agent, const char* isa);
+/* Kernel dispatches that ran, by kernel name (with or without ".kd"; NULL:
+ * all kernels), since reset. A dispatch refused or faulted does not count. */
+uint64_t hsa_sim_dispatch_count(const char* kernel);
+/* AQL queues created and not destroyed (reset destroys them all). */
+uint64_t hsa_sim_live_queue_count(void);
+
 /* ---- modes ------------------------------------------------------------ */
 
 /* Address reuse: an allocation first takes a quarantined block of the same
@@ -181,6 +196,19 @@ void hsa_sim_fail_loader_extension(bool fail);
 void hsa_sim_fail_next_allocations(uint32_t count);
 /* The next count frees (pool or region) fail with HSA_STATUS_ERROR and free nothing. */
 void hsa_sim_fail_next_frees(uint32_t count);
+
+/* The next count hsa_queue_create calls that pass their argument checks
+ * fail with HSA_STATUS_ERROR_OUT_OF_RESOURCES. */
+void hsa_sim_fail_next_queue_creations(uint32_t count);
+/* The next count hsa_executable_load_agent_code_object calls whose code
+ * object would load fail with HSA_STATUS_ERROR_OUT_OF_RESOURCES (as a failed
+ * segment allocation), loading nothing. */
+void hsa_sim_fail_next_code_object_loads(uint32_t count);
+/* The next count kernel dispatches of a known kernel fault before running:
+ * nothing is touched, the queue is suspended and its error callback gets
+ * HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION (see "AQL queues" below); not
+ * counted as a copy violation. */
+void hsa_sim_fault_next_dispatches(uint32_t count);
 
 /* The n-th asynchronous copy (hsa_amd_memory_async_copy, _on_engine or
  * _rect) counted from this call (1 = the next) is refused at submission with
@@ -264,7 +292,8 @@ uint64_t hsa_sim_pointer_info_count(void);
 /* Bytes held in the quarantine (freed blocks not yet released). */
 uint64_t hsa_sim_quarantined_bytes(void);
 /* Signals created and not destroyed. Signals are not part of the topology:
- * they survive hsa_sim_reset, so compare before/after values. */
+ * they survive hsa_sim_reset, so compare before/after values. A queue's
+ * doorbell signal is the runtime's, not counted. */
 uint64_t hsa_sim_live_signal_count(void);
 /* Handlers registered with hsa_amd_signal_async_handler that have not ended
  * (one running counts until it returns; one whose signal was destroyed does
@@ -276,6 +305,89 @@ uint64_t hsa_sim_signal_handler_count(void);
 uint64_t hsa_sim_invalid_signal_uses(void);
 
 /* ---- behaviour notes -------------------------------------------------------
+ *
+ * ISAs, as ROCr: a GPU agent iterates one ISA (hsa_agent_iterate_isas), the
+ * CPU agent none (the walk succeeds without a callback; HSA_AGENT_INFO_ISA
+ * is handle 0). hsa_isa_get_info_alt answers NAME_LENGTH (with the
+ * terminating NUL, as ROCr counts it), NAME (NUL-terminated) and
+ * WORKGROUP_MAX_SIZE (1024); an unknown ISA handle is INVALID_ISA, other
+ * attributes INVALID_ARGUMENT. One handle per distinct ISA name.
+ *
+ * Code objects (ROCr's loader for code object v3 to v6): a reader only
+ * remembers the caller's memory (NULL or size 0 INVALID_ARGUMENT; destroy of
+ * an unknown reader INVALID_CODE_OBJECT_READER). hsa_executable_create_alt
+ * checks profile, rounding mode and the out pointer (INVALID_ARGUMENT); the
+ * executable is listed by the loader's iterator like any other.
+ * hsa_executable_load_agent_code_object: an unknown executable
+ * INVALID_EXECUTABLE, an unknown reader INVALID_CODE_OBJECT_READER, a frozen
+ * executable FROZEN_EXECUTABLE; then the bytes must be an AMDGPU ELF (ELF64
+ * little endian, EM_AMDGPU, OS ABI AMDGPU_HSA, ABI version v3-v6, ET_DYN,
+ * consistent section and symbol tables, a known processor in e_flags), else
+ * INVALID_CODE_OBJECT (malformed input is refused, never read past); its ISA
+ * (processor, and sramecc/xnack where e_flags fixes them) must suit the
+ * agent's (ROCr's Isa::IsCompatible), else INCOMPATIBLE_ARGUMENTS (also for
+ * the CPU or an unknown agent, which support no ISA). Each STT_OBJECT
+ * "name.kd" symbol of 64 bytes in .symtab or .dynsym becomes a kernel symbol
+ * "name.kd" of that agent: KERNEL_OBJECT the address of a 64-byte-aligned
+ * copy of its kernel descriptor (unique per loaded kernel), the group,
+ * private and kernarg segment sizes from the descriptor (offsets 0, 4, 8).
+ * hsa_executable_freeze: INVALID_EXECUTABLE, or FROZEN_EXECUTABLE the second
+ * time. hsa_executable_get_symbol_by_name: NULL name or symbol
+ * INVALID_ARGUMENT, unknown executable INVALID_EXECUTABLE; without an agent,
+ * or with one that has no symbol of that name, INVALID_SYMBOL_NAME.
+ *
+ * AQL queues (ROCr's hsa_queue_create, GpuAgent::QueueCreate and AqlQueue):
+ * NULL queue, a size 0 or not a power of two, or an unknown type
+ * INVALID_ARGUMENT; an unknown agent INVALID_AGENT; the CPU agent
+ * HSA_STATUS_ERROR (no packet processor); COOPERATIVE
+ * INVALID_QUEUE_CREATION; more than 0x20000 packets (QUEUE_MAX_SIZE)
+ * OUT_OF_RESOURCES; fewer than 0x40 (QUEUE_MIN_SIZE) INVALID_ARGUMENT; a
+ * private segment size over 262128 (UINT32_MAX meaning the default)
+ * OUT_OF_RESOURCES; past 128 live queues on the agent (QUEUES_MAX)
+ * OUT_OF_RESOURCES. The queue: features KERNEL_DISPATCH, a ring of
+ * INVALID-headed packets, a doorbell signal the runtime owns. Each queue has
+ * a packet-processor thread: after the doorbell is rung with a packet index
+ * (store the index of the last packet written, as HIP does), it runs the
+ * packets from the read index up to the highest index rung, each once its
+ * header type is not INVALID; a packet then gets its header set back to
+ * INVALID, the read index passes it and its completion signal (if any) is
+ * decremented. KERNEL_DISPATCH runs a kernel; BARRIER_AND waits for every
+ * dependency to read 0, BARRIER_OR for one; fences and the barrier bit hold
+ * trivially. Any other type fails with INVALID_PACKET_FORMAT.
+ * A kernel dispatch, in order: 0 dimensions INCOMPATIBLE_ARGUMENTS; a
+ * workgroup of 0 or more than 1024 work-items INVALID_ARGUMENT; a
+ * kernel_object that is no kernel loaded for the queue's agent (or whose
+ * executable was destroyed) INVALID_CODE_OBJECT; an injected fault
+ * (hsa_sim_fault_next_dispatches) MEMORY_APERTURE_VIOLATION; a shape other
+ * than the library's kernels need (workgroup KR_WORKGROUP x 1 x 1, grid a
+ * multiple of it x 1 x 1) INVALID_ARGUMENT (a GPU would run it and compute
+ * garbage); a kernel other than kr_scatter_copy, kr_hash_blocks and
+ * kr_compare_copy INVALID_CODE_OBJECT (only those have a host build). Then
+ * every range the kernel will touch (the kernarg, the records / blocks /
+ * pairs array, each record's ranges, keys, hashes, changed; see
+ * kernels/replay_kernels.h) must pass the copy engine's checks (live, in
+ * bounds, not freed, vmem permissions) and be reachable by the queue's GPU
+ * (owned by it, granted with hsa_amd_agents_allow_access, or a vmem
+ * permission for the access: kernels always get the strict check, as a
+ * kernel's accesses go through that GPU's page tables; system memory from
+ * the kernarg pool needs allow_access too, as in ROCr). A failure there is
+ * one copy violation (hsa_sim_copy_violations) and
+ * MEMORY_APERTURE_VIOLATION, with nothing touched. Otherwise the kernel runs
+ * on the CPU (kr_host_dispatch, over grid / KR_WORKGROUP workgroups) under
+ * the runtime's lock, on the copy engine's addresses, and counts in
+ * hsa_sim_dispatch_count. A failure of any kind is what ROCr does with a
+ * queue error: the queue is suspended (no further packet runs; the failed
+ * packet's completion signal is never decremented, its read index not
+ * advanced), then the queue's error callback is called, on the processor
+ * thread, with the status; without a callback, ROCr's default handler
+ * prints "Queue at %p inactivated due to async error" and aborts the
+ * process unless HSA_ENABLE_QUEUE_FAULT_MESSAGE is "0". The callback may
+ * destroy its queue. hsa_queue_inactivate stops processing too.
+ * hsa_queue_destroy: NULL INVALID_ARGUMENT, not a live queue INVALID_QUEUE;
+ * it waits for the packet in progress. Index operations on a pointer that
+ * is no live queue do nothing (loads return 0). hsa_sim_reset stops and
+ * retires every queue (the memory of a retired queue and its ring stays, so
+ * a stale pointer is harmless; its doorbell signal is destroyed).
  *
  * Agent/pool access (HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS), as ROCr's
  * MemoryRegion::GetAgentPoolInfo computes it:
@@ -454,6 +566,12 @@ uint64_t hsa_sim_invalid_signal_uses(void);
  *
  * Entries the tables carry (the rest are NULL):
  *   core: hsa_init, hsa_shut_down (no-ops), hsa_system_get_info,
+ *     hsa_agent_iterate_isas, hsa_isa_get_info_alt, hsa_queue_create,
+ *     hsa_queue_destroy, hsa_queue_inactivate, every hsa_queue_load/store/
+ *     cas/add read- and write-index variant,
+ *     hsa_code_object_reader_create_from_memory / _destroy,
+ *     hsa_executable_create_alt, hsa_executable_load_agent_code_object,
+ *     hsa_executable_freeze, hsa_executable_get_symbol_by_name,
  *     hsa_iterate_agents, hsa_agent_get_info, hsa_agent_iterate_regions,
  *     hsa_region_get_info, hsa_memory_allocate, hsa_memory_free,
  *     hsa_memory_copy, hsa_signal_create/destroy, every hsa_signal_load/

@@ -8,8 +8,12 @@
  *                        on-engine and rect copies)
  *   hsa_sim_vmem.cpp     virtual memory: reservations, handles, mappings,
  *                        access, and how copies and pointer info see them
- *   hsa_sim_loader.cpp   executables and symbols
- *   hsa_sim_tables.cpp   agent/system queries and the CoreApiTable/AmdExtTable
+ *   hsa_sim_loader.cpp   executables and symbols; code object readers, loading
+ *                        AMDGPU code objects, freezing, symbols by name
+ *   hsa_sim_elf.cpp      the defensive AMDGPU ELF reader and ISA names
+ *   hsa_sim_queues.cpp   AQL queues, their packet processors and the checks
+ *                        a dispatch of the library's kernels passes first
+ *   hsa_sim_tables.cpp   agent/system queries, ISAs and the tables
  *
  * What the sim shares with HSA-on-CUDA (gpu/hsa_cuda) lives in
  * c_tests/hsa_common: handle layout, attribute writers, status strings,
@@ -18,8 +22,9 @@
  * fault injection, the loader's storage and the async copy worker.
  *
  * Locking: State::mutex guards everything in State. Signals have their own
- * lock (hsa_sim_signals.cpp) and the async queue its own; no code path holds
- * two of them at once, and no user callback runs while any of them is held.
+ * lock (hsa_sim_signals.cpp), the async queue its own and the AQL queues'
+ * registry its own (hsa_sim_queues.cpp); no code path holds two of them at
+ * once, and no user callback runs while any of them is held.
  */
 #ifndef HSA_SIM_INTERNAL_H
 #define HSA_SIM_INTERNAL_H
@@ -30,12 +35,14 @@
 #include <cstring>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "hsa_common.h"
+#include "hsa_common_signals.h"
 #include "hsa_common_tables.h"
 #include "hsa_sim.h"
 
@@ -66,6 +73,14 @@ constexpr size_t kSystemPoolSize = size_t{64} << 30;
 // SDMA engines each GPU reports to hsa_amd_memory_async_copy_on_engine (an
 // MI250X GCD: 2 SDMA + 6 xGMI SDMA).
 constexpr uint32_t kSdmaEngineCount = 8;
+
+// AQL queues of a GPU agent: sizes in packets, as ROCr's GpuAgent
+// (minAqlSize_ 4 KiB, maxAqlSize_ 8 MiB of 64-byte packets; a CPU agent
+// reports 0 for both: it has no packet processor), and how many may exist at
+// once (HSA_AGENT_INFO_QUEUES_MAX).
+constexpr uint32_t kQueueMinSize = 0x40;
+constexpr uint32_t kQueueMaxSize = 0x20000;
+constexpr uint32_t kQueuesMax = 128;
 
 // Quarantine limits; the oldest freed block is really released past them.
 constexpr size_t kQuarantineMaxBytes = size_t{256} << 20;
@@ -171,10 +186,65 @@ struct Symbol : hsa_common::SymbolRecord {
   bool has_storage = false;
 };
 
+// A kernel of a code object loaded by hsa_executable_load_agent_code_object.
+// Its address (the object's own, 64-byte aligned) is the kernel object a
+// dispatch packet names, as ROCr's is the address of the loaded kernel
+// descriptor: `descriptor` holds the 64 descriptor bytes of the ELF.
+struct alignas(64) LoadedKernel {
+  uint8_t descriptor[64] = {};
+  std::string name;  // without ".kd": what kr_host_dispatch runs
+  uint32_t agent_index = 0;
+  uint32_t kernarg_segment_size = 0;
+  uint32_t group_segment_size = 0;
+  uint32_t private_segment_size = 0;
+
+  uint64_t kernel_object() const { return reinterpret_cast<uintptr_t>(this); }
+};
+
 struct Executable {
   std::vector<Symbol> symbols;
   bool refuse_symbol_walk = false;
+  bool frozen = false;  // hsa_executable_freeze
+  // Kernels of loaded code objects (owned here, so addresses are stable).
+  std::vector<std::unique_ptr<LoadedKernel>> kernels;
 };
+
+// hsa_code_object_reader_create_from_memory: as ROCr's reader, the caller's
+// memory itself, read only when a code object is loaded from it.
+struct CodeObjectReader {
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+};
+
+// ---- code objects (hsa_sim_elf.cpp) --------------------------------------------
+
+// An AMDGPU code object's kernel, found by its ".kd" descriptor symbol.
+struct ElfKernel {
+  std::string name;  // the symbol's name, ".kd" included
+  uint8_t descriptor[64] = {};
+};
+
+struct CodeObject {
+  std::string isa;  // "amdgcn-amd-amdhsa--gfx942" with the features it names
+  std::vector<ElfKernel> kernels;
+};
+
+// Reads an AMDGPU code object (ELF64, little endian, EM_AMDGPU, OS ABI
+// AMDGPU_HSA, code object v3 to v6, ET_DYN) as ROCr's loader needs it: the
+// ISA from e_flags and the kernel descriptors of the ".kd" symbols of
+// .symtab and .dynsym. Anything malformed (truncated, out-of-bounds offsets,
+// unterminated names, an unknown processor) is false, never a read outside
+// [data, data + size).
+bool read_code_object(const uint8_t* data, size_t size, CodeObject* out);
+// Whether code for ISA `code` runs on an agent of ISA `agent` (ROCr's
+// Isa::IsCompatible): same processor; a feature the code object names
+// (sramecc+/-, xnack+/-) must be the agent's; one it leaves open matches.
+bool isa_compatible(const std::string& code, const std::string& agent);
+// The processor of an ISA name ("gfx942" of "amdgcn-amd-amdhsa--gfx942:..."),
+// empty when the name is not of that form.
+std::string isa_processor(const std::string& isa);
+// The default ISA of GPU agents.
+constexpr const char* kDefaultGpuIsa = "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-";
 
 // ---- faults and counters -----------------------------------------------------
 
@@ -198,6 +268,9 @@ struct Faults {
   // calls seen since it was armed.
   uint64_t vmem_fail_at[static_cast<size_t>(VmemOp::kCount)] = {};
   uint64_t vmem_seen[static_cast<size_t>(VmemOp::kCount)] = {};
+  uint32_t failing_queue_creations = 0;    // hsa_sim_fail_next_queue_creations
+  uint32_t failing_code_object_loads = 0;  // hsa_sim_fail_next_code_object_loads
+  uint32_t faulting_dispatches = 0;        // hsa_sim_fault_next_dispatches
 };
 
 constexpr size_t kMaxH2dFaultAddresses = 16;
@@ -207,6 +280,7 @@ struct Counters {
   uint64_t violations = 0;
   uint64_t async_copies = 0;
   uint64_t pointer_info_queries = 0;
+  std::map<std::string, uint64_t> dispatches;  // kernels run, by name (no ".kd")
 };
 
 // ---- the state -------------------------------------------------------------
@@ -237,6 +311,14 @@ struct State {
 
   std::map<uint32_t, Executable> executables;  // by id = creation order
   uint32_t next_executable_id = 1;
+  std::map<uint32_t, CodeObjectReader> readers;  // by id
+  uint32_t next_reader_id = 1;
+  uint32_t next_loaded_code_object_id = 1;
+  // The ISA of each agent (by index; empty: none, as ROCr's CPU agent) and
+  // every ISA name handed out as an hsa_isa_t (the handle's payload indexes
+  // it; ROCr's ISA objects are shared by all agents of one ISA too).
+  std::vector<std::string> agent_isas;
+  std::vector<std::string> isa_names;
   // Ranges reported by raw variable symbols with no storage behind them (by
   // address, bytes): a copy touching one is a violation, not a wild access.
   std::map<uintptr_t, size_t> unbacked;
@@ -317,6 +399,19 @@ bool vmem_pointer_info_locked(const State& s, uintptr_t address, hsa_amd_pointer
 // Unmaps, closes and frees everything (reset).
 void vmem_release_all_locked(State& s);
 
+// ISAs (hsa_sim_tables.cpp): the hsa_isa_t of a name (interned).
+uint64_t isa_handle_locked(State& s, const std::string& name);
+
+// Loader (hsa_sim_loader.cpp): the loaded kernel whose kernel object this is,
+// or NULL (an unknown address, or its executable destroyed).
+const LoadedKernel* find_loaded_kernel_locked(const State& s, uint64_t kernel_object);
+
+// AQL queues (hsa_sim_queues.cpp). Stops every queue's packet processor and
+// retires the queues (their memory stays, so a stale hsa_queue_t* is still
+// harmless to read); called by reset without any lock held.
+void retire_all_queues();
+uint64_t live_queue_count();
+
 // Async copies (hsa_sim_signals.cpp).
 // Waits for queued asynchronous copies; those still blocked on a dependency
 // that is not 0 are dropped. Called by reset without State::mutex held.
@@ -325,6 +420,9 @@ uint64_t live_signal_count();
 uint64_t armed_signal_handler_count();
 uint64_t invalid_signal_uses();
 void reset_signal_counters();
+// The runtime's signal table (queues ring doorbells and complete packets
+// through it).
+hsa_common::SignalTable& signal_table();
 
 }  // namespace hsa_sim
 
@@ -358,10 +456,46 @@ void reset_signal_counters();
   HSA_SIM_VMEM_AMD_ENTRIES(ENTRY)                                                          \
   HSA_SIM_VMEM_ALIGN_AMD_ENTRIES(ENTRY)
 
+// The CoreApiTable entries only this runtime implements: ISAs, AQL queues
+// (every memory-order variant of an index operation shares one function, as
+// the signal entries do) and loading code objects. The same fields in every
+// generation's table (ROCm 5.2 to 7.2).
+#define HSA_SIM_EXTRA_CORE_ENTRIES(ENTRY)                                                   \
+  ENTRY(CoreApiTable, hsa_agent_iterate_isas_fn, agent_iterate_isas)                        \
+  ENTRY(CoreApiTable, hsa_isa_get_info_alt_fn, isa_get_info_alt)                            \
+  ENTRY(CoreApiTable, hsa_queue_create_fn, queue_create)                                    \
+  ENTRY(CoreApiTable, hsa_queue_destroy_fn, queue_destroy)                                  \
+  ENTRY(CoreApiTable, hsa_queue_inactivate_fn, queue_inactivate)                            \
+  ENTRY(CoreApiTable, hsa_queue_load_read_index_relaxed_fn, queue_load_read_index)          \
+  ENTRY(CoreApiTable, hsa_queue_load_read_index_scacquire_fn, queue_load_read_index)        \
+  ENTRY(CoreApiTable, hsa_queue_load_write_index_relaxed_fn, queue_load_write_index)        \
+  ENTRY(CoreApiTable, hsa_queue_load_write_index_scacquire_fn, queue_load_write_index)      \
+  ENTRY(CoreApiTable, hsa_queue_store_write_index_relaxed_fn, queue_store_write_index)      \
+  ENTRY(CoreApiTable, hsa_queue_store_write_index_screlease_fn, queue_store_write_index)    \
+  ENTRY(CoreApiTable, hsa_queue_cas_write_index_relaxed_fn, queue_cas_write_index)          \
+  ENTRY(CoreApiTable, hsa_queue_cas_write_index_scacquire_fn, queue_cas_write_index)        \
+  ENTRY(CoreApiTable, hsa_queue_cas_write_index_screlease_fn, queue_cas_write_index)        \
+  ENTRY(CoreApiTable, hsa_queue_cas_write_index_scacq_screl_fn, queue_cas_write_index)      \
+  ENTRY(CoreApiTable, hsa_queue_add_write_index_relaxed_fn, queue_add_write_index)          \
+  ENTRY(CoreApiTable, hsa_queue_add_write_index_scacquire_fn, queue_add_write_index)        \
+  ENTRY(CoreApiTable, hsa_queue_add_write_index_screlease_fn, queue_add_write_index)        \
+  ENTRY(CoreApiTable, hsa_queue_add_write_index_scacq_screl_fn, queue_add_write_index)      \
+  ENTRY(CoreApiTable, hsa_queue_store_read_index_relaxed_fn, queue_store_read_index)        \
+  ENTRY(CoreApiTable, hsa_queue_store_read_index_screlease_fn, queue_store_read_index)      \
+  ENTRY(CoreApiTable, hsa_code_object_reader_create_from_memory_fn,                         \
+        code_object_reader_create_from_memory)                                              \
+  ENTRY(CoreApiTable, hsa_code_object_reader_destroy_fn, code_object_reader_destroy)        \
+  ENTRY(CoreApiTable, hsa_executable_create_alt_fn, executable_create_alt)                  \
+  ENTRY(CoreApiTable, hsa_executable_load_agent_code_object_fn,                             \
+        executable_load_agent_code_object)                                                  \
+  ENTRY(CoreApiTable, hsa_executable_freeze_fn, executable_freeze)                          \
+  ENTRY(CoreApiTable, hsa_executable_get_symbol_by_name_fn, executable_get_symbol_by_name)
+
 // The entry points each file implements for the tables, declared with the
 // types of their table fields (the shared lists are in hsa_common_tables.h).
 namespace hsa_sim::api {
 HSA_COMMON_RUNTIME_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
+HSA_SIM_EXTRA_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 HSA_COMMON_RUNTIME_AMD_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 HSA_SIM_EXTRA_AMD_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 }  // namespace hsa_sim::api

@@ -273,3 +273,215 @@ hsa_status_t executable_symbol_get_info(hsa_executable_symbol_t symbol,
 }
 
 }  // namespace hsa_sim::api
+
+// ---- code objects: readers, loading, freezing, symbols by name ----------------
+
+namespace hsa_sim {
+
+namespace {
+
+// Kernel descriptor fields (llvm::amdhsa::kernel_descriptor_t): the fixed
+// group and private segment sizes and the kernarg size, little endian.
+uint32_t descriptor_field(const uint8_t* descriptor, size_t offset) {
+  uint32_t value = 0;
+  std::memcpy(&value, descriptor + offset, sizeof(value));
+  return value;
+}
+
+std::unique_ptr<LoadedKernel> load_kernel(const ElfKernel& kernel, uint32_t agent_index) {
+  auto loaded = std::make_unique<LoadedKernel>();
+  std::memcpy(loaded->descriptor, kernel.descriptor, sizeof(loaded->descriptor));
+  loaded->name = kernel.name.substr(0, kernel.name.size() - 3);  // without ".kd"
+  loaded->agent_index = agent_index;
+  loaded->group_segment_size = descriptor_field(kernel.descriptor, 0);
+  loaded->private_segment_size = descriptor_field(kernel.descriptor, 4);
+  loaded->kernarg_segment_size = descriptor_field(kernel.descriptor, 8);
+  return loaded;
+}
+
+// The symbol ROCr's loader reports for a loaded kernel: an agent symbol named
+// as in the ELF ("name.kd"), its kernel object the descriptor's address.
+Symbol kernel_symbol(const ElfKernel& elf, const LoadedKernel& loaded) {
+  Symbol symbol;
+  symbol.kind = HSA_SYMBOL_KIND_KERNEL;
+  symbol.name = elf.name;
+  symbol.address = loaded.kernel_object();
+  symbol.kernarg_segment_size = loaded.kernarg_segment_size;
+  symbol.group_segment_size = loaded.group_segment_size;
+  symbol.private_segment_size = loaded.private_segment_size;
+  symbol.agent_index = loaded.agent_index;
+  return symbol;
+}
+
+bool reader_from_handle_locked(const State& s, hsa_code_object_reader_t handle,
+                               CodeObjectReader* out) {
+  uint32_t id = 0;
+  if (!decode_handle(handle.handle, HandleTag::kCodeObjectReader, s.epoch, &id)) return false;
+  auto it = s.readers.find(id);
+  if (it == s.readers.end()) return false;
+  *out = it->second;
+  return true;
+}
+
+// ROCr's LoadCodeObject checks, with the loader lock and State::mutex held:
+// the executable, the reader, not frozen. The reader's bytes are then read
+// by the caller (without State::mutex: they are the caller's memory).
+hsa_status_t check_load_locked(State& s, hsa_executable_t executable,
+                               hsa_code_object_reader_t reader, CodeObjectReader* bytes) {
+  Executable* exe = find_executable_locked(s, executable);
+  if (exe == nullptr) return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
+  if (!reader_from_handle_locked(s, reader, bytes)) {
+    return HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER;
+  }
+  if (exe->frozen) return HSA_STATUS_ERROR_FROZEN_EXECUTABLE;
+  return HSA_STATUS_SUCCESS;
+}
+
+// After the object was read: the ISA against the agent's (an unknown agent,
+// or one without an ISA such as the CPU, supports none: ROCr's
+// IsaSupportedByAgent iterates the agent's ISAs), then fault injection,
+// then the kernels become symbols of the executable.
+hsa_status_t finish_load_locked(State& s, hsa_executable_t executable, hsa_agent_t agent,
+                                const CodeObject& object, hsa_loaded_code_object_t* loaded) {
+  uint32_t agent_index = 0;
+  if (!agent_index_from_handle_locked(s, agent, &agent_index) ||
+      !isa_compatible(object.isa, s.agent_isas[agent_index])) {
+    return HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS;
+  }
+  if (s.faults.failing_code_object_loads > 0) {
+    --s.faults.failing_code_object_loads;
+    return HSA_STATUS_ERROR_OUT_OF_RESOURCES;  // as a segment allocation failing
+  }
+  Executable* exe = find_executable_locked(s, executable);
+  if (exe->symbols.size() + object.kernels.size() > kSymbolFieldMask) {
+    return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  }
+  for (const ElfKernel& kernel : object.kernels) {
+    exe->kernels.push_back(load_kernel(kernel, agent_index));
+    exe->symbols.push_back(kernel_symbol(kernel, *exe->kernels.back()));
+  }
+  if (loaded != nullptr) {
+    loaded->handle =
+        make_handle(HandleTag::kLoadedCodeObject, s.epoch, s.next_loaded_code_object_id++);
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+}  // namespace
+
+const LoadedKernel* find_loaded_kernel_locked(const State& s, uint64_t kernel_object) {
+  for (const auto& entry : s.executables) {
+    for (const auto& kernel : entry.second.kernels) {
+      if (kernel->kernel_object() == kernel_object) return kernel.get();
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace hsa_sim
+
+namespace hsa_sim::api {
+
+hsa_status_t code_object_reader_create_from_memory(const void* code_object, size_t size,
+                                                   hsa_code_object_reader_t* code_object_reader) {
+  // ROCr only remembers the memory here; it is read when loaded.
+  if (code_object == nullptr || code_object_reader == nullptr || size == 0) {
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  const uint32_t id = s.next_reader_id++;
+  s.readers[id] = CodeObjectReader{static_cast<const uint8_t*>(code_object), size};
+  code_object_reader->handle = make_handle(HandleTag::kCodeObjectReader, s.epoch, id);
+  return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t code_object_reader_destroy(hsa_code_object_reader_t code_object_reader) {
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  uint32_t id = 0;
+  if (!decode_handle(code_object_reader.handle, HandleTag::kCodeObjectReader, s.epoch, &id) ||
+      s.readers.erase(id) == 0) {
+    return HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER;
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t executable_create_alt(hsa_profile_t profile,
+                                   hsa_default_float_rounding_mode_t default_float_rounding_mode,
+                                   const char* options, hsa_executable_t* executable) {
+  (void)options;  // ROCr's loader options change nothing here
+  // ROCr's IS_BAD_PROFILE, IS_BAD_ROUNDING_MODE and IS_BAD_PTR, in order.
+  if ((profile != HSA_PROFILE_BASE && profile != HSA_PROFILE_FULL) ||
+      static_cast<uint32_t>(default_float_rounding_mode) >
+          static_cast<uint32_t>(HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR) ||
+      executable == nullptr) {
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
+  // Listed by the loader's iterator like any other, as ROCr lists every
+  // executable (a tool's own included).
+  *executable = hsa_sim_executable_create();
+  return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t executable_load_agent_code_object(hsa_executable_t executable, hsa_agent_t agent,
+                                               hsa_code_object_reader_t code_object_reader,
+                                               const char* options,
+                                               hsa_loaded_code_object_t* loaded_code_object) {
+  (void)options;
+  State& s = state();
+  // The loader's lock across the load, as ROCr's loader holds its own: the
+  // executable iterator never sees half a load.
+  std::lock_guard<std::mutex> loader(s.loader_mutex);
+  CodeObjectReader bytes;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    const hsa_status_t checked = check_load_locked(s, executable, code_object_reader, &bytes);
+    if (checked != HSA_STATUS_SUCCESS) return checked;
+  }
+  CodeObject object;
+  if (!read_code_object(bytes.data, bytes.size, &object)) {
+    return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
+  }
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return finish_load_locked(s, executable, agent, object, loaded_code_object);
+}
+
+hsa_status_t executable_freeze(hsa_executable_t executable, const char* options) {
+  (void)options;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  Executable* exe = find_executable_locked(s, executable);
+  if (exe == nullptr) return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
+  if (exe->frozen) return HSA_STATUS_ERROR_FROZEN_EXECUTABLE;
+  exe->frozen = true;
+  return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t executable_get_symbol_by_name(hsa_executable_t executable, const char* symbol_name,
+                                           const hsa_agent_t* agent,
+                                           hsa_executable_symbol_t* symbol) {
+  if (symbol_name == nullptr || symbol == nullptr) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  State& s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  uint32_t id = 0;
+  if (!executable_id_from_handle_locked(s, executable, &id)) {
+    return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
+  }
+  // Without an agent ROCr looks among program symbols, which this runtime
+  // never has; with one, among that agent's symbols.
+  uint32_t agent_index = 0;
+  if (agent == nullptr || !agent_index_from_handle_locked(s, *agent, &agent_index)) {
+    return HSA_STATUS_ERROR_INVALID_SYMBOL_NAME;
+  }
+  const std::vector<Symbol>& symbols = s.executables.at(id).symbols;
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    if (symbols[i].agent_index == agent_index && symbols[i].name == symbol_name) {
+      symbol->handle = symbol_handle(s.epoch, id, i);
+      return HSA_STATUS_SUCCESS;
+    }
+  }
+  return HSA_STATUS_ERROR_INVALID_SYMBOL_NAME;
+}
+
+}  // namespace hsa_sim::api

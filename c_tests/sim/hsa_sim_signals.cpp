@@ -259,6 +259,8 @@ void drain_async_copies() {
 
 uint64_t live_signal_count() { return signals().live_count(); }
 
+hsa_common::SignalTable& signal_table() { return signals(); }
+
 uint64_t armed_signal_handler_count() { return signals().armed_handler_count(); }
 
 uint64_t invalid_signal_uses() { return signals().invalid_uses(); }

@@ -36,6 +36,8 @@
 #include <vector>
 
 #include "hsa_sim.h"
+// The library's kernels' arguments, for dispatches as the library makes them.
+#include "../../kernels/replay_kernels.h"
 // The generation macros (HSA_COMMON_HAVE_VMEM, ...), from the one place
 // they are defined.
 #include "../hsa_common/hsa_common.h"
@@ -119,8 +121,14 @@ void test_table_versions() {
   CHECK(core().hsa_memory_copy_fn != nullptr);
   CHECK(core().hsa_signal_wait_scacquire_fn != nullptr);
   CHECK(core().hsa_executable_symbol_get_info_fn != nullptr);
-  CHECK(core().hsa_queue_create_fn == nullptr);
-  CHECK(core().hsa_executable_load_agent_code_object_fn == nullptr);
+  // Queues, ISAs and code-object loading run the library's own kernels.
+  CHECK(core().hsa_queue_create_fn != nullptr);
+  CHECK(core().hsa_queue_add_write_index_scacq_screl_fn != nullptr);
+  CHECK(core().hsa_agent_iterate_isas_fn != nullptr);
+  CHECK(core().hsa_executable_load_agent_code_object_fn != nullptr);
+  CHECK(core().hsa_executable_get_symbol_by_name_fn != nullptr);
+  CHECK(core().hsa_soft_queue_create_fn == nullptr);
+  CHECK(core().hsa_executable_load_code_object_fn == nullptr);
   CHECK(amd().hsa_amd_pointer_info_fn != nullptr);
   CHECK(amd().hsa_amd_memory_async_copy_fn != nullptr);
   CHECK(amd().hsa_amd_memory_lock_fn == nullptr);
@@ -186,7 +194,8 @@ void test_topology() {
   unsigned char name[80];
   std::memset(name, 0xAB, sizeof(name));
   CHECK_STATUS(core().hsa_agent_get_info_fn(gpu(1), HSA_AGENT_INFO_NAME, name), HSA_STATUS_SUCCESS);
-  CHECK(std::strcmp(reinterpret_cast<char*>(name), "gfx90a") == 0);
+  // Named after its ISA's processor, as ROCr names GPU agents.
+  CHECK(std::strcmp(reinterpret_cast<char*>(name), "gfx942") == 0);
   CHECK(name[63] == 0 && name[64] == 0xAB);
   uint32_t node = 99;
   CHECK_STATUS(core().hsa_agent_get_info_fn(gpu(2), HSA_AGENT_INFO_NODE, &node),
@@ -2398,6 +2407,789 @@ void test_vmem_table_entries() {
 
 // ---- concurrency ------------------------------------------------------------
 
+// ---- ISAs -------------------------------------------------------------------
+
+hsa_status_t collect_isa(hsa_isa_t isa, void* data) {
+  static_cast<std::vector<hsa_isa_t>*>(data)->push_back(isa);
+  return HSA_STATUS_SUCCESS;
+}
+
+std::string isa_name(hsa_isa_t isa) {
+  uint32_t length = 0;
+  CHECK_STATUS(core().hsa_isa_get_info_alt_fn(isa, HSA_ISA_INFO_NAME_LENGTH, &length),
+               HSA_STATUS_SUCCESS);
+  std::vector<char> name(length + 8, 'x');
+  CHECK_STATUS(core().hsa_isa_get_info_alt_fn(isa, HSA_ISA_INFO_NAME, name.data()),
+               HSA_STATUS_SUCCESS);
+  // NAME_LENGTH counts the NUL, which NAME writes (ROCr's Isa::GetInfo).
+  CHECK(length > 0 && name[length - 1] == '\0' && name[length] == 'x');
+  return std::string(name.data());
+}
+
+std::vector<hsa_isa_t> agent_isas(hsa_agent_t agent) {
+  std::vector<hsa_isa_t> isas;
+  CHECK_STATUS(core().hsa_agent_iterate_isas_fn(agent, collect_isa, &isas), HSA_STATUS_SUCCESS);
+  return isas;
+}
+
+void test_isas() {
+  hsa_sim_reset(2);
+  const char* kGfx942 = "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-";
+  std::vector<hsa_isa_t> isas = agent_isas(gpu(0));
+  CHECK(isas.size() == 1);
+  if (isas.size() == 1) CHECK(isa_name(isas[0]) == kGfx942);
+  // One handle per ISA, shared by agents (ROCr's ISA objects are global).
+  CHECK(agent_isas(gpu(1)).size() == 1 && agent_isas(gpu(1))[0].handle == isas[0].handle);
+  hsa_isa_t info_isa{0};
+  CHECK_STATUS(core().hsa_agent_get_info_fn(gpu(0), HSA_AGENT_INFO_ISA, &info_isa),
+               HSA_STATUS_SUCCESS);
+  CHECK(info_isa.handle == isas[0].handle);
+  // ROCr's CPU agent has no ISA: the walk calls nothing.
+  CHECK(agent_isas(cpu()).empty());
+  CHECK_STATUS(core().hsa_agent_get_info_fn(cpu(), HSA_AGENT_INFO_ISA, &info_isa),
+               HSA_STATUS_SUCCESS);
+  CHECK(info_isa.handle == 0);
+  CHECK_STATUS(core().hsa_agent_iterate_isas_fn(gpu(0), nullptr, nullptr),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(core().hsa_agent_iterate_isas_fn(hsa_agent_t{5}, collect_isa, &isas),
+               HSA_STATUS_ERROR_INVALID_AGENT);
+  uint32_t value = 0;
+  CHECK_STATUS(core().hsa_isa_get_info_alt_fn(hsa_isa_t{7}, HSA_ISA_INFO_NAME_LENGTH, &value),
+               HSA_STATUS_ERROR_INVALID_ISA);
+  CHECK_STATUS(core().hsa_isa_get_info_alt_fn(isas[0], HSA_ISA_INFO_WORKGROUP_MAX_SIZE, &value),
+               HSA_STATUS_SUCCESS);
+  CHECK(value == 1024);
+
+  // The test hook: another ISA (and agent name), or none.
+  CHECK(hsa_sim_set_agent_isa(gpu(1), "amdgcn-amd-amdhsa--gfx1100"));
+  isas = agent_isas(gpu(1));
+  CHECK(isas.size() == 1);
+  if (isas.size() == 1) CHECK(isa_name(isas[0]) == "amdgcn-amd-amdhsa--gfx1100");
+  char name[64] = {};
+  CHECK_STATUS(core().hsa_agent_get_info_fn(gpu(1), HSA_AGENT_INFO_NAME, name), HSA_STATUS_SUCCESS);
+  CHECK(std::strcmp(name, "gfx1100") == 0);
+  CHECK(hsa_sim_set_agent_isa(gpu(1), nullptr));
+  CHECK(agent_isas(gpu(1)).empty());
+  CHECK(!hsa_sim_set_agent_isa(hsa_agent_t{5}, nullptr));
+
+  // Queue sizes, as ROCr's GpuAgent / CpuAgent report them.
+  CHECK_STATUS(core().hsa_agent_get_info_fn(gpu(0), HSA_AGENT_INFO_QUEUE_MIN_SIZE, &value),
+               HSA_STATUS_SUCCESS);
+  CHECK(value == 0x40);
+  CHECK_STATUS(core().hsa_agent_get_info_fn(gpu(0), HSA_AGENT_INFO_QUEUE_MAX_SIZE, &value),
+               HSA_STATUS_SUCCESS);
+  CHECK(value == 0x20000);
+  CHECK_STATUS(core().hsa_agent_get_info_fn(cpu(), HSA_AGENT_INFO_QUEUE_MAX_SIZE, &value),
+               HSA_STATUS_SUCCESS);
+  CHECK(value == 0);
+  hsa_sim_reset(2);
+  CHECK(agent_isas(gpu(1)).size() == 1);  // reset brings the default back
+}
+
+// ---- AMDGPU code objects --------------------------------------------------------
+
+// A minimal AMDGPU code object as the loader sees clang's: ELF64 ET_DYN,
+// EM_AMDGPU, OS ABI AMDGPU_HSA; one section of 64-byte kernel descriptors at
+// address 0x1000, a .symtab of "name.kd" STT_OBJECT symbols, a .strtab.
+struct ElfKernelSpec {
+  std::string name;  // without ".kd"
+  uint32_t group = 0;
+  uint32_t private_size = 0;
+  uint32_t kernarg = 0;
+};
+
+template <typename T>
+void put(std::vector<uint8_t>& out, size_t at, T value) {
+  if (out.size() < at + sizeof(T)) out.resize(at + sizeof(T));
+  std::memcpy(out.data() + at, &value, sizeof(T));
+}
+
+constexpr uint32_t kGfx942Any = 0x04c | 0x100 | 0x400;  // xnack any, sramecc any (v4+)
+
+std::vector<uint8_t> build_code_object(const std::vector<ElfKernelSpec>& kernels,
+                                       uint32_t e_flags = kGfx942Any, uint8_t abi_version = 3) {
+  std::vector<uint8_t> elf(64, 0);
+  const uint8_t ident[16] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 64, abi_version};
+  std::memcpy(elf.data(), ident, sizeof(ident));
+  put<uint16_t>(elf, 16, 3);    // ET_DYN
+  put<uint16_t>(elf, 18, 224);  // EM_AMDGPU
+  put<uint32_t>(elf, 20, 1);
+  put<uint32_t>(elf, 48, e_flags);
+  put<uint16_t>(elf, 52, 64);
+  // Descriptors.
+  const size_t text = 64;
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    put<uint32_t>(elf, text + i * 64 + 0, kernels[i].group);
+    put<uint32_t>(elf, text + i * 64 + 4, kernels[i].private_size);
+    put<uint32_t>(elf, text + i * 64 + 8, kernels[i].kernarg);
+    put<uint64_t>(elf, text + i * 64 + 56, 0);
+  }
+  // String table and symbols.
+  std::string strtab(1, '\0');
+  std::vector<uint32_t> names;
+  for (const ElfKernelSpec& k : kernels) {
+    names.push_back(static_cast<uint32_t>(strtab.size()));
+    strtab += k.name + ".kd";
+    strtab += '\0';
+  }
+  const size_t symtab = text + kernels.size() * 64;
+  put<uint64_t>(elf, symtab + 16, 0);  // the null symbol
+  for (size_t i = 0; i < kernels.size(); ++i) {
+    const size_t at = symtab + (i + 1) * 24;
+    put<uint32_t>(elf, at, names[i]);
+    put<uint8_t>(elf, at + 4, 0x11);  // STB_GLOBAL, STT_OBJECT
+    put<uint16_t>(elf, at + 6, 1);    // the descriptors' section
+    put<uint64_t>(elf, at + 8, 0x1000 + i * 64);
+    put<uint64_t>(elf, at + 16, 64);
+  }
+  const size_t strings = symtab + (kernels.size() + 1) * 24;
+  elf.resize(strings + strtab.size());
+  std::memcpy(elf.data() + strings, strtab.data(), strtab.size());
+  // Section headers: null, descriptors, .symtab, .strtab.
+  const size_t shoff = (elf.size() + 7) / 8 * 8;
+  const auto section = [&](size_t index, uint32_t type, uint64_t addr, uint64_t offset,
+                           uint64_t size, uint32_t link, uint64_t entsize) {
+    const size_t at = shoff + index * 64;
+    put<uint32_t>(elf, at + 4, type);
+    put<uint64_t>(elf, at + 16, addr);
+    put<uint64_t>(elf, at + 24, offset);
+    put<uint64_t>(elf, at + 32, size);
+    put<uint32_t>(elf, at + 40, link);
+    put<uint64_t>(elf, at + 56, entsize);
+  };
+  section(0, 0, 0, 0, 0, 0, 0);
+  section(1, 1, 0x1000, text, kernels.size() * 64, 0, 0);
+  section(2, 2, 0, symtab, (kernels.size() + 1) * 24, 3, 24);
+  section(3, 3, 0, strings, strtab.size(), 0, 0);
+  put<uint64_t>(elf, 40, shoff);
+  put<uint16_t>(elf, 58, 64);
+  put<uint16_t>(elf, 60, 4);
+  return elf;
+}
+
+// The library's three kernels, as its code objects describe them.
+std::vector<ElfKernelSpec> library_kernels() {
+  return {{"kr_scatter_copy", 0, 0, sizeof(kr_scatter_copy_args)},
+          {"kr_hash_blocks", 0, 0, sizeof(kr_hash_blocks_args)},
+          {"kr_compare_copy", 0, 16, sizeof(kr_compare_copy_args)}};
+}
+
+// Reader, executable, load, freeze: what the library does. SUCCESS or the
+// first failing status.
+hsa_status_t load_executable(const std::vector<uint8_t>& object, hsa_agent_t agent,
+                             hsa_executable_t* exe) {
+  hsa_code_object_reader_t reader{0};
+  hsa_status_t status = core().hsa_code_object_reader_create_from_memory_fn(
+      object.data(), object.size(), &reader);
+  if (status != HSA_STATUS_SUCCESS) return status;
+  status = core().hsa_executable_create_alt_fn(HSA_PROFILE_FULL,
+                                               HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT, nullptr,
+                                               exe);
+  if (status == HSA_STATUS_SUCCESS) {
+    status = core().hsa_executable_load_agent_code_object_fn(*exe, agent, reader, nullptr,
+                                                             nullptr);
+    if (status == HSA_STATUS_SUCCESS) status = core().hsa_executable_freeze_fn(*exe, nullptr);
+    if (status != HSA_STATUS_SUCCESS) core().hsa_executable_destroy_fn(*exe);
+  }
+  CHECK_STATUS(core().hsa_code_object_reader_destroy_fn(reader), HSA_STATUS_SUCCESS);
+  return status;
+}
+
+uint64_t kernel_object(hsa_executable_t exe, hsa_agent_t agent, const char* name) {
+  hsa_executable_symbol_t symbol{0};
+  if (core().hsa_executable_get_symbol_by_name_fn(exe, name, &agent, &symbol) !=
+      HSA_STATUS_SUCCESS) {
+    return 0;
+  }
+  uint64_t object = 0;
+  CHECK_STATUS(core().hsa_executable_symbol_get_info_fn(
+                   symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &object),
+               HSA_STATUS_SUCCESS);
+  return object;
+}
+
+void test_code_object_loading() {
+  hsa_sim_reset(2);
+  const std::vector<uint8_t> object = build_code_object(library_kernels());
+  hsa_executable_t exe{0};
+  CHECK_STATUS(load_executable(object, gpu(0), &exe), HSA_STATUS_SUCCESS);
+  // Listed by the loader's iterator, as ROCr lists a tool's own executables.
+  int executables = 0;
+  CHECK_STATUS(hsa_sim_iterate_executables(count_executable, &executables), HSA_STATUS_SUCCESS);
+  CHECK(executables == 1);
+
+  // Kernel symbols by their ".kd" names, for that agent only.
+  hsa_agent_t agent = gpu(0);
+  hsa_executable_symbol_t symbol{0};
+  CHECK_STATUS(core().hsa_executable_get_symbol_by_name_fn(exe, "kr_compare_copy.kd", &agent,
+                                                           &symbol),
+               HSA_STATUS_SUCCESS);
+  hsa_symbol_kind_t kind = HSA_SYMBOL_KIND_VARIABLE;
+  CHECK_STATUS(core().hsa_executable_symbol_get_info_fn(symbol, HSA_EXECUTABLE_SYMBOL_INFO_TYPE,
+                                                        &kind),
+               HSA_STATUS_SUCCESS);
+  CHECK(kind == HSA_SYMBOL_KIND_KERNEL);
+  uint32_t size = 0;
+  CHECK_STATUS(core().hsa_executable_symbol_get_info_fn(
+                   symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE, &size),
+               HSA_STATUS_SUCCESS);
+  CHECK(size == sizeof(kr_compare_copy_args));
+  CHECK_STATUS(core().hsa_executable_symbol_get_info_fn(
+                   symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE, &size),
+               HSA_STATUS_SUCCESS);
+  CHECK(size == 16);
+  CHECK_STATUS(core().hsa_executable_symbol_get_info_fn(
+                   symbol, HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE, &size),
+               HSA_STATUS_SUCCESS);
+  CHECK(size == 0);
+  const uint64_t scatter = kernel_object(exe, gpu(0), "kr_scatter_copy.kd");
+  const uint64_t hash = kernel_object(exe, gpu(0), "kr_hash_blocks.kd");
+  CHECK(scatter != 0 && hash != 0 && scatter != hash && scatter % 64 == 0);
+  CHECK(kernel_object(exe, gpu(0), "kr_scatter_copy") == 0);  // v3+: the name has ".kd"
+  CHECK(kernel_object(exe, gpu(1), "kr_scatter_copy.kd") == 0);
+  CHECK_STATUS(core().hsa_executable_get_symbol_by_name_fn(exe, "kr_scatter_copy.kd", nullptr,
+                                                           &symbol),
+               HSA_STATUS_ERROR_INVALID_SYMBOL_NAME);
+  CHECK_STATUS(core().hsa_executable_get_symbol_by_name_fn(exe, nullptr, &agent, &symbol),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(core().hsa_executable_get_symbol_by_name_fn(hsa_executable_t{9}, "x", &agent,
+                                                           &symbol),
+               HSA_STATUS_ERROR_INVALID_EXECUTABLE);
+  // A frozen executable takes no more code and freezes once.
+  hsa_code_object_reader_t reader{0};
+  CHECK_STATUS(core().hsa_code_object_reader_create_from_memory_fn(object.data(), object.size(),
+                                                                   &reader),
+               HSA_STATUS_SUCCESS);
+  CHECK_STATUS(core().hsa_executable_load_agent_code_object_fn(exe, gpu(0), reader, nullptr,
+                                                               nullptr),
+               HSA_STATUS_ERROR_FROZEN_EXECUTABLE);
+  CHECK_STATUS(core().hsa_executable_freeze_fn(exe, nullptr), HSA_STATUS_ERROR_FROZEN_EXECUTABLE);
+  CHECK_STATUS(core().hsa_executable_load_agent_code_object_fn(exe, gpu(0),
+                                                               hsa_code_object_reader_t{3},
+                                                               nullptr, nullptr),
+               HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER);
+  CHECK_STATUS(core().hsa_code_object_reader_destroy_fn(reader), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(core().hsa_code_object_reader_destroy_fn(reader),
+               HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER);
+  CHECK_STATUS(core().hsa_code_object_reader_create_from_memory_fn(object.data(), 0, &reader),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(core().hsa_executable_create_alt_fn(static_cast<hsa_profile_t>(7),
+                                                   HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT,
+                                                   nullptr, &exe),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(core().hsa_executable_destroy_fn(exe), HSA_STATUS_SUCCESS);
+
+  // ISA: the processor must match; a feature the object fixes must be the
+  // agent's; the CPU supports no code object.
+  hsa_executable_t other{0};
+  CHECK_STATUS(load_executable(object, cpu(), &other), HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS);
+  hsa_sim_set_agent_isa(gpu(1), "amdgcn-amd-amdhsa--gfx1100");
+  CHECK_STATUS(load_executable(object, gpu(1), &other), HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS);
+  const uint32_t xnack_on = 0x04c | 0x300 | 0x400;
+  const uint32_t sramecc_on = 0x04c | 0x100 | 0xc00;
+  CHECK_STATUS(load_executable(build_code_object(library_kernels(), xnack_on), gpu(0), &other),
+               HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS);
+  CHECK_STATUS(load_executable(build_code_object(library_kernels(), sramecc_on), gpu(0), &other),
+               HSA_STATUS_SUCCESS);
+  CHECK_STATUS(core().hsa_executable_destroy_fn(other), HSA_STATUS_SUCCESS);
+  // Code object v3 names both features a gfx942 supports: sramecc-, xnack-.
+  CHECK_STATUS(load_executable(build_code_object(library_kernels(), 0x04c, 1), gpu(0), &other),
+               HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS);
+  CHECK_STATUS(load_executable(build_code_object(library_kernels(), 0x04c | 0x200, 1), gpu(0),
+                               &other),
+               HSA_STATUS_SUCCESS);
+  CHECK_STATUS(core().hsa_executable_destroy_fn(other), HSA_STATUS_SUCCESS);
+
+  // Fault injection: the load fails and loads nothing.
+  hsa_sim_fail_next_code_object_loads(1);
+  CHECK_STATUS(load_executable(object, gpu(0), &other), HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  CHECK_STATUS(load_executable(object, gpu(0), &other), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(core().hsa_executable_destroy_fn(other), HSA_STATUS_SUCCESS);
+}
+
+// Deterministic bytes for the malformed-input checks.
+uint64_t next_random(uint64_t* state) {
+  *state ^= *state << 13;
+  *state ^= *state >> 7;
+  *state ^= *state << 17;
+  return *state;
+}
+
+void test_malformed_code_objects() {
+  hsa_sim_reset(1);
+  const std::vector<uint8_t> object = build_code_object(library_kernels());
+  hsa_executable_t exe{0};
+  // Wrong machine, class, OS ABI, code object version, processor.
+  const auto refused = [&](std::vector<uint8_t> bytes) {
+    return load_executable(bytes, gpu(0), &exe) == HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
+  };
+  std::vector<uint8_t> bad = object;
+  bad[18] = 62;  // EM_X86_64
+  CHECK(refused(bad));
+  bad = object;
+  bad[4] = 1;  // ELFCLASS32
+  CHECK(refused(bad));
+  bad = object;
+  bad[7] = 0;  // OS ABI none
+  CHECK(refused(bad));
+  bad = object;
+  bad[8] = 0;  // code object v2
+  CHECK(refused(bad));
+  CHECK(refused(build_code_object(library_kernels(), 0x0ee)));  // unknown processor
+  bad = object;
+  bad[0] = 0;
+  CHECK(refused(bad));
+  // Every truncation is refused, never read past (ASan and valgrind watch
+  // these runs); the buffer is exactly as long as the truncation.
+  for (size_t length = 1; length < object.size(); ++length) {
+    std::vector<uint8_t> prefix(object.begin(), object.begin() + static_cast<long>(length));
+    CHECK(refused(prefix));
+  }
+  // Random corruption: accepted or refused, never a crash or an overread.
+  uint64_t seed = 0x9e3779b97f4a7c15ull;
+  for (int round = 0; round < 2000; ++round) {
+    std::vector<uint8_t> mangled = object;
+    const int flips = 1 + static_cast<int>(next_random(&seed) % 4);
+    for (int i = 0; i < flips; ++i) {
+      mangled[next_random(&seed) % mangled.size()] = static_cast<uint8_t>(next_random(&seed));
+    }
+    const hsa_status_t status = load_executable(mangled, gpu(0), &exe);
+    if (status == HSA_STATUS_SUCCESS) core().hsa_executable_destroy_fn(exe);
+    CHECK(status == HSA_STATUS_SUCCESS || status == HSA_STATUS_ERROR_INVALID_CODE_OBJECT ||
+          status == HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS);
+  }
+  int executables = 0;
+  CHECK_STATUS(hsa_sim_iterate_executables(count_executable, &executables), HSA_STATUS_SUCCESS);
+  CHECK(executables == 0);
+}
+
+// ---- AQL queues -------------------------------------------------------------------
+
+// What a queue's error callback saw.
+struct QueueErrors {
+  std::atomic<int> calls{0};
+  std::atomic<uint32_t> status{0};
+  std::atomic<hsa_queue_t*> queue{nullptr};
+};
+
+void record_queue_error(hsa_status_t status, hsa_queue_t* queue, void* data) {
+  auto* errors = static_cast<QueueErrors*>(data);
+  errors->status = static_cast<uint32_t>(status);
+  errors->queue = queue;
+  ++errors->calls;
+}
+
+hsa_queue_t* make_queue(hsa_agent_t agent, QueueErrors* errors, uint32_t size = 64) {
+  hsa_queue_t* queue = nullptr;
+  CHECK_STATUS(core().hsa_queue_create_fn(agent, size, HSA_QUEUE_TYPE_MULTI, record_queue_error,
+                                          errors, UINT32_MAX, UINT32_MAX, &queue),
+               HSA_STATUS_SUCCESS);
+  return queue;
+}
+
+void test_queue_creation() {
+  hsa_sim_reset(2);
+  const auto create = [](hsa_agent_t agent, uint32_t size, hsa_queue_type32_t type,
+                         uint32_t private_size, hsa_queue_t** queue) {
+    return core().hsa_queue_create_fn(agent, size, type, nullptr, nullptr, private_size,
+                                      UINT32_MAX, queue);
+  };
+  hsa_queue_t* queue = nullptr;
+  CHECK_STATUS(create(gpu(0), 64, HSA_QUEUE_TYPE_MULTI, 0, nullptr),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(create(gpu(0), 0, HSA_QUEUE_TYPE_MULTI, 0, &queue),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(create(gpu(0), 100, HSA_QUEUE_TYPE_MULTI, 0, &queue),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(create(gpu(0), 64, 3, 0, &queue), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(create(hsa_agent_t{5}, 64, HSA_QUEUE_TYPE_MULTI, 0, &queue),
+               HSA_STATUS_ERROR_INVALID_AGENT);
+  CHECK_STATUS(create(cpu(), 64, HSA_QUEUE_TYPE_MULTI, 0, &queue), HSA_STATUS_ERROR);
+  CHECK_STATUS(create(gpu(0), 64, HSA_QUEUE_TYPE_COOPERATIVE, 0, &queue),
+               HSA_STATUS_ERROR_INVALID_QUEUE_CREATION);
+  CHECK_STATUS(create(gpu(0), 0x40000, HSA_QUEUE_TYPE_MULTI, 0, &queue),
+               HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  CHECK_STATUS(create(gpu(0), 32, HSA_QUEUE_TYPE_MULTI, 0, &queue),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(create(gpu(0), 64, HSA_QUEUE_TYPE_MULTI, 300000, &queue),
+               HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  hsa_sim_fail_next_queue_creations(1);
+  CHECK_STATUS(create(gpu(0), 64, HSA_QUEUE_TYPE_MULTI, 0, &queue),
+               HSA_STATUS_ERROR_OUT_OF_RESOURCES);
+  CHECK(hsa_sim_live_queue_count() == 0);
+
+  const uint64_t signals_before = hsa_sim_live_signal_count();
+  CHECK_STATUS(create(gpu(0), 64, HSA_QUEUE_TYPE_SINGLE, UINT32_MAX, &queue), HSA_STATUS_SUCCESS);
+  CHECK(queue != nullptr && hsa_sim_live_queue_count() == 1);
+  if (queue == nullptr) return;
+  CHECK(queue->size == 64 && queue->type == HSA_QUEUE_TYPE_SINGLE);
+  CHECK(queue->base_address != nullptr && queue->doorbell_signal.handle != 0);
+  CHECK((queue->features & HSA_QUEUE_FEATURE_KERNEL_DISPATCH) != 0);
+  CHECK(hsa_sim_live_signal_count() == signals_before);  // the doorbell is the runtime's
+  // Every slot starts INVALID.
+  const auto* ring = static_cast<const uint16_t*>(queue->base_address);
+  CHECK((ring[0] & 0xff) == HSA_PACKET_TYPE_INVALID && (ring[63 * 32] & 0xff) == HSA_PACKET_TYPE_INVALID);
+  // Indices.
+  CHECK(core().hsa_queue_load_write_index_relaxed_fn(queue) == 0);
+  CHECK(core().hsa_queue_add_write_index_scacq_screl_fn(queue, 3) == 0);
+  CHECK(core().hsa_queue_cas_write_index_screlease_fn(queue, 3, 5) == 3);
+  CHECK(core().hsa_queue_cas_write_index_relaxed_fn(queue, 3, 9) == 5);
+  core().hsa_queue_store_write_index_relaxed_fn(queue, 0);
+  CHECK(core().hsa_queue_load_write_index_scacquire_fn(queue) == 0);
+  CHECK(core().hsa_queue_load_read_index_scacquire_fn(queue) == 0);
+  CHECK_STATUS(core().hsa_queue_destroy_fn(queue), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(core().hsa_queue_destroy_fn(queue), HSA_STATUS_ERROR_INVALID_QUEUE);
+  CHECK_STATUS(core().hsa_queue_destroy_fn(nullptr), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK(hsa_sim_live_queue_count() == 0 && hsa_sim_live_signal_count() == signals_before);
+
+  // Reset retires every queue; a stale pointer is still harmless.
+  QueueErrors errors;
+  queue = make_queue(gpu(1), &errors);
+  hsa_sim_reset(2);
+  CHECK(hsa_sim_live_queue_count() == 0);
+  CHECK(core().hsa_queue_load_write_index_relaxed_fn(queue) == 0);
+  CHECK_STATUS(core().hsa_queue_destroy_fn(queue), HSA_STATUS_ERROR_INVALID_QUEUE);
+}
+
+// The library's kernel dispatch: reserve a slot, fill the packet, publish
+// header and setup with one release store, ring the doorbell.
+void submit_dispatch(hsa_queue_t* queue, uint64_t kernel_object, const void* kernarg,
+                     uint32_t workgroups, hsa_signal_t completion,
+                     uint16_t workgroup_x = KR_WORKGROUP) {
+  const uint64_t index = core().hsa_queue_add_write_index_scacq_screl_fn(queue, 1);
+  auto* packet = static_cast<hsa_kernel_dispatch_packet_t*>(queue->base_address) +
+                 (index & (queue->size - 1));
+  packet->workgroup_size_x = workgroup_x;
+  packet->workgroup_size_y = 1;
+  packet->workgroup_size_z = 1;
+  packet->reserved0 = 0;
+  packet->grid_size_x = workgroups * uint32_t{workgroup_x};
+  packet->grid_size_y = 1;
+  packet->grid_size_z = 1;
+  packet->private_segment_size = 0;
+  packet->group_segment_size = 0;
+  packet->kernel_object = kernel_object;
+  packet->kernarg_address = const_cast<void*>(kernarg);
+  packet->reserved2 = 0;
+  packet->completion_signal = completion;
+  const uint16_t header = (HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE) |
+                          (1 << HSA_PACKET_HEADER_BARRIER) |
+                          (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCACQUIRE_FENCE_SCOPE) |
+                          (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_SCRELEASE_FENCE_SCOPE);
+  const uint16_t setup = 1 << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
+  __atomic_store_n(reinterpret_cast<uint32_t*>(packet), header | (uint32_t{setup} << 16),
+                   __ATOMIC_RELEASE);
+  core().hsa_signal_store_screlease_fn(queue->doorbell_signal,
+                                       static_cast<hsa_signal_value_t>(index));
+}
+
+// Kernel argument memory as the library gets it: the kernarg pool, made
+// reachable by the GPU (ROCr's pool allocations are the CPU's until then).
+void* kernarg_alloc(size_t size, hsa_agent_t agent) {
+  void* ptr = pool_alloc(pool(cpu(), HSA_SIM_POOL_SYSTEM_KERNARG), size);
+  CHECK_STATUS(amd().hsa_amd_agents_allow_access_fn(1, &agent, nullptr, ptr), HSA_STATUS_SUCCESS);
+  return ptr;
+}
+
+// The hash of kernels/replay_kernels.h, computed here independently.
+uint64_t reference_lane(const uint8_t* block, uint64_t len, const uint64_t* keys) {
+  const uint64_t p = (uint64_t{1} << 61) - 1;
+  uint64_t sum = 0;
+  for (uint32_t w = 0; w < KR_HASH_WORDS; ++w) {
+    uint32_t word = 0;
+    for (uint32_t b = 0; b < 4; ++b) {
+      const uint64_t at = uint64_t{w} * 4 + b;
+      if (at < len) word |= uint32_t{block[at]} << (8 * b);
+    }
+    // keys[w] * word mod p by doubling (no 128-bit type in ISO C++).
+    uint64_t product = 0, addend = keys[w] % p;
+    for (uint32_t bits = word; bits != 0; bits >>= 1) {
+      if ((bits & 1) != 0) product = (product + addend) % p;
+      addend = (addend * 2) % p;
+    }
+    sum = (sum + product) % p;
+  }
+  return sum;
+}
+
+struct DispatchFixture {
+  hsa_executable_t exe{0};
+  uint64_t scatter = 0, hash = 0, compare = 0;
+  QueueErrors errors;
+  hsa_queue_t* queue = nullptr;
+  hsa_signal_t done{0};
+  uint64_t* keys = nullptr;  // device memory
+
+  bool set_up() {
+    hsa_sim_reset(2);
+    CHECK_STATUS(load_executable(build_code_object(library_kernels()), gpu(0), &exe),
+                 HSA_STATUS_SUCCESS);
+    scatter = kernel_object(exe, gpu(0), "kr_scatter_copy.kd");
+    hash = kernel_object(exe, gpu(0), "kr_hash_blocks.kd");
+    compare = kernel_object(exe, gpu(0), "kr_compare_copy.kd");
+    queue = make_queue(gpu(0), &errors);
+    done = make_signal(0);
+    keys = static_cast<uint64_t*>(device_alloc(2 * KR_HASH_WORDS * sizeof(uint64_t)));
+    uint64_t seed = 12345;
+    for (uint32_t i = 0; i < 2 * KR_HASH_WORDS; ++i) {
+      keys[i] = next_random(&seed) & ((uint64_t{1} << 61) - 2);
+    }
+    return queue != nullptr && scatter != 0 && hash != 0 && compare != 0;
+  }
+
+  // One dispatch, waited for; false when it did not complete.
+  bool run(uint64_t kernel, const void* kernarg, uint32_t workgroups) {
+    core().hsa_signal_store_screlease_fn(done, 1);
+    submit_dispatch(queue, kernel, kernarg, workgroups, done);
+    return wait_for(done, 0);
+  }
+
+  void tear_down() {
+    core().hsa_signal_destroy_fn(done);
+    if (queue != nullptr) CHECK_STATUS(core().hsa_queue_destroy_fn(queue), HSA_STATUS_SUCCESS);
+  }
+};
+
+void test_dispatch_kernels() {
+  DispatchFixture f;
+  if (!f.set_up()) return;
+  // Scatter: three records between device buffers, in one dispatch.
+  auto* src = static_cast<uint8_t*>(device_alloc(3 * 4096));
+  auto* dst = static_cast<uint8_t*>(device_alloc(3 * 4096));
+  for (int i = 0; i < 3 * 4096; ++i) src[i] = static_cast<uint8_t>(i * 7 + 1);
+  auto* records = static_cast<kr_copy_record*>(kernarg_alloc(3 * sizeof(kr_copy_record), gpu(0)));
+  for (uint64_t i = 0; i < 3; ++i) {
+    records[i] = kr_copy_record{reinterpret_cast<uintptr_t>(dst + i * 4096),
+                                reinterpret_cast<uintptr_t>(src + (2 - i) * 4096), 4096 - i * 100};
+  }
+  auto* scatter_args =
+      static_cast<kr_scatter_copy_args*>(kernarg_alloc(sizeof(kr_scatter_copy_args), gpu(0)));
+  *scatter_args = kr_scatter_copy_args{records, 3};
+  const uint64_t violations = hsa_sim_copy_violations();
+  CHECK(f.run(f.scatter, scatter_args, 3));
+  for (uint64_t i = 0; i < 3; ++i) {
+    CHECK(std::memcmp(dst + i * 4096, src + (2 - i) * 4096, 4096 - i * 100) == 0);
+  }
+  CHECK(dst[2 * 4096 - 1] == 0);  // record 1 stopped 100 bytes short
+  CHECK(hsa_sim_dispatch_count("kr_scatter_copy") == 1);
+  CHECK(hsa_sim_dispatch_count("kr_scatter_copy.kd") == 1);
+  CHECK(core().hsa_queue_load_read_index_relaxed_fn(f.queue) == 1);
+
+  // Hash: every block, both lanes, against the reference.
+  auto* blocks = static_cast<kr_hash_block*>(kernarg_alloc(2 * sizeof(kr_hash_block), gpu(0)));
+  blocks[0] = kr_hash_block{reinterpret_cast<uintptr_t>(src), 4096};
+  blocks[1] = kr_hash_block{reinterpret_cast<uintptr_t>(src + 4096), 1001};  // a short block
+  auto* hashes = static_cast<uint64_t*>(device_alloc(4 * sizeof(uint64_t)));
+  auto* hash_args =
+      static_cast<kr_hash_blocks_args*>(kernarg_alloc(sizeof(kr_hash_blocks_args), gpu(0)));
+  *hash_args = kr_hash_blocks_args{blocks, 2, f.keys, hashes};
+  CHECK(f.run(f.hash, hash_args, 2));
+  CHECK(hashes[0] == reference_lane(src, 4096, f.keys));
+  CHECK(hashes[1] == reference_lane(src, 4096, f.keys + KR_HASH_WORDS));
+  CHECK(hashes[2] == reference_lane(src + 4096, 1001, f.keys));
+  CHECK(hashes[3] == reference_lane(src + 4096, 1001, f.keys + KR_HASH_WORDS));
+  // One workgroup per block and none past count: a count larger than the
+  // grid touches only the grid's blocks (here the first).
+  hash_args->count = uint64_t{1} << 60;
+  hashes[0] = 0;
+  CHECK(f.run(f.hash, hash_args, 1));
+  CHECK(hashes[0] == reference_lane(src, 4096, f.keys));
+  hash_args->count = 2;
+
+  // Compare-and-copy (a restore): live blocks are dst; one changed since the
+  // hashes were taken, so only it is copied back from the arena (src).
+  auto* live = static_cast<uint8_t*>(device_alloc(2 * 4096));
+  std::memcpy(live, src, 2 * 4096);
+  auto* pairs = static_cast<kr_block_pair*>(kernarg_alloc(2 * sizeof(kr_block_pair), gpu(0)));
+  pairs[0] = kr_block_pair{reinterpret_cast<uintptr_t>(live), reinterpret_cast<uintptr_t>(src),
+                           4096};
+  pairs[1] = kr_block_pair{reinterpret_cast<uintptr_t>(live + 4096),
+                           reinterpret_cast<uintptr_t>(src + 4096), 1001};
+  hashes[2] = reference_lane(src + 4096, 1001, f.keys);
+  hashes[3] = reference_lane(src + 4096, 1001, f.keys + KR_HASH_WORDS);
+  live[4096 + 10] ^= 0xFF;
+  live[10] ^= 0x00;
+  auto* changed = static_cast<uint64_t*>(device_alloc(sizeof(uint64_t)));
+  auto* compare_args =
+      static_cast<kr_compare_copy_args*>(kernarg_alloc(sizeof(kr_compare_copy_args), gpu(0)));
+  *compare_args = kr_compare_copy_args{pairs, 2, f.keys, hashes, changed, 0, 0};
+  CHECK(f.run(f.compare, compare_args, 2));
+  CHECK(*changed == 1);
+  CHECK(std::memcmp(live, src, 4096 + 1001) == 0);
+  CHECK(hsa_sim_dispatch_count(nullptr) == 4);
+  CHECK(hsa_sim_copy_violations() == violations);
+  CHECK(f.errors.calls == 0);
+
+  // A barrier-AND with a completion signal waits for its dependency.
+  hsa_signal_t dependency = make_signal(1);
+  hsa_signal_t barrier_done = make_signal(1);
+  const uint64_t index = core().hsa_queue_add_write_index_relaxed_fn(f.queue, 1);
+  auto* barrier = static_cast<hsa_barrier_and_packet_t*>(f.queue->base_address) +
+                  (index & (f.queue->size - 1));
+  std::memset(reinterpret_cast<uint8_t*>(barrier) + 4, 0, sizeof(*barrier) - 4);
+  barrier->dep_signal[2] = dependency;
+  barrier->completion_signal = barrier_done;
+  __atomic_store_n(&barrier->header,
+                   static_cast<uint16_t>(HSA_PACKET_TYPE_BARRIER_AND << HSA_PACKET_HEADER_TYPE),
+                   __ATOMIC_RELEASE);
+  core().hsa_signal_store_relaxed_fn(f.queue->doorbell_signal,
+                                     static_cast<hsa_signal_value_t>(index));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  CHECK(core().hsa_signal_load_relaxed_fn(barrier_done) == 1);
+  core().hsa_signal_store_relaxed_fn(dependency, 0);
+  CHECK(wait_for(barrier_done, 0));
+  core().hsa_signal_destroy_fn(dependency);
+  core().hsa_signal_destroy_fn(barrier_done);
+  f.tear_down();
+}
+
+void test_dispatch_faults() {
+  DispatchFixture f;
+  if (!f.set_up()) return;
+  auto* src = static_cast<uint8_t*>(device_alloc(4096));
+  auto* dst = static_cast<uint8_t*>(device_alloc(4096));
+  std::memset(src, 0x5A, 4096);
+  auto* records = static_cast<kr_copy_record*>(kernarg_alloc(2 * sizeof(kr_copy_record), gpu(0)));
+  auto* args = static_cast<kr_scatter_copy_args*>(kernarg_alloc(sizeof(kr_scatter_copy_args), gpu(0)));
+  const uint64_t violations = hsa_sim_copy_violations();
+
+  // A record whose destination was freed: one violation, nothing written
+  // (the quarantine stays poison, the good record is not copied either), the
+  // queue suspended, its callback told as ROCr tells a memory fault.
+  auto* freed = static_cast<uint8_t*>(device_alloc(4096));
+  CHECK_STATUS(amd().hsa_amd_memory_pool_free_fn(freed), HSA_STATUS_SUCCESS);
+  records[0] = kr_copy_record{reinterpret_cast<uintptr_t>(dst), reinterpret_cast<uintptr_t>(src), 4096};
+  records[1] = kr_copy_record{reinterpret_cast<uintptr_t>(freed), reinterpret_cast<uintptr_t>(src), 64};
+  *args = kr_scatter_copy_args{records, 2};
+  core().hsa_signal_store_relaxed_fn(f.done, 1);
+  submit_dispatch(f.queue, f.scatter, args, 2, f.done);
+  CHECK(eventually([&] { return f.errors.calls.load() == 1; }));
+  CHECK(f.errors.status == static_cast<uint32_t>(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION));
+  CHECK(f.errors.queue == f.queue);
+  CHECK(hsa_sim_copy_violations() == violations + 1);
+  CHECK(hsa_sim_quarantine_intact());
+  CHECK(dst[0] == 0);
+  CHECK(core().hsa_signal_load_relaxed_fn(f.done) == 1);  // never signalled
+  CHECK(core().hsa_queue_load_read_index_relaxed_fn(f.queue) == 0);
+  CHECK(hsa_sim_dispatch_count(nullptr) == 0);
+  f.tear_down();
+
+  // Each fault in turn, on a fresh queue: what the callback gets.
+  const auto fault_status = [&](auto prepare, uint64_t kernel, uint32_t workgroups,
+                                uint16_t workgroup_x = KR_WORKGROUP) {
+    DispatchFixture g;
+    if (!g.set_up()) return HSA_STATUS_SUCCESS;
+    const void* kernarg = prepare(g);
+    core().hsa_signal_store_relaxed_fn(g.done, 1);
+    // 0: kr_scatter_copy, 1: kr_hash_blocks, else that kernel object.
+    const uint64_t object = kernel == 0 ? g.scatter : kernel == 1 ? g.hash : kernel;
+    submit_dispatch(g.queue, object, kernarg, workgroups, g.done, workgroup_x);
+    CHECK(eventually([&] { return g.errors.calls.load() == 1; }));
+    const auto status = static_cast<hsa_status_t>(g.errors.status.load());
+    g.tear_down();
+    return status;
+  };
+  const auto good_args = [](DispatchFixture&) -> const void* {
+    auto* s = static_cast<uint8_t*>(device_alloc(4096));
+    auto* r = static_cast<kr_copy_record*>(kernarg_alloc(sizeof(kr_copy_record), gpu(0)));
+    *r = kr_copy_record{reinterpret_cast<uintptr_t>(s + 2048), reinterpret_cast<uintptr_t>(s), 1024};
+    auto* a = static_cast<kr_scatter_copy_args*>(kernarg_alloc(sizeof(kr_scatter_copy_args), gpu(0)));
+    *a = kr_scatter_copy_args{r, 1};
+    return a;
+  };
+  hsa_sim_fault_next_dispatches(1);  // armed before set_up's reset: cleared
+  CHECK(fault_status([](DispatchFixture&) -> const void* {
+          hsa_sim_fault_next_dispatches(1);
+          auto* s = static_cast<uint8_t*>(device_alloc(4096));
+          auto* r = static_cast<kr_copy_record*>(kernarg_alloc(sizeof(kr_copy_record), gpu(0)));
+          *r = kr_copy_record{reinterpret_cast<uintptr_t>(s + 2048),
+                              reinterpret_cast<uintptr_t>(s), 1024};
+          auto* a = static_cast<kr_scatter_copy_args*>(
+              kernarg_alloc(sizeof(kr_scatter_copy_args), gpu(0)));
+          *a = kr_scatter_copy_args{r, 1};
+          return a;
+        }, 0, 1) == static_cast<hsa_status_t>(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION));
+  CHECK(hsa_sim_copy_violations() == 0);  // an injected fault is no violation
+  // Unknown kernel object; wrong workgroup size.
+  CHECK(fault_status(good_args, 64, 1) == HSA_STATUS_ERROR_INVALID_CODE_OBJECT);
+  CHECK(fault_status(good_args, 0, 1, 64) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  // Kernarg memory the GPU was never given: a violation (ROCr maps pool
+  // allocations for the CPU only until hsa_amd_agents_allow_access).
+  CHECK(fault_status([](DispatchFixture&) -> const void* {
+          return pool_alloc(pool(cpu(), HSA_SIM_POOL_SYSTEM_KERNARG), 64);
+        }, 0, 1) == static_cast<hsa_status_t>(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION));
+  CHECK(hsa_sim_copy_violations() == 1);
+  // A record pointing into host memory the GPU cannot reach.
+  static uint8_t host_buffer[256];
+  CHECK(fault_status([](DispatchFixture&) -> const void* {
+          auto* r = static_cast<kr_copy_record*>(kernarg_alloc(sizeof(kr_copy_record), gpu(0)));
+          auto* d = static_cast<uint8_t*>(device_alloc(4096));
+          *r = kr_copy_record{reinterpret_cast<uintptr_t>(d), reinterpret_cast<uintptr_t>(host_buffer),
+                              sizeof(host_buffer)};
+          auto* a = static_cast<kr_scatter_copy_args*>(
+              kernarg_alloc(sizeof(kr_scatter_copy_args), gpu(0)));
+          *a = kr_scatter_copy_args{r, 1};
+          return a;
+        }, 0, 1) == static_cast<hsa_status_t>(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION));
+  // A hash dispatch whose blocks array runs past its allocation (300
+  // blocks of 16 bytes in one 4 KiB granule): the read would overrun.
+  CHECK(fault_status([](DispatchFixture& g) -> const void* {
+          auto* b = static_cast<kr_hash_block*>(kernarg_alloc(4096, gpu(0)));
+          auto* d = static_cast<uint8_t*>(device_alloc(4096));
+          for (int i = 0; i < 256; ++i) b[i] = kr_hash_block{reinterpret_cast<uintptr_t>(d), 4096};
+          auto* a = static_cast<kr_hash_blocks_args*>(
+              kernarg_alloc(sizeof(kr_hash_blocks_args), gpu(0)));
+          *a = kr_hash_blocks_args{b, 300, g.keys,
+                                   static_cast<uint64_t*>(device_alloc(300 * 16))};
+          return a;
+        }, 1, 300) == static_cast<hsa_status_t>(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION));
+  CHECK(hsa_sim_copy_violations() == 1);  // counted since the fixture's reset
+  CHECK(hsa_sim_quarantine_intact());
+}
+
+// A real code object of the library's kernels, built by CMake with clang-19
+// when it is found (KR_SIM_TEST_CODE_OBJECT): it loads as ROCr would load it
+// and the sim runs a dispatch of it.
+void test_real_code_object() {
+#ifdef KR_SIM_TEST_CODE_OBJECT
+  std::FILE* file = std::fopen(KR_SIM_TEST_CODE_OBJECT, "rb");
+  CHECK(file != nullptr);
+  if (file == nullptr) return;
+  std::vector<uint8_t> object;
+  uint8_t chunk[4096];
+  for (size_t n; (n = std::fread(chunk, 1, sizeof(chunk), file)) > 0;) {
+    object.insert(object.end(), chunk, chunk + n);
+  }
+  std::fclose(file);
+  hsa_sim_reset(1);
+  hsa_executable_t exe{0};
+  CHECK_STATUS(load_executable(object, gpu(0), &exe), HSA_STATUS_SUCCESS);
+  const uint64_t scatter = kernel_object(exe, gpu(0), "kr_scatter_copy.kd");
+  CHECK(scatter != 0 && kernel_object(exe, gpu(0), "kr_hash_blocks.kd") != 0 &&
+        kernel_object(exe, gpu(0), "kr_compare_copy.kd") != 0);
+  QueueErrors errors;
+  hsa_queue_t* queue = make_queue(gpu(0), &errors);
+  auto* s = static_cast<uint8_t*>(device_alloc(8192));
+  std::memset(s, 0x42, 4096);
+  auto* r = static_cast<kr_copy_record*>(kernarg_alloc(sizeof(kr_copy_record), gpu(0)));
+  *r = kr_copy_record{reinterpret_cast<uintptr_t>(s + 4096), reinterpret_cast<uintptr_t>(s), 4096};
+  auto* a = static_cast<kr_scatter_copy_args*>(kernarg_alloc(sizeof(kr_scatter_copy_args), gpu(0)));
+  *a = kr_scatter_copy_args{r, 1};
+  hsa_signal_t done = make_signal(1);
+  submit_dispatch(queue, scatter, a, 1, done);
+  CHECK(wait_for(done, 0));
+  CHECK(s[4096] == 0x42 && s[8191] == 0x42);
+  core().hsa_signal_destroy_fn(done);
+  CHECK_STATUS(core().hsa_queue_destroy_fn(queue), HSA_STATUS_SUCCESS);
+  // The same object on an agent of another processor: refused.
+  hsa_sim_set_agent_isa(gpu(0), "amdgcn-amd-amdhsa--gfx1100");
+  CHECK_STATUS(load_executable(object, gpu(0), &exe), HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS);
+#else
+  std::printf("sim_selftest: no gfx942 code object of the kernels (no clang-19 found): "
+              "real code object test skipped\n");
+#endif
+}
+
 void test_threads() {
   hsa_sim_reset(2);
   std::atomic<int> failures{0};
@@ -2461,6 +3253,13 @@ int main() {
   test_async_copy();
   test_strict_async_access();
   test_threads();
+  test_isas();
+  test_code_object_loading();
+  test_malformed_code_objects();
+  test_queue_creation();
+  test_dispatch_kernels();
+  test_dispatch_faults();
+  test_real_code_object();
   test_device_capacity();
   test_async_copy_rect();
   test_signal_async_handler();

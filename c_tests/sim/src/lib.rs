@@ -153,6 +153,13 @@ extern "C" {
         data: *mut c_void,
     ) -> u32;
 
+    // ISAs, queues and the library's kernels
+    /// `isa` is a NUL-terminated ISA name, or null for none.
+    pub fn hsa_sim_set_agent_isa(agent: Agent, isa: *const c_char) -> bool;
+    /// `kernel` is a NUL-terminated kernel name, or null for every kernel.
+    pub fn hsa_sim_dispatch_count(kernel: *const c_char) -> u64;
+    pub fn hsa_sim_live_queue_count() -> u64;
+
     // modes
     pub fn hsa_sim_note_host_block(base: *const c_void, size: usize);
     pub fn hsa_sim_forget_host_block(base: *const c_void);
@@ -172,6 +179,9 @@ extern "C" {
     pub fn hsa_sim_fail_next_frees(count: u32);
     pub fn hsa_sim_fail_nth_async_copy(n: u64);
     pub fn hsa_sim_fail_nth_async_copy_completion(n: u64);
+    pub fn hsa_sim_fail_next_queue_creations(count: u32);
+    pub fn hsa_sim_fail_next_code_object_loads(count: u32);
+    pub fn hsa_sim_fault_next_dispatches(count: u32);
 
     // observation
     /// `direction` is one of the `HSA_SIM_COPY_*` values.
@@ -450,6 +460,28 @@ impl SimSession {
         unsafe { hsa_sim_executable_add_kernel(exe, agent, name.as_ptr()) }
     }
 
+    /// The ISA `agent` reports and code objects must suit (`None`: no ISA,
+    /// as the CPU agent); false for an unknown agent. See `hsa_sim.h`.
+    pub fn set_agent_isa(&self, agent: Agent, isa: Option<&str>) -> bool {
+        let isa = isa.map(c_name);
+        let ptr = isa.as_ref().map_or(std::ptr::null(), |name| name.as_ptr());
+        unsafe { hsa_sim_set_agent_isa(agent, ptr) }
+    }
+
+    /// Dispatches of `kernel` that ran since reset (`None`: of every kernel).
+    pub fn dispatch_count(&self, kernel: Option<&str>) -> u64 {
+        let kernel = kernel.map(c_name);
+        let ptr = kernel
+            .as_ref()
+            .map_or(std::ptr::null(), |name| name.as_ptr());
+        unsafe { hsa_sim_dispatch_count(ptr) }
+    }
+
+    /// AQL queues created and not destroyed.
+    pub fn live_queue_count(&self) -> u64 {
+        unsafe { hsa_sim_live_queue_count() }
+    }
+
     /// Unloads the executable; its variable storage is quarantined.
     pub fn executable_destroy(&self, exe: Executable) {
         unsafe { hsa_sim_executable_destroy(exe) }
@@ -549,6 +581,22 @@ impl SimSession {
     /// without the AMD loader extension.
     pub fn fail_loader_extension(&self, fail: bool) {
         unsafe { hsa_sim_fail_loader_extension(fail) }
+    }
+
+    /// The next `count` `hsa_queue_create` calls fail with OUT_OF_RESOURCES.
+    pub fn fail_next_queue_creations(&self, count: u32) {
+        unsafe { hsa_sim_fail_next_queue_creations(count) }
+    }
+
+    /// The next `count` code-object loads fail with OUT_OF_RESOURCES.
+    pub fn fail_next_code_object_loads(&self, count: u32) {
+        unsafe { hsa_sim_fail_next_code_object_loads(count) }
+    }
+
+    /// The next `count` kernel dispatches fault (the queue's error callback
+    /// gets MEMORY_APERTURE_VIOLATION; the queue is suspended).
+    pub fn fault_next_dispatches(&self, count: u32) {
+        unsafe { hsa_sim_fault_next_dispatches(count) }
     }
 
     pub fn fail_next_allocations(&self, count: u32) {
