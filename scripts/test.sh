@@ -7,7 +7,8 @@
 # incompatible-MSRV use denied, Cargo.toml [lints]), cargo doc with warnings
 # denied, the Rust unit, integration and doc tests (with the header-drift
 # check), the unit tests under valgrind, the integration tests under every
-# storage policy and with blocking copies,
+# storage policy, under each forced device-kernel strategy and with blocking
+# copies, the AMD code objects' metadata check (in cargo test),
 # the loom model checks, the fuzzing job (FUZZ_SECONDS, default 120, and
 # FUZZ_THREAD_SECONDS, default 60), the C/C++ tests, valgrind memcheck, the
 # install/package test, the exported-symbol check and the GPU harness's
@@ -53,6 +54,13 @@ valgrind -q --error-exitcode=1 --leak-check=no "$unit_tests" --test-threads=1
 for policy in baseline device pinned pageable; do
   step "integration tests under KERNEL_REPLAY_STORAGE=$policy"
   KERNEL_REPLAY_STORAGE=$policy cargo test -p kernel-replay --tests -q
+done
+# And under each forced device-kernel strategy: the software runtime runs
+# the kernels' own source on the CPU, so every test's byte checks hold for
+# the scatter and dirty-block paths too.
+for strategy in scatter dirty; do
+  step "integration tests under KERNEL_REPLAY_STRATEGY=$strategy"
+  KERNEL_REPLAY_STRATEGY=$strategy cargo test -p kernel-replay --tests -q
 done
 step "integration tests with blocking copies (KERNEL_REPLAY_COPY=blocking)"
 KERNEL_REPLAY_COPY=blocking cargo test -p kernel-replay --tests -q

@@ -37,7 +37,9 @@ fn captures_the_agents_tracked_allocations_and_module_variables() {
             "the baseline holds exactly the bytes"
         );
     }
-    assert_eq!(copies(&sim), 4, "one copy per region");
+    if copies_move_everything() {
+        assert_eq!(copies(&sim), 4, "one copy per region");
+    }
 
     // A pass mutates everything; restore brings gpu0's state back only.
     for (p, n) in [

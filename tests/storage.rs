@@ -53,11 +53,13 @@ fn auto_keeps_everything_in_device_memory_when_it_fits() {
         tracked_before
     );
     assert_eq!(snap.regions(), 3);
-    assert_eq!(
-        copies(&sim),
-        sim.copy_count(CopyDirection::DeviceToDevice),
-        "device-to-device only"
-    );
+    if copies_move_everything() {
+        assert_eq!(
+            copies(&sim),
+            sim.copy_count(CopyDirection::DeviceToDevice),
+            "device-to-device only"
+        );
+    }
     mutate(&regions);
     assert_eq!(snap.restore().restored, 3);
     assert!(restored(&regions));
@@ -248,10 +250,13 @@ fn steady_replay_reuses_its_arenas_and_allocates_nothing() {
         let released = kernel_replay::trim_retained();
         assert_eq!(released, held_after_first, "{policy:?}");
         assert_nothing_held();
-        assert_eq!(
-            sim.live_allocation_count(),
-            live - u64::from(policy != kernel_replay::StoragePolicy::Pageable)
-        );
+        if copies_move_everything() {
+            // (Trimming also releases the device kernels' buffers.)
+            assert_eq!(
+                sim.live_allocation_count(),
+                live - u64::from(policy != kernel_replay::StoragePolicy::Pageable)
+            );
+        }
     }
 }
 
@@ -292,11 +297,13 @@ fn batched_copies_go_through_async_copy_unless_turned_off() {
     mutate(&regions);
     snap.restore();
     assert!(restored(&regions));
-    assert_eq!(
-        sim.async_copy_count(),
-        6,
-        "three regions captured, three restored"
-    );
+    if copies_move_everything() {
+        assert_eq!(
+            sim.async_copy_count(),
+            6,
+            "three regions captured, three restored"
+        );
+    }
     drop(snap);
     kernel_replay::set_batched_copies(false);
     let before = sim.async_copy_count();

@@ -175,10 +175,12 @@ void hsa_sim_fail_h2d_copy_into(const void* device_addr);
  * (linear, on an engine, or a rect copy one of whose rows contains addr) is
  * accepted and then fails while executing (nothing copied, completion
  * signal set to -1, as ROCr reports a failed copy). Up to 16 addresses; NULL
- * clears all. */
+ * clears all. A kernel dispatch that would write there faults instead
+ * (HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION, nothing run), as a GPU
+ * faults on a bad page. */
 void hsa_sim_fail_copies_into(const void* addr);
 /* The same for copies whose source range contains addr (a failing read, e.g.
- * a snapshot's capture of that region). */
+ * a snapshot's capture of that region), and dispatches that would read it. */
 void hsa_sim_fail_copies_from(const void* addr);
 /* hsa_executable_iterate_agent_symbols on this executable returns
  * HSA_STATUS_ERROR_INVALID_EXECUTABLE without calling back, while refuse. */

@@ -124,10 +124,17 @@ class Reach {
   Reach(const State& s, uint32_t agent_index) : s_(s), agent_(agent_index) {}
 
   bool ok() const { return ok_; }
+  // The ranges were valid, but one meets an address a test made copies
+  // fail at (hsa_sim_fail_copies_into / _from): a fault, not a violation.
+  bool injected_fault() const { return injected_; }
 
   void* operator()(uint64_t address, uint64_t size, uint32_t access) {
     if (!ok_ || size == 0) return reinterpret_cast<void*>(address);
     const auto* ptr = reinterpret_cast<const void*>(address);
+    if (((access & kWrite) != 0 && covers(s_.faults.copy_fail_addresses, address, size)) ||
+        ((access & kRead) != 0 && covers(s_.faults.copy_from_fail_addresses, address, size))) {
+      injected_ = true;
+    }
     if (((access & kRead) != 0 &&
          classify_range_locked(s_, ptr, size, CopyRole::kSource) == Side::kViolation) ||
         ((access & kWrite) != 0 &&
@@ -162,9 +169,15 @@ class Reach {
     return agent_can_access_locked(s_, agent_, ptr);
   }
 
+  static bool covers(const std::vector<uintptr_t>& addresses, uint64_t begin, uint64_t size) {
+    return std::any_of(addresses.begin(), addresses.end(),
+                       [&](uintptr_t a) { return a >= begin && a - begin < size; });
+  }
+
   const State& s_;
   uint32_t agent_;
   bool ok_ = true;
+  bool injected_ = false;
 };
 
 // The kernel arguments with every address the kernel follows replaced by the
@@ -250,11 +263,15 @@ bool prepare_compare(Reach& reach, const void* kernarg, uint32_t workgroups, Pre
                   touched(args.count, workgroups), &p->pairs)) {
     return false;
   }
+  // With KR_COMPARE_SWAP the pair's src is the side written.
+  const bool swap = (args.flags & KR_COMPARE_SWAP) != 0;
   for (kr_block_pair& pair : p->pairs) {
-    // The destination is hashed (a restore) or compared, and written.
+    // The written side may also be hashed; the other is read.
     const uint64_t len = block_bytes(pair.len);
-    pair.dst = reinterpret_cast<uintptr_t>(reach(pair.dst, len, kRead | kWrite));
-    pair.src = reinterpret_cast<uintptr_t>(reach(pair.src, len, kRead));
+    pair.dst = reinterpret_cast<uintptr_t>(
+        reach(pair.dst, len, swap ? uint32_t{kRead} : uint32_t{kRead | kWrite}));
+    pair.src = reinterpret_cast<uintptr_t>(
+        reach(pair.src, len, swap ? uint32_t{kRead | kWrite} : uint32_t{kRead}));
   }
   args.pairs = p->pairs.data();
   args.keys = static_cast<const uint64_t*>(
@@ -324,6 +341,12 @@ hsa_status_t run_dispatch(const Queue& q, const hsa_kernel_dispatch_packet_t& p)
     if (!known) return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;  // no host build of it
     // Counted as a copy violation is; nothing was touched.
     ++s.counters.violations;
+    return static_cast<hsa_status_t>(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION);
+  }
+  // A page a test made copies fail on faults a kernel too, before anything
+  // is written (a GPU's fault would leave the dispatch half done; the
+  // library must not rely on either).
+  if (reach.injected_fault()) {
     return static_cast<hsa_status_t>(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION);
   }
   if (kr_host_dispatch(kernel->name.c_str(), prepared.kernarg, workgroups) != 0) {

@@ -7,9 +7,9 @@
 //! leak into the next with no warning. The runtime's own figure is the
 //! agent's free memory (`HSA_AMD_AGENT_INFO_MEMORY_AVAIL`, which ROCr takes
 //! from the kernel driver: other processes' use of the device counts too);
-//! what is in use less what is tracked and less the library's own arenas is
-//! what a snapshot does not cover. A snapshot logs it once per agent when it
-//! passes [`LOG_THRESHOLD`], and the stats carry the last figure.
+//! what is in use less what is tracked and less the library's own arenas
+//! and kernel buffers is what a snapshot does not cover. A snapshot logs it
+//! once per agent when it passes [`LOG_THRESHOLD`], and the stats carry the last figure.
 
 use std::sync::{Mutex, PoisonError};
 
@@ -58,7 +58,8 @@ fn untracked_with(env: Env, agent: hsa_agent_t, tracked_bytes: u64) -> Untracked
         Some(
             in_use
                 .saturating_sub(tracked_bytes)
-                .saturating_sub(view.held[Tier::Device.index()]),
+                .saturating_sub(view.held[Tier::Device.index()])
+                .saturating_sub(super::device::buffers::device_bytes_held(agent.handle)),
         )
     });
     #[cfg(hsa_vmem)]

@@ -209,6 +209,11 @@ unsafe extern "C" fn on_executable(
             list.out_of_memory = true;
             return HSA_STATUS_ERROR;
         }
+        // The library's own kernels: nothing to capture, and not to be
+        // admitted to the registry (the library unloads them itself).
+        if list.env.state.kernels.owns_executable(executable.handle) {
+            return HSA_STATUS_SUCCESS;
+        }
         match list.env.tracker.executables.identify(executable.handle) {
             Identity::Unloading => {}
             identity => list.identities.push(identity),

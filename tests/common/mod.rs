@@ -301,6 +301,16 @@ pub fn copies(sim: &hsa_sim::SimSession) -> u64 {
         .sum()
 }
 
+/// Whether snapshots move their bytes by the runtime's copies alone, so
+/// that `copies` counts every region (not under a forced kernel strategy,
+/// `KERNEL_REPLAY_STRATEGY=scatter|dirty`, where one dispatch moves them).
+pub fn copies_move_everything() -> bool {
+    matches!(
+        kernel_replay::strategy(),
+        kernel_replay::Strategy::Auto | kernel_replay::Strategy::Copies
+    )
+}
+
 /// Memory the library holds for snapshots, host and device.
 pub fn held() -> u64 {
     kernel_replay::host_bytes_in_use() + kernel_replay::device_bytes_in_use()

@@ -9,7 +9,6 @@
 
 use std::sync::{MutexGuard, PoisonError};
 
-use super::buffers::PoolBuffer;
 use super::plan::{blocks_of, BlockTable, DevicePlan};
 use super::{Kernel, Strategy};
 use crate::hsa::entries::{AmdEntries, CoreEntries};
@@ -162,15 +161,11 @@ fn scatter(
     let count: usize = taken.iter().map(|(_, t)| t.size.div_ceil(chunk)).sum();
     let workgroups = u32::try_from(count).map_err(|_| ())?;
     let bytes = count * std::mem::size_of::<kr_copy_record>();
-    let mut cached = plan.records.lock().unwrap_or_else(PoisonError::into_inner);
-    if cached.as_ref().is_none_or(|b| b.len() < bytes) {
-        *cached = None;
-        *cached = Some(PoolBuffer::kernarg(core, amd, bytes.max(4096)).ok_or(())?);
-    }
-    let buffer = cached.as_mut().ok_or(())?;
+    let mut scratch = plan.runner.scratch(core, amd, bytes).ok_or(())?;
+    let buffer = scratch.as_mut().ok_or(())?;
     // SAFETY: host memory of at least `count` records, not in use by a
-    // kernel (the last dispatch over it was waited for; the lock excludes
-    // another).
+    // kernel (the last dispatch over it was waited for; the scratch lock
+    // excludes another).
     let records = unsafe { buffer.host_slice_mut::<kr_copy_record>(count) };
     let mut next = 0;
     for (_, transfer) in taken {

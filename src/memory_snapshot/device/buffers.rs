@@ -6,6 +6,7 @@
 
 use std::ffi::c_void;
 use std::ptr;
+use std::sync::{Mutex, PoisonError};
 
 use crate::hsa::entries::{check, AmdEntries, CoreEntries, PoolFreeFn};
 use crate::hsa::hsa_agent_t;
@@ -17,6 +18,46 @@ pub(crate) struct PoolBuffer {
     base: *mut u8,
     len: usize,
     free: PoolFreeFn,
+    /// Device memory: the agent it is counted against (see
+    /// [`device_bytes_held`]).
+    device_agent: Option<u64>,
+}
+
+/// Device bytes the kernels' buffers hold, per agent, in whole pages (the
+/// runtime's granularity): the library's own memory, which the untracked
+/// report leaves out as it does the arenas.
+static DEVICE_HELD: Mutex<Vec<(u64, u64)>> = Mutex::new(Vec::new());
+
+const PAGE: u64 = 4096;
+
+/// Device bytes of `agent` the kernels' buffers hold now.
+pub(crate) fn device_bytes_held(agent: u64) -> u64 {
+    DEVICE_HELD
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .iter()
+        .find(|(a, _)| *a == agent)
+        .map_or(0, |&(_, bytes)| bytes)
+}
+
+/// Adds `delta` (pages of `len` bytes, signed by `add`) to `agent`'s count;
+/// false if the count cannot grow to hold a new agent.
+fn count_device(agent: u64, len: usize, add: bool) -> bool {
+    let bytes = (len as u64).div_ceil(PAGE) * PAGE;
+    let mut held = DEVICE_HELD.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(entry) = held.iter_mut().find(|(a, _)| *a == agent) {
+        entry.1 = if add {
+            entry.1 + bytes
+        } else {
+            entry.1.saturating_sub(bytes)
+        };
+        return true;
+    }
+    if !add || held.try_reserve(1).is_err() {
+        return !add;
+    }
+    held.push((agent, bytes));
+    true
 }
 
 // SAFETY: a plain allocation the runtime made; the owner decides who
@@ -35,13 +76,26 @@ impl PoolBuffer {
             base: base.cast(),
             len,
             free: amd.pool_free,
+            device_agent: None,
         })
     }
 
-    /// Host memory from the kernarg pool, zeroed, that `agent` may read.
-    pub(crate) fn kernarg(core: &CoreEntries, amd: &AmdEntries, len: usize) -> Option<Self> {
+    /// Host memory from the kernarg pool, zeroed, that `agent` may read and
+    /// write. ROCr maps kernarg-pool memory for the CPU alone until
+    /// `hsa_amd_agents_allow_access` names the GPU (as HIP does for its
+    /// kernarg buffers), so access is granted here; without that entry, or
+    /// if the runtime refuses it, there is no buffer.
+    pub(crate) fn kernarg(
+        core: &CoreEntries,
+        amd: &AmdEntries,
+        agent: hsa_agent_t,
+        len: usize,
+    ) -> Option<Self> {
         let pool = pools::kernarg_pool(core, amd)?;
         let buffer = Self::allocate(amd, pool.pool, len)?;
+        let allow = amd.optional.allow_access?;
+        // SAFETY: one valid agent, no flags, our own fresh allocation.
+        check(unsafe { allow(1, &agent, ptr::null(), buffer.base.cast()) }).ok()?;
         // SAFETY: host memory just allocated, `len` bytes.
         unsafe { ptr::write_bytes(buffer.base, 0, len) };
         Some(buffer)
@@ -55,7 +109,13 @@ impl PoolBuffer {
         len: usize,
     ) -> Option<Self> {
         let (pool, _) = pools::discover(core, amd, agent).device_pool?;
-        Self::allocate(amd, pool, len)
+        let mut buffer = Self::allocate(amd, pool, len)?;
+        if count_device(agent.handle, len, true) {
+            buffer.device_agent = Some(agent.handle);
+            Some(buffer)
+        } else {
+            None
+        }
     }
 
     /// Device memory of `agent` holding `words`.
@@ -100,5 +160,8 @@ impl Drop for PoolBuffer {
     fn drop(&mut self) {
         // SAFETY: our allocation, freed once, through the runtime's own free.
         unsafe { (self.free)(self.base.cast()) };
+        if let Some(agent) = self.device_agent {
+            count_device(agent, self.len, false);
+        }
     }
 }

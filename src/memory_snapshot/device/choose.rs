@@ -42,7 +42,6 @@ pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Opt
         runner,
         strategy: Strategy::Scatter,
         blocks: None,
-        records: std::sync::Mutex::new(None),
     };
     if wanted == Strategy::DirtyBlocks {
         let total: usize = captured
@@ -51,7 +50,7 @@ pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Opt
             .filter(|r| reachable(r.tier()))
             .map(|r| blocks_of(r.size()))
             .sum();
-        if let Some(mut table) = BlockTable::allocate(core, amd, agent, total) {
+        if let Some(mut table) = BlockTable::take(&plan.runner, core, amd, agent, total) {
             let mut next = 0;
             let bases = captured.bases;
             for region in &mut captured.regions {

@@ -104,6 +104,11 @@ pub struct DeviceKernels {
     runners: Mutex<Vec<AgentRunner>>,
     keys: OnceLock<Option<HashKeys>>,
     strategy: AtomicU8,
+    /// The runners' executables, which discovery skips: they hold kernels
+    /// only, and are the library's. A leaf lock of its own, because the
+    /// runtime's loader lock is held around discovery's callbacks, while
+    /// `runners` is held across runtime calls that take the loader lock.
+    own_executables: Mutex<Vec<u64>>,
 }
 
 const UNRESOLVED: u8 = u8::MAX;
@@ -115,6 +120,7 @@ impl DeviceKernels {
             runners: Mutex::new(Vec::new()),
             keys: OnceLock::new(),
             strategy: AtomicU8::new(UNRESOLVED),
+            own_executables: Mutex::new(Vec::new()),
         }
     }
 
@@ -149,7 +155,7 @@ impl DeviceKernels {
     /// The agent's runner, set up on first call; `None` when the kernels
     /// cannot run there (logged once per agent).
     pub(crate) fn runner(
-        &self,
+        &'static self,
         core: &CoreEntries,
         amd: &AmdEntries,
         agent: hsa_agent_t,
@@ -160,7 +166,9 @@ impl DeviceKernels {
         }
         runners.try_reserve(1).ok()?;
         let made = match self.keys() {
-            Some(keys) => Runner::create(core, amd, agent, keys).map(Arc::new),
+            Some(keys) => {
+                Runner::create(core, amd, agent, keys, &self.own_executables).map(Arc::new)
+            }
             None => Err(Unavailable::Runtime(
                 "drawing hash keys",
                 crate::hsa::HSA_STATUS_ERROR,
@@ -178,6 +186,17 @@ impl DeviceKernels {
             ),
         }
         let runner = made.as_ref().ok().cloned();
+        if let Some(runner) = &runner {
+            let mut own = self
+                .own_executables
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if own.try_reserve(1).is_err() {
+                // Discovery could not tell it apart: do without the kernels.
+                return None;
+            }
+            own.push(runner.executable().handle);
+        }
         runners.push((agent.handle, made));
         runner
     }
@@ -190,7 +209,17 @@ impl DeviceKernels {
             .map(HashKeys::as_slice)
     }
 
-    /// Releases every runner (finalize): queues, executables, buffers.
+    /// Whether `executable` is one of the library's own (discovery skips
+    /// those).
+    pub(crate) fn owns_executable(&self, executable: u64) -> bool {
+        self.own_executables
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(&executable)
+    }
+
+    /// Releases every runner (finalize): queues, executables, buffers. A
+    /// runner a live snapshot still holds goes when that snapshot does.
     pub fn finalize(&self) {
         let runners =
             std::mem::take(&mut *self.runners.lock().unwrap_or_else(PoisonError::into_inner));

@@ -28,8 +28,19 @@ pub(crate) struct DevicePlan {
     /// Dirty blocks only. Locked by each capture or restore of the
     /// snapshot (it disables freed regions' blocks and reads the counter).
     pub(crate) blocks: Option<Mutex<BlockTable>>,
-    /// The scatter records' buffer, kept for the next restore.
-    pub(crate) records: Mutex<Option<PoolBuffer>>,
+}
+
+impl Drop for DevicePlan {
+    /// The block table goes back to the runner for the next snapshot (a
+    /// steady replay allocates nothing per window).
+    fn drop(&mut self) {
+        if let Some(table) = self.blocks.take() {
+            let table = table
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            self.runner.keep_table(table);
+        }
+    }
 }
 
 /// The dirty-block bookkeeping of one snapshot.
@@ -40,7 +51,10 @@ pub(crate) struct BlockTable {
     pub(crate) hashes: PoolBuffer,
     /// One counter the compare kernel increments per block it copies.
     pub(crate) changed: PoolBuffer,
+    /// Blocks in use.
     pub(crate) count: usize,
+    /// Blocks the buffers hold.
+    pub(crate) capacity: usize,
 }
 
 /// The number of blocks of a region of `size` bytes.
@@ -49,20 +63,27 @@ pub(crate) fn blocks_of(size: usize) -> usize {
 }
 
 impl BlockTable {
-    /// A table of `count` blocks, pairs not yet written. `None` if the
-    /// runtime cannot give the memory (the snapshot then copies).
-    pub(crate) fn allocate(
+    /// A table of `count` blocks, pairs not yet written: a spare of the
+    /// runner's if one is large enough, else new. `None` if the runtime
+    /// cannot give the memory (the snapshot then scatters).
+    pub(crate) fn take(
+        runner: &Runner,
         core: &CoreEntries,
         amd: &AmdEntries,
         agent: hsa_agent_t,
         count: usize,
     ) -> Option<Self> {
+        if let Some(mut table) = runner.spare_table(count) {
+            table.count = count;
+            return Some(table);
+        }
         let pair_bytes = count.checked_mul(std::mem::size_of::<kr_block_pair>())?;
         Some(BlockTable {
-            pairs: PoolBuffer::kernarg(core, amd, pair_bytes)?,
+            pairs: PoolBuffer::kernarg(core, amd, agent, pair_bytes)?,
             hashes: PoolBuffer::device(core, amd, agent, count.checked_mul(16)?)?,
-            changed: PoolBuffer::kernarg(core, amd, 8)?,
+            changed: PoolBuffer::kernarg(core, amd, agent, 8)?,
             count,
+            capacity: count,
         })
     }
 

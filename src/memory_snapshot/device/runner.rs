@@ -14,10 +14,11 @@
 use std::ffi::{c_void, CStr};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::buffers::PoolBuffer;
 use super::code_object;
+use super::plan::BlockTable;
 use super::{Kernel, KERNELS};
 use crate::hsa::entries::{check, AmdEntries, CoreEntries};
 use crate::hsa::sys::{
@@ -80,6 +81,7 @@ struct LoadedKernel {
 
 /// The library's kernels on one agent. See the module documentation.
 pub(crate) struct Runner {
+    agent: hsa_agent_t,
     entries: Entries,
     queue: *mut hsa_queue_t,
     executable: hsa_executable_t,
@@ -93,6 +95,13 @@ pub(crate) struct Runner {
     keys: PoolBuffer,
     /// The ISA name the code object was chosen for.
     pub isa: String,
+    /// The scatter records' buffer, grown as needed and reused.
+    scratch: Mutex<Option<PoolBuffer>>,
+    /// Block tables of dropped snapshots, for the next ones.
+    spare_tables: Mutex<Vec<BlockTable>>,
+    /// The list of the library's own executables (which discovery skips):
+    /// this runner's is in it from its load until its destroy.
+    own: &'static Mutex<Vec<u64>>,
 }
 
 struct Dispatch {
@@ -158,12 +167,15 @@ impl Runner {
         amd: &AmdEntries,
         agent: hsa_agent_t,
         keys: &[u64],
+        own: &'static Mutex<Vec<u64>>,
     ) -> Result<Runner, Unavailable> {
         let table = &core.optional.runtime;
         let entries = Entries::of(table, core).ok_or(Unavailable::Entries)?;
         let (isa, object) =
             code_object::for_agent(table, agent).ok_or(Unavailable::NoCodeObject)?;
-        let mut partial = Partial::new(entries);
+        // Listed as the library's own before it is loaded, so no snapshot
+        // on another thread ever sees it as an application's.
+        let mut partial = Partial::new(entries, own)?;
         let executable = partial.load(table, agent, &object)?;
         let kernels = find_kernels(core, table, executable, agent)?;
         let kernarg_bytes = kernels
@@ -171,7 +183,7 @@ impl Runner {
             .map(|k| k.kernarg_size as usize)
             .max()
             .unwrap_or(0);
-        let kernarg = PoolBuffer::kernarg(core, amd, kernarg_bytes.max(64))
+        let kernarg = PoolBuffer::kernarg(core, amd, agent, kernarg_bytes.max(64))
             .ok_or(Unavailable::Runtime("kernarg allocation", HSA_STATUS_ERROR))?;
         let keys = PoolBuffer::device_with(core, amd, agent, keys)
             .ok_or(Unavailable::Runtime("key buffer", HSA_STATUS_ERROR))?;
@@ -183,6 +195,7 @@ impl Runner {
         let queue = partial.queue(table, agent, flag)?;
         partial.keep();
         Ok(Runner {
+            agent,
             entries,
             queue,
             executable,
@@ -191,7 +204,56 @@ impl Runner {
             failed,
             keys,
             isa,
+            scratch: Mutex::new(None),
+            spare_tables: Mutex::new(Vec::new()),
+            own,
         })
+    }
+
+    /// The scatter records' buffer, at least `bytes` long (grown from the
+    /// kernarg pool when shorter), locked for one dispatch's use.
+    pub(crate) fn scratch(
+        &self,
+        core: &CoreEntries,
+        amd: &AmdEntries,
+        bytes: usize,
+    ) -> Option<MutexGuard<'_, Option<PoolBuffer>>> {
+        let mut scratch = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
+        if scratch.as_ref().is_none_or(|b| b.len() < bytes) {
+            *scratch = None;
+            *scratch = Some(PoolBuffer::kernarg(core, amd, self.agent, bytes.max(4096))?);
+        }
+        Some(scratch)
+    }
+
+    /// A spare block table of at least `count` blocks.
+    pub(crate) fn spare_table(&self, count: usize) -> Option<BlockTable> {
+        let mut spares = self
+            .spare_tables
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        let at = spares.iter().position(|t| t.capacity >= count)?;
+        Some(spares.swap_remove(at))
+    }
+
+    /// Keeps a dropped snapshot's block table for reuse (at most a few:
+    /// the largest stay).
+    pub(crate) fn keep_table(&self, table: BlockTable) {
+        const KEPT: usize = 2;
+        let mut spares = self
+            .spare_tables
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if spares.try_reserve(1).is_ok() {
+            spares.push(table);
+            spares.sort_by_key(|t| std::cmp::Reverse(t.capacity));
+            spares.truncate(KEPT);
+        }
+    }
+
+    /// The executable holding the kernels.
+    pub(crate) fn executable(&self) -> hsa_executable_t {
+        self.executable
     }
 
     /// The device address of the hash keys.
@@ -253,22 +315,22 @@ impl Runner {
             .base_address
             .cast::<hsa_kernel_dispatch_packet_t>()
             .wrapping_add(slot);
-        let body = hsa_kernel_dispatch_packet_t {
-            __bindgen_anon_1: Default::default(),
-            workgroup_size_x: abi::KR_WORKGROUP as u16,
-            workgroup_size_y: 1,
-            workgroup_size_z: 1,
-            reserved0: 0,
-            grid_size_x: grid,
-            grid_size_y: 1,
-            grid_size_z: 1,
-            private_segment_size: loaded.private_size,
-            group_segment_size: loaded.group_size,
-            kernel_object: loaded.object,
-            kernarg_address: kernarg.cast(),
-            reserved2: 0,
-            completion_signal: dispatch.signal,
-        };
+        // Zeroed, then the fields every header generation names alike (the
+        // header word is a union from ROCm 6 on, two fields before).
+        // SAFETY: all-zero is a valid packet: integers, a NULL pointer and
+        // a zero signal handle.
+        let mut body: hsa_kernel_dispatch_packet_t = unsafe { std::mem::zeroed() };
+        body.workgroup_size_x = abi::KR_WORKGROUP as u16;
+        body.workgroup_size_y = 1;
+        body.workgroup_size_z = 1;
+        body.grid_size_x = grid;
+        body.grid_size_y = 1;
+        body.grid_size_z = 1;
+        body.private_segment_size = loaded.private_size;
+        body.group_segment_size = loaded.group_size;
+        body.kernel_object = loaded.object;
+        body.kernarg_address = kernarg.cast();
+        body.completion_signal = dispatch.signal;
         let header = (HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE)
             | (1 << HSA_PACKET_HEADER_BARRIER)
             | (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_ACQUIRE_FENCE_SCOPE)
@@ -327,7 +389,16 @@ impl Drop for Runner {
             (e.executable_destroy)(self.executable);
             (e.signal_destroy)(signal);
         }
+        forget_own(self.own, self.executable);
     }
+}
+
+/// Takes a destroyed executable off the list of the library's own (its
+/// handle may be the runtime's for another executable from now on).
+fn forget_own(own: &Mutex<Vec<u64>>, executable: hsa_executable_t) {
+    own.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .retain(|&handle| handle != executable.handle);
 }
 
 /// The loaded kernels' dispatch attributes, in [`KERNELS`] order.
@@ -375,6 +446,7 @@ fn find_kernels(
 /// What `Runner::create` made so far, released on drop unless kept.
 struct Partial {
     entries: Entries,
+    own: &'static Mutex<Vec<u64>>,
     reader: Option<(
         hsa_code_object_reader_t,
         unsafe extern "C" fn(hsa_code_object_reader_t) -> hsa_status_t,
@@ -386,15 +458,22 @@ struct Partial {
 }
 
 impl Partial {
-    fn new(entries: Entries) -> Self {
-        Partial {
+    /// `None` when the list of own executables cannot grow (then no
+    /// executable may be loaded: discovery could not tell it apart).
+    fn new(entries: Entries, own: &'static Mutex<Vec<u64>>) -> Result<Self, Unavailable> {
+        own.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .try_reserve(1)
+            .map_err(|_| Unavailable::Runtime("own executable list", HSA_STATUS_ERROR))?;
+        Ok(Partial {
             entries,
+            own,
             reader: None,
             executable: None,
             signal: None,
             queue: None,
             kept: false,
-        }
+        })
     }
 
     /// Loads `object` for `agent` into a new, frozen executable.
@@ -431,6 +510,12 @@ impl Partial {
         })
         .map_err(|s| Unavailable::Runtime("executable create", s))?;
         self.executable = Some(executable);
+        // Capacity was reserved in `new` (a racing runner may have taken
+        // it: then this push allocates, which std does infallibly; rare).
+        self.own
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(executable.handle);
         // SAFETY: our executable and reader; no options; no loaded-object
         // handle wanted.
         check(unsafe { load(executable, agent, reader, ptr::null(), ptr::null_mut()) })
@@ -498,6 +583,7 @@ impl Drop for Partial {
         if let Some(executable) = self.executable.take() {
             // SAFETY: ours, never used for a dispatch.
             unsafe { (self.entries.executable_destroy)(executable) };
+            forget_own(self.own, executable);
         }
         if let Some(signal) = self.signal.take() {
             // SAFETY: ours, never used.

@@ -1,0 +1,356 @@
+//! The library's own kernels on the software runtime, which loads the
+//! embedded gfx942 code object, takes the AQL dispatches on its queues and
+//! runs the same kernel source on the CPU: scatter copies, dirty-block
+//! restore, fallbacks to copies, and verify mode.
+//!
+//! Each test sets the strategy it tests and puts `Auto` back, so the other
+//! tests of this binary see the process's default.
+
+mod common;
+
+use common::*;
+use hsa_sim::SimSession;
+use kernel_replay::{StoragePolicy, Strategy};
+
+/// Bytes per hashed block (`KR_BLOCK_BYTES`).
+const BLOCK: usize = 4096;
+
+/// A session with `strategy`, under the arena policies the kernels serve
+/// (the baseline never uses them); `None` when this run forces another
+/// policy that cannot.
+fn kernel_session(strategy: Strategy) -> Option<KernelSession> {
+    if is_baseline() || policy() == StoragePolicy::Pageable {
+        return None;
+    }
+    let sim = session(1);
+    kernel_replay::set_strategy(strategy);
+    kernel_replay::set_verify(false);
+    Some(KernelSession {
+        _settings: Settings,
+        sim,
+    })
+}
+
+/// A session whose strategy and verify settings go back to the defaults
+/// when it ends, while it still holds the runtime (fields drop in order).
+struct KernelSession {
+    _settings: Settings,
+    sim: SimSession,
+}
+
+impl std::ops::Deref for KernelSession {
+    type Target = SimSession;
+    fn deref(&self) -> &SimSession {
+        &self.sim
+    }
+}
+
+struct Settings;
+impl Drop for Settings {
+    fn drop(&mut self) {
+        kernel_replay::set_strategy(Strategy::Auto);
+        kernel_replay::set_verify(false);
+    }
+}
+
+fn counters() -> kernel_replay::Counters {
+    kernel_replay::stats().counters
+}
+
+/// `count` buffers of `size` bytes, buffer i filled with byte i + 1.
+fn buffers(sim: &SimSession, count: usize, size: usize) -> Vec<*mut u8> {
+    (0..count)
+        .map(|i| device_buffer(sim, sim.gpu(0), size, (i + 1) as u8))
+        .collect()
+}
+
+#[test]
+fn many_small_regions_go_in_one_scatter_dispatch_each_way() {
+    let Some(sim) = kernel_session(Strategy::Scatter) else {
+        return;
+    };
+    let regions = buffers(&sim.sim, 300, 4096);
+    let before = counters();
+    let dispatched = sim.dispatch_count(Some("kr_scatter_copy"));
+    let snap = Snap::of(sim.gpu(0));
+    assert!(snap.ok());
+    assert_eq!(
+        sim.dispatch_count(Some("kr_scatter_copy")),
+        dispatched + 1,
+        "the capture is one dispatch"
+    );
+    for (i, &p) in regions.iter().enumerate() {
+        fill(p, 4096, 0xA0 ^ i as u8);
+    }
+    let copies_before = copies(&sim.sim);
+    let report = snap.restore();
+    assert_eq!((report.restored, report.failed), (300, 0));
+    assert_eq!(report.device.strategy, Strategy::Scatter);
+    assert_eq!(report.device.regions, 300);
+    assert!(!report.device.fell_back);
+    assert_eq!(sim.dispatch_count(Some("kr_scatter_copy")), dispatched + 2);
+    assert_eq!(
+        copies(&sim.sim),
+        copies_before,
+        "no runtime copy was needed"
+    );
+    for (i, &p) in regions.iter().enumerate() {
+        assert!(all(p, 4096, (i + 1) as u8), "region {i} restored");
+    }
+    assert_eq!(counters().scatter_dispatches - before.scatter_dispatches, 2);
+    assert_eq!(sim.copy_violations(), 0);
+}
+
+#[test]
+fn a_large_region_is_split_into_records_and_restored_whole() {
+    let Some(sim) = kernel_session(Strategy::Scatter) else {
+        return;
+    };
+    // 1 MiB + 3 bytes: five records of at most 256 KiB, the last one short.
+    let size = (1 << 20) + 3;
+    let p = device_buffer(&sim.sim, sim.gpu(0), size, 0);
+    for i in 0..size {
+        // SAFETY: inside the buffer.
+        unsafe { *p.add(i) = (i % 251) as u8 };
+    }
+    let expected = bytes(p, size);
+    let snap = Snap::of(sim.gpu(0));
+    fill(p, size, 0xEE);
+    assert!(snap.restore_all());
+    assert_eq!(bytes(p, size), expected);
+}
+
+#[test]
+fn dirty_blocks_restore_only_what_a_pass_wrote() {
+    let Some(sim) = kernel_session(Strategy::DirtyBlocks) else {
+        return;
+    };
+    // Region sizes around the block size, so partial last blocks are in.
+    let sizes = [BLOCK, 3 * BLOCK + 5, 1, 2 * BLOCK, 10 * BLOCK - 1];
+    let regions: Vec<*mut u8> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &size)| device_buffer(&sim.sim, sim.gpu(0), size, 0x30 + i as u8))
+        .collect();
+    let snap = Snap::of(sim.gpu(0));
+    assert!(snap.ok());
+    let before = counters();
+    // Write one byte in block 2 of region 1 (its partial tail block is 3),
+    // the only byte of region 2, and bytes in blocks 0 and 9 of region 4.
+    // SAFETY: each inside its buffer.
+    unsafe {
+        *regions[1].add(3 * BLOCK + 4) ^= 0xFF;
+        *regions[2].add(0) ^= 0xFF;
+        *regions[4].add(7) ^= 0xFF;
+        *regions[4].add(9 * BLOCK + 100) ^= 0xFF;
+    }
+    let report = snap.restore();
+    assert_eq!((report.restored, report.failed), (5, 0));
+    assert_eq!(report.device.strategy, Strategy::DirtyBlocks);
+    let total_blocks: u64 = sizes.iter().map(|s| s.div_ceil(BLOCK) as u64).sum();
+    assert_eq!(report.device.blocks_compared, total_blocks);
+    assert_eq!(report.device.blocks_copied, 4, "exactly the blocks written");
+    for (i, (&p, &size)) in regions.iter().zip(&sizes).enumerate() {
+        assert!(all(p, size, 0x30 + i as u8), "region {i} restored");
+    }
+    // Nothing written since: nothing to copy.
+    let again = snap.restore();
+    assert_eq!(again.device.blocks_copied, 0);
+    let after = counters();
+    assert_eq!(
+        after.dirty_block_dispatches - before.dirty_block_dispatches,
+        2
+    );
+    assert_eq!(after.blocks_copied - before.blocks_copied, 4);
+    assert_eq!(sim.copy_violations(), 0);
+}
+
+#[test]
+fn dirty_blocks_never_touch_a_freed_region_or_its_reused_address() {
+    let Some(sim) = kernel_session(Strategy::DirtyBlocks) else {
+        return;
+    };
+    sim.set_address_reuse(true);
+    let gpu = sim.gpu(0);
+    let stays = device_buffer(&sim.sim, gpu, 2 * BLOCK, 0x11);
+    let goes = device_buffer(&sim.sim, gpu, 2 * BLOCK, 0x22);
+    let snap = Snap::of(gpu);
+    assert_eq!(snap.regions(), 2);
+    fill(stays, 2 * BLOCK, 0x98);
+    assert_eq!(pool_free(goes), SUCCESS);
+    let pool = sim.pool(gpu, hsa_sim::PoolKind::DeviceCoarse);
+    let reused = pool_allocate(pool, 2 * BLOCK, 0).unwrap();
+    assert_eq!(reused, goes, "the runtime handed the freed address back");
+    fill(reused, 2 * BLOCK, 0x99);
+
+    let report = snap.restore();
+    assert_eq!((report.restored, report.skipped_not_live), (1, 1));
+    assert!(all(stays, 2 * BLOCK, 0x11));
+    assert!(
+        all(reused, 2 * BLOCK, 0x99),
+        "the new owner's data is intact"
+    );
+    assert_eq!(
+        report.device.blocks_compared, 2,
+        "the freed region's blocks left the table"
+    );
+    // Later restores keep it out too.
+    fill(reused, 2 * BLOCK, 0x77);
+    let again = snap.restore();
+    assert_eq!(again.skipped_not_live, 1);
+    assert!(all(reused, 2 * BLOCK, 0x77));
+    assert_eq!(sim.copy_violations(), 0);
+    assert!(sim.quarantine_intact());
+}
+
+#[test]
+fn without_a_code_object_for_the_agent_copies_are_used() {
+    let Some(sim) = kernel_session(Strategy::Scatter) else {
+        return;
+    };
+    let gpu = sim.gpu(0);
+    assert!(sim.set_agent_isa(gpu, Some("amdgcn-amd-amdhsa--gfx600")));
+    let regions = buffers(&sim.sim, 100, 4096);
+    let dispatched = sim.dispatch_count(None);
+    let snap = Snap::of(gpu);
+    for &p in &regions {
+        fill(p, 4096, 0);
+    }
+    let report = snap.restore();
+    assert_eq!((report.restored, report.failed), (100, 0));
+    assert_eq!(report.device.strategy, Strategy::Copies);
+    assert_eq!(sim.dispatch_count(None), dispatched, "no kernel ran");
+    for (i, &p) in regions.iter().enumerate() {
+        assert!(all(p, 4096, (i + 1) as u8));
+    }
+}
+
+#[test]
+fn a_queue_the_runtime_refuses_falls_back_to_copies() {
+    let Some(sim) = kernel_session(Strategy::DirtyBlocks) else {
+        return;
+    };
+    sim.fail_next_queue_creations(1);
+    let regions = buffers(&sim.sim, 10, BLOCK);
+    let snap = Snap::of(sim.gpu(0));
+    assert!(snap.ok());
+    for &p in &regions {
+        fill(p, BLOCK, 0);
+    }
+    let report = snap.restore();
+    assert_eq!((report.restored, report.failed), (10, 0));
+    assert_eq!(report.device.strategy, Strategy::Copies);
+    for (i, &p) in regions.iter().enumerate() {
+        assert!(all(p, BLOCK, (i + 1) as u8));
+    }
+}
+
+#[test]
+fn a_faulting_dispatch_hands_its_regions_to_the_copies() {
+    let Some(sim) = kernel_session(Strategy::Scatter) else {
+        return;
+    };
+    let regions = buffers(&sim.sim, 80, 4096);
+    let snap = Snap::of(sim.gpu(0));
+    assert!(snap.ok());
+    for &p in &regions {
+        fill(p, 4096, 0);
+    }
+    let before = counters();
+    sim.fault_next_dispatches(1);
+    let report = snap.restore();
+    assert_eq!((report.restored, report.failed), (80, 0));
+    assert!(report.device.fell_back);
+    assert_eq!(counters().kernel_fallbacks - before.kernel_fallbacks, 1);
+    for (i, &p) in regions.iter().enumerate() {
+        assert!(all(p, 4096, (i + 1) as u8), "region {i} restored by copies");
+    }
+    // The faulted queue is not used again; copies keep restoring.
+    for &p in &regions {
+        fill(p, 4096, 0);
+    }
+    let again = snap.restore();
+    assert_eq!((again.restored, again.failed), (80, 0));
+    assert!(all(regions[0], 4096, 1));
+}
+
+#[test]
+fn a_capture_whose_dispatch_faults_restores_with_copies() {
+    let Some(sim) = kernel_session(Strategy::DirtyBlocks) else {
+        return;
+    };
+    let regions = buffers(&sim.sim, 8, 2 * BLOCK);
+    sim.fault_next_dispatches(1);
+    let snap = Snap::of(sim.gpu(0));
+    assert!(snap.ok(), "the copies captured what the kernel could not");
+    for &p in &regions {
+        fill(p, 2 * BLOCK, 0);
+    }
+    let report = snap.restore();
+    assert_eq!((report.restored, report.failed), (8, 0));
+    assert_eq!(
+        report.device.strategy,
+        Strategy::Copies,
+        "its hashes are not trusted"
+    );
+    for (i, &p) in regions.iter().enumerate() {
+        assert!(all(p, 2 * BLOCK, (i + 1) as u8));
+    }
+}
+
+#[test]
+fn verify_mode_compares_every_byte_after_a_restore() {
+    for strategy in [Strategy::Copies, Strategy::Scatter, Strategy::DirtyBlocks] {
+        let Some(sim) = kernel_session(strategy) else {
+            return;
+        };
+        kernel_replay::set_verify(true);
+        let regions = buffers(&sim.sim, 70, 3000);
+        let snap = Snap::of(sim.gpu(0));
+        for &p in regions.iter().step_by(3) {
+            fill(p, 3000, 0x5A);
+        }
+        let before = counters();
+        let report = snap.restore();
+        let verified = report
+            .verify
+            .unwrap_or_else(|| panic!("{strategy:?}: verify mode checks the restore"));
+        assert_eq!(verified.regions, 70, "{strategy:?}");
+        assert_eq!(verified.mismatched_regions, 0, "{strategy:?}");
+        assert!(report.complete());
+        let after = counters();
+        assert_eq!(after.verified_restores - before.verified_restores, 1);
+        assert_eq!(
+            after.verify_mismatched_bytes,
+            before.verify_mismatched_bytes
+        );
+    }
+}
+
+#[test]
+fn verify_mode_counts_a_restore_that_left_bytes_wrong() {
+    let Some(sim) = kernel_session(Strategy::DirtyBlocks) else {
+        return;
+    };
+    kernel_replay::set_verify(true);
+    let gpu = sim.gpu(0);
+    let p = device_buffer(&sim.sim, gpu, 2 * BLOCK, 0x42);
+    let snap = Snap::of(gpu);
+    // A write the runtime's copies cannot see: the copy into this address
+    // fails, and the dispatch faults, so nothing restores it.
+    fill(p, 2 * BLOCK, 0x43);
+    sim.fault_next_dispatches(1);
+    sim.fail_copies_into(p);
+    let before = counters();
+    let report = snap.restore();
+    sim.fail_copies_into(std::ptr::null());
+    let verified = report.verify.expect("verify mode checks the restore");
+    assert_eq!(verified.mismatched_regions, 1);
+    assert_eq!(verified.mismatched_bytes, (2 * BLOCK) as u64);
+    assert!(!report.complete());
+    let after = counters();
+    assert_eq!(
+        after.verify_mismatched_regions - before.verify_mismatched_regions,
+        1
+    );
+}
