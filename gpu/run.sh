@@ -126,7 +126,8 @@ LDFLAGS=(-L "$CARRY/lib" -lkernel_replay "-Wl,-rpath,$CARRY/lib" -ldl -pthread)
 # (c_tests/hsa_common: what HSA-on-CUDA shares with the software runtime.)
 SOURCES=(gpu/hsa_cuda/cuda_driver.cpp gpu/hsa_cuda/hsa_cuda_runtime.cpp
          gpu/hsa_cuda/hsa_cuda_memory.cpp gpu/hsa_cuda/hsa_cuda_signals.cpp
-         gpu/hsa_cuda/hsa_cuda_loader.cpp gpu/hsa_cuda/hsa_cuda_tables.cpp
+         gpu/hsa_cuda/hsa_cuda_vmem.cpp gpu/hsa_cuda/hsa_cuda_loader.cpp
+         gpu/hsa_cuda/hsa_cuda_tables.cpp
          gpu/hsa_cuda/hsa_cuda_app.cpp c_tests/hsa_common/hsa_common.cpp
          c_tests/hsa_common/hsa_common_signals.cpp c_tests/hsa_common/hsa_common_app.cpp
          gpu/harness.cpp gpu/kernel_replay_gpu_test.cpp
@@ -151,7 +152,7 @@ done
 [ "$BUILD_FAILED" = 0 ] || die 2 "g++ could not compile the harness (see above)"
 
 RUNTIME_OBJS=()
-for name in cuda_driver hsa_cuda_runtime hsa_cuda_memory hsa_cuda_signals hsa_cuda_loader \
+for name in cuda_driver hsa_cuda_runtime hsa_cuda_memory hsa_cuda_signals hsa_cuda_vmem hsa_cuda_loader \
             hsa_cuda_tables hsa_cuda_app hsa_common hsa_common_signals hsa_common_app; do
   RUNTIME_OBJS+=("$BUILD_DIR/$name.o")
 done

@@ -118,7 +118,7 @@ enum class HandleTag : uint8_t {
   kExecutable = 0xC8,
   kSymbol = 0xD9,
   kSignal = 0xE5,
-  kVmemHandle = 0xF6,  // hsa_amd_vmem_alloc_handle_t (the sim)
+  kVmemHandle = 0xF6,  // hsa_amd_vmem_alloc_handle_t
 };
 
 // tag:8 | epoch:EpochBits | payload:(56 - EpochBits). The epoch (the sim's

@@ -28,12 +28,13 @@ const SOURCES: [&str; 8] = [
     "../hsa_common/hsa_common_signals.cpp",
 ];
 
-const HEADERS: [&str; 5] = [
+const HEADERS: [&str; 6] = [
     "hsa_sim.h",
     "hsa_sim_internal.h",
     "../hsa_common/hsa_common.h",
     "../hsa_common/hsa_common_signals.h",
     "../hsa_common/hsa_common_tables.h",
+    "../hsa_common/hsa_common_vmem.h",
 ];
 
 /// Where the shared headers are, relative to this crate.
