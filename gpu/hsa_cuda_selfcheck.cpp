@@ -101,12 +101,21 @@ void check_program(const std::string& environment, const std::string& program,
 
 // ---- the runtime on a driver: vmem, copy variants, async handlers, OOM ---------
 
+bool on_fake_driver() {
+  char name[64] = {};
+  hsa_agent_get_info(hsa_cuda_gpu_agent(0),
+                     static_cast<hsa_agent_info_t>(HSA_AMD_AGENT_INFO_PRODUCT_NAME), name);
+  return std::strncmp(name, "Fake CUDA Device", 16) == 0;
+}
+
+#if HSA_COMMON_HAVE_VMEM
 // Makes a context current for the scope (the selfcheck's thread has none).
 class CurrentContext {
  public:
   explicit CurrentContext(CUcontext context) {
     const cuda_driver_t* d = hsa_cuda_driver();
-    ok_ = d->cuCtxGetCurrent(&previous_) == CUDA_SUCCESS && d->cuCtxSetCurrent(context) == CUDA_SUCCESS;
+    ok_ = d->cuCtxGetCurrent(&previous_) == CUDA_SUCCESS &&
+          d->cuCtxSetCurrent(context) == CUDA_SUCCESS;
   }
   ~CurrentContext() {
     if (ok_) hsa_cuda_driver()->cuCtxSetCurrent(previous_);
@@ -123,13 +132,6 @@ uint64_t free_bytes(hsa_agent_t agent) {
   uint64_t bytes = 0;
   hsa_agent_get_info(agent, static_cast<hsa_agent_info_t>(HSA_CUDA_AGENT_INFO_MEMORY_AVAIL), &bytes);
   return bytes;
-}
-
-bool on_fake_driver() {
-  char name[64] = {};
-  hsa_agent_get_info(hsa_cuda_gpu_agent(0),
-                     static_cast<hsa_agent_info_t>(HSA_AMD_AGENT_INFO_PRODUCT_NAME), name);
-  return std::strncmp(name, "Fake CUDA Device", 16) == 0;
 }
 
 // What CUDA itself says of a device's access to a mapped address
@@ -160,7 +162,6 @@ std::vector<uint32_t> read_back(const void* address, size_t bytes, hsa_status_t*
   return words;
 }
 
-#if HSA_COMMON_HAVE_VMEM
 hsa_amd_memory_access_desc_t access_desc(hsa_agent_t agent, uint32_t permission) {
   hsa_amd_memory_access_desc_t desc;
   std::memset(&desc, 0, sizeof(desc));
@@ -468,10 +469,17 @@ uint64_t check_vmem(bool fake) {
   const uint64_t handles = hsa_cuda_vmem_handle_count();
   check(hsa_amd_vmem_unmap(at(0), 2 * g) == HSA_STATUS_SUCCESS &&
             hsa_amd_vmem_unmap(at(8), 2 * g) == HSA_STATUS_SUCCESS &&
-            hsa_cuda_vmem_handle_count() == handles &&
-            hsa_amd_vmem_unmap(at(12), 2 * g) == HSA_STATUS_SUCCESS &&
+            hsa_cuda_vmem_handle_count() == handles,
+        "a released handle with a mapping left is still there");
+  // Revoking remaps the handle: its last mapping must not free it meanwhile.
+  check(set_access(at(12), 2 * g, gpu0, kNone) == HSA_STATUS_SUCCESS &&
+            cuda_access(gpu0, at(12)) == CU_MEM_ACCESS_FLAGS_PROT_NONE &&
+            set_access(at(12), 2 * g, gpu0, kReadWrite) == HSA_STATUS_SUCCESS &&
+            read_back(at(12), 2 * g, &status) == data.words && status == HSA_STATUS_SUCCESS,
+        "revoking and granting again on a released handle's last mapping keeps its bytes");
+  check(hsa_amd_vmem_unmap(at(12), 2 * g) == HSA_STATUS_SUCCESS &&
             hsa_cuda_vmem_handle_count() == handles - 1,
-        "the released handle goes with its last mapping, not before");
+        "the released handle goes with its last mapping");
   check(hsa_memory_copy(sink.data(), at(0), 4096) == HSA_STATUS_ERROR_INVALID_ARGUMENT,
         "a copy from an unmapped range is refused");
   ++expected_violations;

@@ -209,11 +209,13 @@ bool apply_access(uintptr_t base, const VmemMapping& mapping, const VmemHandle& 
   }
   if (!revoked) return grant(base, mapping.size, after, &raised);
   // Take everything away by mapping the handle afresh, then give back what
-  // remains. The handle's memory, not the mapping, holds the bytes.
+  // remains. The handle's memory, not the mapping, holds the bytes; a
+  // handle the application released is referenced before the unmap (which
+  // would free it, were this its last mapping) and let go after the map.
   CUmemGenericAllocationHandle cuda = 0;
   bool temporary = false;
-  if (!HSA_CUDA_CHECK(cu().cuMemUnmap(CUdeviceptr(base), mapping.size))) return false;
-  bool ok = cuda_handle_for(v, id, handle, &cuda, &temporary) &&
+  if (!cuda_handle_for(v, id, handle, &cuda, &temporary)) return false;
+  bool ok = HSA_CUDA_CHECK(cu().cuMemUnmap(CUdeviceptr(base), mapping.size)) &&
             HSA_CUDA_CHECK(cu().cuMemMap(CUdeviceptr(base), mapping.size, 0, cuda, 0));
   if (temporary) HSA_CUDA_CHECK(cu().cuMemRelease(cuda));
   if (!ok) {
@@ -342,10 +344,11 @@ hsa_status_t reserve(void** va, size_t size, uint64_t address, uint64_t alignmen
   if (granularity == 0) return HSA_STATUS_ERROR;  // the driver has no VMM
   size_t bytes = 0;
   if (!hsa_common::round_up(size, granularity, &bytes)) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
-  // The hint is used when it meets the alignment, as ROCr; the driver may
-  // still place the range elsewhere.
-  const CUdeviceptr hint = address % alignment == 0 ? CUdeviceptr(address) : 0;
+  // The hint is used when it meets the alignment, as ROCr (here the one the
+  // driver is given, at least a granule); the driver may still place the
+  // range elsewhere.
   const size_t cuda_alignment = std::max<size_t>(size_t(alignment), granularity);
+  const CUdeviceptr hint = address % cuda_alignment == 0 ? CUdeviceptr(address) : 0;
   CUdeviceptr base = 0;
   {
     ScopedContext scope(gpu_at(1).context);
