@@ -20,7 +20,7 @@
 # (sm_XY; default from nvidia-smi, else sm_90), WERROR=1 (add -Werror),
 # SKIP_TESTS=1, SKIP_BENCH=1, BENCH_ARGS (extra bench arguments, e.g.
 # --quick), TEST_ARGS (e.g. "--only f:"), TEST_TIMEOUT (200 s),
-# BENCH_TIMEOUT (300 s).
+# BENCH_TIMEOUT (420 s).
 #
 # Exit status: 0 all passed; 1 a test failed; 2 the build failed; 3 the bench
 # failed (tests passed); 4 the carry folder or a tool is missing.
@@ -33,7 +33,7 @@ OUT=${OUT:-gpu/out}
 BUILD_DIR=${BUILD_DIR:-gpu/.build}
 CXX=${CXX:-g++}
 TEST_TIMEOUT=${TEST_TIMEOUT:-200}
-BENCH_TIMEOUT=${BENCH_TIMEOUT:-300}
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-420}
 STARTED=$(date +%s)
 
 mkdir -p "$OUT" "$BUILD_DIR" || exit 4
