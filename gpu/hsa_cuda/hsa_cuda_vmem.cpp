@@ -104,11 +104,6 @@ VmemState& vmem() {
   return *state;
 }
 
-size_t page_size() {
-  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  return page;
-}
-
 // The granularity every GPU's mappings respect (the largest; 0 without VMM).
 size_t common_granularity() {
   size_t granularity = 0;
@@ -117,6 +112,96 @@ size_t common_granularity() {
     granularity = std::max(granularity, gpu_at(index).vmm_granularity);
   }
   return granularity;
+}
+
+}  // namespace
+
+// ---- for copies, pointer info and shutdown ---------------------------------------
+
+bool vmem_range_meets_locked(uintptr_t address, size_t size) {
+  return hsa_common::vmem_range_meets(vmem().reservations, address, size);
+}
+
+Side vmem_classify_locked(uintptr_t address, size_t size, CopyRole role, uint32_t* accessor,
+                          const char** why) {
+  const VmemState& v = vmem();
+  const Side side = hsa_common::vmem_copy_side(v.mappings, address, size, role, why);
+  if (side != Side::kDevice) return side;
+  const auto mapping = hsa_common::vmem_mapping_containing(v.mappings, address);
+  const uint32_t owner = v.handles.at(mapping->second.handle_id).agent_index;
+  // The copy is issued in the context of a GPU that may access the mapping
+  // that way: the handle's own if it may, else the first that may.
+  if (hsa_common::permission_allows(hsa_common::vmem_permission(mapping->second, owner), role)) {
+    *accessor = owner;
+    return side;
+  }
+  for (const auto& [index, permission] : mapping->second.access) {
+    if (is_gpu_index(index) && hsa_common::permission_allows(permission, role)) {
+      *accessor = index;
+      return side;
+    }
+  }
+  *why = "is a mapping no GPU may access that way";
+  return Side::kViolation;
+}
+
+bool vmem_pointer_info_locked(uintptr_t address, hsa_amd_pointer_info_t* info,
+                              std::vector<hsa_agent_t>* agents, bool* list_without_alloc) {
+  const VmemState& v = vmem();
+  return hsa_common::vmem_pointer_info(
+      v.reservations, v.mappings, address,
+      [&](uint32_t handle_id) { return v.handles.at(handle_id).agent_index; }, agent_handle,
+      info, agents, list_without_alloc);
+}
+
+void vmem_release_all() {
+  VmemState& v = vmem();
+  ExclusiveLock lock(memory_mutex());
+  if (v.reservations.empty() && v.handles.empty()) return;
+  ScopedContext scope(gpu_at(1).context);
+  if (!scope.ok()) return;
+  for (const auto& [base, mapping] : v.mappings) {
+    HSA_CUDA_CHECK(cu().cuMemUnmap(CUdeviceptr(base), mapping.size));
+  }
+  for (const auto& [id, handle] : v.handles) {
+    for (uint32_t i = 0; i < handle.ref_count; ++i) HSA_CUDA_CHECK(cu().cuMemRelease(handle.cuda));
+  }
+  for (const auto& [base, bytes] : v.reserved_bytes) {
+    HSA_CUDA_CHECK(cu().cuMemAddressFree(CUdeviceptr(base), bytes));
+  }
+  v.mappings.clear();
+  v.handles.clear();
+  v.reservations.clear();
+  v.reserved_bytes.clear();
+  v.next_handle_id = 1;
+}
+
+uint64_t vmem_mapping_count() {
+  SharedLock lock(memory_mutex());
+  return vmem().mappings.size();
+}
+
+uint64_t vmem_handle_count() {
+  SharedLock lock(memory_mutex());
+  return vmem().handles.size();
+}
+
+uint64_t vmem_reservation_count() {
+  SharedLock lock(memory_mutex());
+  return vmem().reservations.size();
+}
+
+}  // namespace hsa_cuda
+
+#if HSA_COMMON_HAVE_VMEM
+
+namespace hsa_cuda {
+
+namespace {
+
+size_t page_size() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
 }
 
 CUmemAllocationProp device_properties(uint32_t agent_index) {
@@ -229,91 +314,6 @@ bool apply_access(uintptr_t base, const VmemMapping& mapping, const VmemHandle& 
   grant(base, mapping.size, mapping.access, nullptr);
   return false;
 }
-
-}  // namespace
-
-// ---- for copies, pointer info and shutdown ---------------------------------------
-
-bool vmem_range_meets_locked(uintptr_t address, size_t size) {
-  return hsa_common::vmem_range_meets(vmem().reservations, address, size);
-}
-
-Side vmem_classify_locked(uintptr_t address, size_t size, CopyRole role, uint32_t* accessor,
-                          const char** why) {
-  const VmemState& v = vmem();
-  const Side side = hsa_common::vmem_copy_side(v.mappings, address, size, role, why);
-  if (side != Side::kDevice) return side;
-  const auto mapping = hsa_common::vmem_mapping_containing(v.mappings, address);
-  const uint32_t owner = v.handles.at(mapping->second.handle_id).agent_index;
-  // The copy is issued in the context of a GPU that may access the mapping
-  // that way: the handle's own if it may, else the first that may.
-  if (hsa_common::permission_allows(hsa_common::vmem_permission(mapping->second, owner), role)) {
-    *accessor = owner;
-    return side;
-  }
-  for (const auto& [index, permission] : mapping->second.access) {
-    if (is_gpu_index(index) && hsa_common::permission_allows(permission, role)) {
-      *accessor = index;
-      return side;
-    }
-  }
-  *why = "is a mapping no GPU may access that way";
-  return Side::kViolation;
-}
-
-bool vmem_pointer_info_locked(uintptr_t address, hsa_amd_pointer_info_t* info,
-                              std::vector<hsa_agent_t>* agents, bool* list_without_alloc) {
-  const VmemState& v = vmem();
-  return hsa_common::vmem_pointer_info(
-      v.reservations, v.mappings, address,
-      [&](uint32_t handle_id) { return v.handles.at(handle_id).agent_index; }, agent_handle,
-      info, agents, list_without_alloc);
-}
-
-void vmem_release_all() {
-  VmemState& v = vmem();
-  ExclusiveLock lock(memory_mutex());
-  if (v.reservations.empty() && v.handles.empty()) return;
-  ScopedContext scope(gpu_at(1).context);
-  if (!scope.ok()) return;
-  for (const auto& [base, mapping] : v.mappings) {
-    HSA_CUDA_CHECK(cu().cuMemUnmap(CUdeviceptr(base), mapping.size));
-  }
-  for (const auto& [id, handle] : v.handles) {
-    for (uint32_t i = 0; i < handle.ref_count; ++i) HSA_CUDA_CHECK(cu().cuMemRelease(handle.cuda));
-  }
-  for (const auto& [base, bytes] : v.reserved_bytes) {
-    HSA_CUDA_CHECK(cu().cuMemAddressFree(CUdeviceptr(base), bytes));
-  }
-  v.mappings.clear();
-  v.handles.clear();
-  v.reservations.clear();
-  v.reserved_bytes.clear();
-  v.next_handle_id = 1;
-}
-
-uint64_t vmem_mapping_count() {
-  SharedLock lock(memory_mutex());
-  return vmem().mappings.size();
-}
-
-uint64_t vmem_handle_count() {
-  SharedLock lock(memory_mutex());
-  return vmem().handles.size();
-}
-
-uint64_t vmem_reservation_count() {
-  SharedLock lock(memory_mutex());
-  return vmem().reservations.size();
-}
-
-}  // namespace hsa_cuda
-
-#if HSA_COMMON_HAVE_VMEM
-
-namespace hsa_cuda {
-
-namespace {
 
 hsa_amd_vmem_alloc_handle_t handle_of(uint32_t id) {
   return hsa_amd_vmem_alloc_handle_t{make_handle(HandleTag::kVmemHandle, id)};
