@@ -1364,6 +1364,12 @@ void test_vm_heap(Reporter& r, const Module& m) {
   Snapshot snapshot(kr_snap(m.gpu.agent));
   if (!expect_complete(r, snapshot, m.gpu.agent)) return;
   const size_t regions = kr_snapshot_region_count(snapshot.s);
+  // What a tool asks before admitting a replay counts the mapped chunks (and
+  // the module variables, discovered by now) exactly as the snapshot took them.
+  const kr_footprint_t estimate = kr_estimate_footprint(m.gpu.agent);
+  r.expect(estimate.regions == regions && estimate.bytes == kr_snapshot_byte_count(snapshot.s),
+           "kr_estimate_footprint: %zu regions, %" PRIu64 " bytes; the snapshot took %zu, %" PRIu64,
+           estimate.regions, estimate.bytes, regions, kr_snapshot_byte_count(snapshot.s));
   // The dispatch: every sub-block written in place.
   for (const SubBlock& b : blocks) {
     if (!mutate(r, m, b.p, b.bytes)) return;
@@ -1399,8 +1405,37 @@ void test_vm_heap(Reporter& r, const Module& m) {
   expect_report(r, report, regions - 1, 1);
   verify(r, m, trimmed_va, chunk, 0x9F00, false, "the new chunk at the trimmed chunk's address");
   r.expect(hsa_cuda_copy_violations() == violations, "a restore copy was refused by the runtime");
+  // The pool grows while a tool has tracking off: that chunk is not
+  // captured, and kr_untracked_summary says so.
+  const kr_untracked_t untracked_before = kr_untracked_summary(m.gpu.agent);
+  Reservation more;
+  VmemChunk unseen;
+  kr_set_tracking_enabled(false);
+  const bool mapped_unseen =
+      more.reserve(r, chunk) && unseen.create_and_map(r, m, chunk, more.at(0));
+  kr_set_tracking_enabled(true);
+  if (!mapped_unseen) return;
+  const kr_untracked_t untracked_after = kr_untracked_summary(m.gpu.agent);
+  r.expect(untracked_after.vmem_regions == untracked_before.vmem_regions + 1 &&
+               untracked_after.vmem_bytes == untracked_before.vmem_bytes + chunk,
+           "kr_untracked_summary: %zu mappings, %s not captured (before: %zu, %s); expected one "
+           "more chunk",
+           untracked_after.vmem_regions, bytes_text(untracked_after.vmem_bytes).c_str(),
+           untracked_before.vmem_regions, bytes_text(untracked_before.vmem_bytes).c_str());
+  r.expect(untracked_after.known && untracked_after.bytes >= chunk,
+           "kr_untracked_summary: known %d, %s untracked device memory, at least the chunk (%s) "
+           "expected",
+           int(untracked_after.known), bytes_text(untracked_after.bytes).c_str(),
+           bytes_text(chunk).c_str());
+  {
+    Snapshot without(kr_snap(m.gpu.agent));
+    expect_complete(r, without, m.gpu.agent);  // the tracked regions only
+  }
+  unseen.reset();
+  r.expect(kr_untracked_summary(m.gpu.agent).vmem_regions == untracked_before.vmem_regions,
+           "the unmapped untracked chunk is still reported");
   r.note("%zu chunks of %s, %zu sub-blocks; chunk %zu unmapped under the snapshot: skipped, the "
-         "others byte-exact",
+         "others byte-exact; a chunk mapped with tracking off reported as untracked",
          chunks, bytes_text(chunk).c_str(), blocks.size(), trimmed);
 }
 
@@ -1954,7 +1989,8 @@ void test_device_nearly_full(Reporter& r, const Module& m) {
 // ---- final accounting ------------------------------------------------------------------------------
 
 // Runs after kr_finalize and kr_trim_retained: nothing of the library's
-// (arenas, signals, snapshot buffers) may remain in the runtime.
+// (arenas, signals, snapshot buffers) may remain in the runtime, nor any
+// vmem object of the tests'.
 void test_accounting(Reporter& r) {
   r.expect(hsa_cuda_copy_violations() == g_expected_violations,
            "the runtime refused %" PRIu64 " copies (freed or out-of-bounds memory), %" PRIu64
@@ -1970,6 +2006,12 @@ void test_accounting(Reporter& r) {
            hsa_cuda_live_allocation_count());
   r.expect(hsa_cuda_live_signal_count() == 0, "%" PRIu64 " signals still live",
            hsa_cuda_live_signal_count());
+  r.expect(hsa_cuda_vmem_mapping_count() == 0 && hsa_cuda_vmem_handle_count() == 0 &&
+               hsa_cuda_vmem_reservation_count() == 0,
+           "vmem objects left: %" PRIu64 " mappings, %" PRIu64 " handles, %" PRIu64
+           " reservations",
+           hsa_cuda_vmem_mapping_count(), hsa_cuda_vmem_handle_count(),
+           hsa_cuda_vmem_reservation_count());
   r.expect(kr_tracked_count(hsa_cuda_cpu_agent()) == 0, "the CPU agent still has tracked blocks");
   for (const Module& m : g_modules) {
     r.expect(kr_tracked_count(m.gpu.agent) == 0, "%s still has %zu tracked blocks",
