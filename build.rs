@@ -1,70 +1,24 @@
-//! Generates Rust bindings for the HSA types and API tables from the headers
-//! installed on the build machine.
-//!
-//! The table layout (`CoreApiTable`, `AmdExtTable`) changes between ROCm
-//! releases, so it is always taken from the headers the library is built
-//! against, never written by hand; the run-time guard in `hsa::tables` then
-//! checks the tables a runtime hands over against this layout.
-
-use std::env;
-use std::path::PathBuf;
-
-include!("buildtools/hsa_include.rs");
+//! The library's build script: the SONAME of the shared library, and what
+//! the HSA headers declare (from `kernel-replay-hsa-sys`, which generates the
+//! bindings): `cfg(hsa_vmem)` where the tables have the virtual-memory API.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
-    println!("cargo:rerun-if-changed=buildtools/hsa_include.rs");
 
-    let root = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
-    let include = hsa_include_dir(&root).unwrap_or_else(|why| {
-        panic!("HSA headers not found: {why}\n(run scripts/setup.sh, install libhsa-runtime-dev or ROCm, or set HSA_INCLUDE_DIR)")
-    });
-    let hsa_dir = include.join("hsa");
-    println!("cargo:rerun-if-changed={}", hsa_dir.display());
-
-    // hsa_api_trace.h declares its tables with decltype, so it is parsed as
-    // C++; AMD_INTERNAL_BUILD makes it include its siblings from the same
-    // directory instead of an "inc/" subdirectory that installs do not have.
-    let bindings = bindgen::Builder::default()
-        .header_contents(
-            "kernel_replay_hsa.hpp",
-            "#include <hsa.h>\n#include <hsa_ext_amd.h>\n#include <hsa_ven_amd_loader.h>\n\
-             #include <hsa_api_trace.h>\n",
-        )
-        .clang_args(["-x", "c++", "-std=c++14", "-DAMD_INTERNAL_BUILD"])
-        .clang_arg(format!("-I{}", hsa_dir.display()))
-        .clang_arg(format!("-I{}", include.display()))
-        // Types and constants only: the library never links the runtime, every
-        // call goes through a function pointer taken from a table.
-        .allowlist_type("hsa_.*")
-        .allowlist_type("CoreApiTable")
-        .allowlist_type("AmdExtTable")
-        .allowlist_type("ApiTableVersion")
-        .allowlist_var("HSA_.*")
-        .prepend_enum_name(false)
-        .default_enum_style(bindgen::EnumVariation::Consts)
-        .derive_default(true)
-        .derive_debug(true)
-        .derive_partialeq(true)
-        .derive_eq(true)
-        .layout_tests(true)
-        .generate_comments(false)
-        .generate()
-        .unwrap_or_else(|e| panic!("bindgen failed on {}: {e}", hsa_dir.display()));
-
-    // Give the shared library a SONAME, so programs linked against it record
-    // `libkernel_replay.so` rather than the path it was linked from.
-    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libkernel_replay.so");
+    // Give the shared library a versioned SONAME, `libkernel_replay.so.<major>`
+    // (the major version of Cargo.toml, the one place the version is
+    // written), so programs linked against it record that name rather than
+    // the path it was linked from, and a later incompatible major version
+    // can be installed beside it. Cargo names the file `libkernel_replay.so`
+    // regardless; CMake installs it as `libkernel_replay.so.<version>` with
+    // the links `.so.<major>` and `.so` (CMakeLists.txt).
+    let major = std::env::var("CARGO_PKG_VERSION_MAJOR").expect("cargo sets it");
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libkernel_replay.so.{major}");
 
     // The virtual-memory API (ROCm 6.0 and later headers): the vmem
     // wrappers are compiled only where the tables have its entries.
     println!("cargo:rustc-check-cfg=cfg(hsa_vmem)");
-    if bindings.to_string().contains("hsa_amd_vmem_map_fn") {
+    if std::env::var("DEP_KERNEL_REPLAY_HSA_VMEM").as_deref() == Ok("1") {
         println!("cargo:rustc-cfg=hsa_vmem");
     }
-
-    let out = PathBuf::from(env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"));
-    bindings
-        .write_to_file(out.join("hsa_bindings.rs"))
-        .expect("write hsa_bindings.rs");
 }

@@ -27,10 +27,6 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
 use hsa_sim::PoolKind;
-use kernel_replay::ffi::types::kr_storage_policy_t::{self, *};
-use kernel_replay::ffi::types::*;
-use kernel_replay::ffi::*;
-use kernel_replay::hsa::entries::{AsyncCopyFn, MemoryCopyFn};
 use kernel_replay::hsa::sys::{
     hsa_amd_memory_pool_t, hsa_signal_condition_t, hsa_signal_t, hsa_signal_value_t,
     hsa_wait_state_t, HSA_SIGNAL_CONDITION_EQ, HSA_SIGNAL_CONDITION_GTE, HSA_SIGNAL_CONDITION_LT,
@@ -39,6 +35,8 @@ use kernel_replay::hsa::sys::{
 use kernel_replay::hsa::{
     hsa_agent_t, hsa_status_t, AmdExtTable, CoreApiTable, HSA_STATUS_SUCCESS,
 };
+use kernel_replay::testing::{AsyncCopyFn, MemoryCopyFn};
+use kernel_replay::StoragePolicy;
 
 // ---- the runtime the library is installed over ----------------------------------
 
@@ -165,19 +163,19 @@ fn install(no_copy: bool, memory_signals: bool) {
             (*core).hsa_signal_wait_scacquire_fn = Some(memory_signal_wait);
         }
         assert_eq!(
-            kr_memory_tracker_init(core, amd, 0),
-            kr_status_t::KR_STATUS_SUCCESS
+            kernel_replay::install(core, amd, 0),
+            Ok(kernel_replay::Installed::Installed)
         );
     }
     extern "C" {
         fn hsa_sim_iterate_executables(
-            callback: kr_executable_callback_t,
+            callback: Option<kernel_replay::ExecutableCallback>,
             data: *mut c_void,
         ) -> hsa_status_t;
     }
-    kr_set_executable_iterator(Some(hsa_sim_iterate_executables));
-    kr_set_tracking_enabled(true);
-    kr_set_log_level(1);
+    kernel_replay::set_executable_iterator(Some(hsa_sim_iterate_executables));
+    kernel_replay::set_tracking(true);
+    kernel_replay::set_log_level(Some(kernel_replay::LogLevel::Error));
 }
 
 // ---- the application side ------------------------------------------------------------
@@ -211,13 +209,9 @@ fn free(p: *mut u8) {
 /// One replay window: snapshot, restore, free. Returns its duration.
 fn window(agent: hsa_agent_t) -> Duration {
     let start = Instant::now();
-    let snap = kr_snap(agent);
-    // SAFETY: a live snapshot, freed once.
-    unsafe {
-        assert!(kr_snapshot_ok(snap));
-        black_box(kr_restore(snap));
-        kr_snapshot_free(snap);
-    }
+    let snap = kernel_replay::snap(agent).expect("a complete snapshot");
+    black_box(snap.restore());
+    drop(snap);
     start.elapsed()
 }
 
@@ -233,18 +227,21 @@ fn measure(agent: hsa_agent_t, warmup: usize, runs: usize) -> Duration {
     median((0..runs).map(|_| window(agent)).collect())
 }
 
-fn name(policy: kr_storage_policy_t) -> &'static str {
+fn name(policy: StoragePolicy) -> &'static str {
     match policy {
-        KR_STORAGE_AUTO => "auto (device arena, batched)",
-        KR_STORAGE_DEVICE => "device",
-        KR_STORAGE_PINNED => "pinned arena, batched",
-        KR_STORAGE_PAGEABLE => "pageable arena, blocking",
-        KR_STORAGE_BASELINE => "baseline (the design)",
+        StoragePolicy::Auto => "auto (device arena, batched)",
+        StoragePolicy::Device => "device",
+        StoragePolicy::Pinned => "pinned arena, batched",
+        StoragePolicy::Pageable => "pageable arena, blocking",
+        StoragePolicy::Baseline => "baseline (the design)",
     }
 }
 
-const FIXED_POLICIES: [kr_storage_policy_t; 3] =
-    [KR_STORAGE_BASELINE, KR_STORAGE_PAGEABLE, KR_STORAGE_AUTO];
+const FIXED_POLICIES: [StoragePolicy; 3] = [
+    StoragePolicy::Baseline,
+    StoragePolicy::Pageable,
+    StoragePolicy::Auto,
+];
 
 /// Child process: the fixed-cost window of every policy, one line each
 /// (`policy-number microseconds`).
@@ -273,7 +270,7 @@ fn fixed_cost_child(memory_signals: bool) {
         .into_iter()
         .filter(|p| only.is_none_or(|o| o == *p as u32))
     {
-        assert!(kr_set_storage_policy(policy as u32));
+        kernel_replay::set_storage_policy(policy);
         let t = measure(agent, 3, if only.is_some() { 5000 } else { 200 });
         println!("{} {:.3}", policy as u32, t.as_secs_f64() * 1e6);
     }
@@ -283,7 +280,7 @@ fn fixed_cost_child(memory_signals: bool) {
 }
 
 /// Runs the fixed-cost child; returns microseconds per policy.
-fn fixed_costs(memory_signals: bool) -> Vec<(kr_storage_policy_t, f64)> {
+fn fixed_costs(memory_signals: bool) -> Vec<(StoragePolicy, f64)> {
     let mode = if memory_signals {
         "--fixed-memory-signals"
     } else {
@@ -309,8 +306,12 @@ fn fixed_costs(memory_signals: bool) -> Vec<(kr_storage_policy_t, f64)> {
         .collect()
 }
 
-fn print_fixed(title: &str, rows: &[(kr_storage_policy_t, f64)]) {
-    let baseline = rows.iter().find(|r| r.0 == KR_STORAGE_BASELINE).unwrap().1;
+fn print_fixed(title: &str, rows: &[(StoragePolicy, f64)]) {
+    let baseline = rows
+        .iter()
+        .find(|r| r.0 == StoragePolicy::Baseline)
+        .unwrap()
+        .1;
     println!("{title}\n");
     println!("| policy | us per window | baseline / policy |");
     println!("|---|---:|---:|");
@@ -375,15 +376,15 @@ fn main() {
     );
     let mut auto_ratio = 0.0;
     for policy in [
-        KR_STORAGE_BASELINE,
-        KR_STORAGE_PAGEABLE,
-        KR_STORAGE_PINNED,
-        KR_STORAGE_AUTO,
+        StoragePolicy::Baseline,
+        StoragePolicy::Pageable,
+        StoragePolicy::Pinned,
+        StoragePolicy::Auto,
     ] {
-        assert!(kr_set_storage_policy(policy as u32));
+        kernel_replay::set_storage_policy(policy);
         let t = measure(agent, 1, 5);
         let ratio = memcpy.as_secs_f64() / t.as_secs_f64();
-        if policy == KR_STORAGE_AUTO {
+        if policy == StoragePolicy::Auto {
             auto_ratio = ratio;
         }
         println!(
@@ -392,16 +393,16 @@ fn main() {
             t.as_secs_f64() * 1e3,
             rate(t)
         );
-        kr_trim_retained();
+        kernel_replay::trim_retained();
     }
     drop(host);
     for p in big {
         free(p);
     }
-    let at = |rows: &[(kr_storage_policy_t, f64)], p| rows.iter().find(|r| r.0 == p).unwrap().1;
+    let at = |rows: &[(StoragePolicy, f64)], p| rows.iter().find(|r| r.0 == p).unwrap().1;
     let (auto_us, baseline_us) = (
-        at(&memory, KR_STORAGE_AUTO),
-        at(&memory, KR_STORAGE_BASELINE),
+        at(&memory, StoragePolicy::Auto),
+        at(&memory, StoragePolicy::Baseline),
     );
     println!(
         "\nsummary: fixed cost (auto) {auto_us:.1} us [target <= 100], {:.1}x under the baseline [target >= 10]; \

@@ -12,8 +12,6 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use kernel_replay::ffi::types::kr_status_t;
-use kernel_replay::ffi::*;
 use kernel_replay::hsa::sys::{
     hsa_amd_memory_pool_t, hsa_amd_pointer_info_t, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
     HSA_EXT_POINTER_TYPE_HSA,
@@ -96,9 +94,9 @@ fn main() {
     #[cfg(hsa_vmem)]
     vmem::put_fakes(amd_table);
     // SAFETY: full-size tables that live until the end of main.
-    let status =
-        unsafe { kr_memory_tracker_init(core.as_mut_ptr().cast::<CoreApiTable>(), amd_table, 0) };
-    assert_eq!(status, kr_status_t::KR_STATUS_SUCCESS);
+    let installed =
+        unsafe { kernel_replay::install(core.as_mut_ptr().cast::<CoreApiTable>(), amd_table, 0) };
+    assert_eq!(installed, Ok(kernel_replay::Installed::Installed));
     // SAFETY: as above; the wrappers are installed now.
     let (wrapped_allocate, wrapped_free) = unsafe {
         (
@@ -111,7 +109,7 @@ fn main() {
 
     let pairs = 2_000_000;
     let unwrapped = pair_ns(raw_allocate, raw_free, pairs);
-    kr_set_tracking_enabled(false);
+    kernel_replay::set_tracking(false);
     let disabled = pair_ns(wrapped_allocate, wrapped_free, pairs);
 
     println!("allocate + free pair, fake runtime underneath (median of 15 batches)\n");
@@ -123,7 +121,7 @@ fn main() {
         disabled - unwrapped
     );
 
-    kr_set_tracking_enabled(true);
+    kernel_replay::set_tracking(true);
     let pool = hsa_amd_memory_pool_t { handle: 1 };
     let mut live: Vec<*mut c_void> = Vec::new();
     let mut per_size = Vec::new();
@@ -156,7 +154,7 @@ fn main() {
         // SAFETY: as above.
         unsafe { wrapped_free(p) };
     }
-    assert_eq!(kr_tracked_count(hsa_agent_t { handle: 1 }), 0);
+    assert_eq!(kernel_replay::tracked(hsa_agent_t { handle: 1 }).regions, 0);
 
     #[cfg(hsa_vmem)]
     vmem::bench(amd_table);
@@ -171,7 +169,6 @@ mod vmem {
     use std::sync::atomic::{AtomicU64, Ordering};
     use std::time::Instant;
 
-    use kernel_replay::ffi::*;
     use kernel_replay::hsa::sys::{
         hsa_access_permission_t, hsa_amd_memory_access_desc_t, hsa_amd_memory_pool_t,
         hsa_amd_memory_type_t, hsa_amd_vmem_alloc_handle_t, HSA_ACCESS_PERMISSION_RW,
@@ -303,12 +300,13 @@ mod vmem {
             black_box(fake_unmap),
         );
         let unwrapped = triple_ns(raw_map, raw_set, raw_unmap);
-        kr_set_tracking_enabled(true);
+        kernel_replay::set_tracking(true);
         let tracked = triple_ns(map, set_access, unmap);
         assert_eq!(
-            kr_tracked_count(hsa_agent_t {
+            kernel_replay::tracked(hsa_agent_t {
                 handle: AGENT.load(Ordering::Relaxed)
-            }),
+            })
+            .regions,
             0
         );
         println!("\nvirtual-memory mapping: map + set_access (read-write for its GPU) + unmap of a 2 MiB page, fake runtime underneath (median of 15 batches)\n");

@@ -1,13 +1,16 @@
 # check_exports.cmake: the shared library's dynamic symbol table is exactly
-# the C ABI. Every defined dynamic symbol must start with kr_ (a leaked Rust
-# or runtime symbol could clash with the host process), and every function
-# kernel_replay.h promises must be there.
+# the C ABI of kernel_replay.h. Every defined dynamic symbol must start with
+# kr_ (a leaked Rust or runtime symbol could clash with the host process);
+# every function the header declares must be exported, and every kr_ symbol
+# exported must be declared there. The list comes from the header itself,
+# so it cannot go stale.
 #
-#   cmake -DLIBRARY=<libkernel_replay.so> -DNM=<nm> -P check_exports.cmake
+#   cmake -DLIBRARY=<libkernel_replay.so> -DHEADER=<kernel_replay.h> -DNM=<nm>
+#         -P check_exports.cmake
 
 cmake_minimum_required(VERSION 3.16)
 
-foreach(required_variable LIBRARY NM)
+foreach(required_variable LIBRARY HEADER NM)
   if(NOT DEFINED ${required_variable})
     message(FATAL_ERROR "check_exports.cmake needs -D${required_variable}=...")
   endif()
@@ -16,15 +19,19 @@ if(NOT EXISTS "${LIBRARY}")
   message(FATAL_ERROR "no library at ${LIBRARY}")
 endif()
 
-set(required_functions
-  kr_memory_tracker_init kr_set_tracking_enabled kr_tracking_enabled kr_finalize
-  kr_is_finalized kr_set_executable_iterator kr_snap kr_snapshot_ok
-  kr_snapshot_decline_reason kr_snapshot_region_count kr_snapshot_byte_count kr_restore
-  kr_restore_with_report kr_snapshot_free kr_set_host_budget kr_host_bytes_in_use
-  kr_tracked_count kr_tracked_bytes kr_replay kr_replay_gate kr_set_log_callback
-  kr_set_log_level kr_version kr_set_storage_policy kr_storage_policy kr_set_device_budget
-  kr_set_storage_pools kr_set_batched_copies kr_trim_retained kr_device_bytes_in_use
-  kr_snapshot_tier_bytes kr_get_stats kr_reset_stats)
+# Every function declaration of the header: "<type> kr_name(" at the start
+# of a line (typedefs of function pointers are "(*kr_..._t)" and not matched).
+file(STRINGS "${HEADER}" declarations REGEX "^[a-z_ *0-9]*[ *](kr_[a-z0-9_]+)\\(")
+set(required_functions "")
+foreach(declaration IN LISTS declarations)
+  if(declaration MATCHES "[ *](kr_[a-z0-9_]+)\\(")
+    list(APPEND required_functions "${CMAKE_MATCH_1}")
+  endif()
+endforeach()
+list(LENGTH required_functions declared_count)
+if(declared_count LESS 30)
+  message(FATAL_ERROR "found only ${declared_count} functions in ${HEADER}: is it the generated header?")
+endif()
 
 execute_process(
   COMMAND "${NM}" -D --defined-only "${LIBRARY}"
@@ -57,13 +64,22 @@ foreach(function IN LISTS required_functions)
     list(APPEND missing "${function}")
   endif()
 endforeach()
+set(undeclared "")
+foreach(name IN LISTS exported)
+  if(name MATCHES "^kr_" AND NOT name IN_LIST required_functions)
+    list(APPEND undeclared "${name}")
+  endif()
+endforeach()
 
 list(LENGTH exported exported_count)
-message(STATUS "${LIBRARY}: ${exported_count} defined dynamic symbols")
-if(foreign OR missing)
+message(STATUS "${LIBRARY}: ${exported_count} defined dynamic symbols, "
+               "${declared_count} functions declared in ${HEADER}")
+if(foreign OR missing OR undeclared)
   string(REPLACE ";" "\n  " foreign_text "${foreign}")
   string(REPLACE ";" "\n  " missing_text "${missing}")
+  string(REPLACE ";" "\n  " undeclared_text "${undeclared}")
   message(FATAL_ERROR "export check failed\n"
                       "defined dynamic symbols not starting with kr_:\n  ${foreign_text}\n"
-                      "required functions not exported:\n  ${missing_text}")
+                      "functions the header declares, not exported:\n  ${missing_text}\n"
+                      "kr_ symbols exported, not declared in the header:\n  ${undeclared_text}")
 endif()

@@ -120,7 +120,13 @@ CXXFLAGS=(-std=c++17 -O2 -g -Wall -Wextra -Wpedantic -DAMD_INTERNAL_BUILD
           -isystem "$CARRY/include/hsa" -isystem "$CARRY/include"
           -I include -I gpu -I gpu/hsa_cuda -I c_tests/hsa_common)
 [ "${WERROR:-0}" = 1 ] && CXXFLAGS+=(-Werror)
-LDFLAGS=(-L "$CARRY/lib" -lkernel_replay "-Wl,-rpath,$CARRY/lib" -ldl -pthread)
+# The programs load the library by its SONAME (libkernel_replay.so.<major>,
+# build.rs), not by cargo's file name: a link of that name to the carried
+# file, in the build directory, comes first in their rpath.
+KR_SONAME=$(objdump -p "$CARRY/lib/libkernel_replay.so" 2>/dev/null | awk '$1 == "SONAME" {print $2}')
+mkdir -p "$BUILD_DIR/lib"
+[ -n "$KR_SONAME" ] && ln -sfn "$CARRY/lib/libkernel_replay.so" "$BUILD_DIR/lib/$KR_SONAME"
+LDFLAGS=(-L "$CARRY/lib" -lkernel_replay "-Wl,-rpath,$BUILD_DIR/lib:$CARRY/lib" -ldl -pthread)
 
 # Every translation unit compiled once, in parallel; each failure is printed.
 # (c_tests/hsa_common: what HSA-on-CUDA shares with the software runtime.)

@@ -18,18 +18,6 @@
 /* The HSA API tables, from <hsa/hsa_api_trace.h> (a C++ header). */
 struct CoreApiTable;
 struct AmdExtTable;
-
-/**
- * Device budget meaning "the agent's free memory less a safety margin"
- * (the default; see `kr_set_device_budget`).
- */
-#define KR_DEVICE_BUDGET_AUTO UINT64_MAX
-
-/**
- * Untracked device memory above this is logged (once per agent).
- */
-#define LOG_THRESHOLD (64 << 20)
-
 /**
  * Result of `kr_memory_tracker_init`.
  */
@@ -43,7 +31,8 @@ typedef enum kr_status_t {
    */
   KR_STATUS_SKIPPED = 1,
   /**
-   * Every table passed belongs to a kind already installed; nothing changed.
+   * Every table passed belongs to a kind already installed (or another
+   * copy of the library in the process installed first); nothing changed.
    */
   KR_STATUS_ALREADY_INSTALLED = 2,
   /**
@@ -63,8 +52,12 @@ typedef enum kr_status_t {
 
 /**
  * Why a snapshot declined replay (`KR_DECLINE_NONE` for a complete one).
+ * Codes are only ever appended, never renumbered.
  */
 typedef enum kr_decline_reason_t {
+  /**
+   * Not declined: the snapshot is complete.
+   */
   KR_DECLINE_NONE = 0,
   /**
    * No core table installed (`kr_memory_tracker_init`).
@@ -117,6 +110,32 @@ typedef enum kr_decline_reason_t {
 } kr_decline_reason_t;
 
 /**
+ * Log levels, most severe first.
+ */
+typedef enum kr_log_level_t {
+  /**
+   * Failures the library could not work around.
+   */
+  KR_LOG_ERROR = 1,
+  /**
+   * Declines, drops and anything a profiler's user should hear of.
+   */
+  KR_LOG_WARN = 2,
+  /**
+   * Notable events (arenas released for the application, ...).
+   */
+  KR_LOG_INFO = 3,
+  /**
+   * What a snapshot or restore did, region by region.
+   */
+  KR_LOG_DEBUG = 4,
+  /**
+   * Everything, including every allocation seen.
+   */
+  KR_LOG_TRACE = 5,
+} kr_log_level_t;
+
+/**
  * Where snapshots keep their copies (`kr_set_storage_policy`).
  */
 typedef enum kr_storage_policy_t {
@@ -146,32 +165,32 @@ typedef enum kr_storage_policy_t {
 } kr_storage_policy_t;
 
 /**
- * Log levels, most severe first.
- */
-typedef enum kr_log_level_t {
-  KR_LOG_ERROR = 1,
-  KR_LOG_WARN = 2,
-  KR_LOG_INFO = 3,
-  KR_LOG_DEBUG = 4,
-  KR_LOG_TRACE = 5,
-} kr_log_level_t;
-
-/**
- * A storage tier (`kr_snapshot_tier_bytes`, `kr_stats_t`).
+ * A storage tier (`kr_snapshot_tier_bytes`, the stats' per-tier figures).
  */
 typedef enum kr_storage_tier_t {
+  /**
+   * Device memory of the replayed agent.
+   */
   KR_TIER_DEVICE = 0,
+  /**
+   * Pinned host memory the agent can reach.
+   */
   KR_TIER_PINNED = 1,
+  /**
+   * Pageable host memory.
+   */
   KR_TIER_PAGEABLE = 2,
 } kr_storage_tier_t;
 
-/**
- * A storage tier.
- */
-typedef struct Tier Tier;
 
 /**
- * A snapshot of one agent's replay state. Opaque to C.
+ * Device budget meaning "the agent's free memory less a safety margin"
+ * (the default; see `kr_set_device_budget`).
+ */
+#define KR_DEVICE_BUDGET_AUTO UINT64_MAX
+
+/**
+ * A snapshot of one agent's replay state, complete or declined. Opaque to C.
  */
 typedef struct kr_snapshot kr_snapshot;
 
@@ -235,8 +254,18 @@ typedef struct kr_stats_t {
    * Restores of complete snapshots.
    */
   uint64_t restores;
+  /**
+   * Regions those restores wrote back.
+   */
   uint64_t regions_restored;
+  /**
+   * Regions they skipped: no longer the allocation, mapping or variable
+   * captured.
+   */
   uint64_t regions_skipped;
+  /**
+   * Regions whose copy failed.
+   */
   uint64_t regions_failed;
   /**
    * Bytes of the regions those restores covered.
@@ -322,20 +351,27 @@ typedef struct kr_untracked_t {
   /**
    * Virtual-memory mappings on the agent the wrappers saw but snapshots
    * do not capture (fine-grained memory, no write access for the agent,
-   * or made while tracking was off): bytes and count.
+   * or made while tracking was off): bytes.
    */
   uint64_t vmem_bytes;
+  /**
+   * The number of those mappings.
+   */
   size_t vmem_regions;
 } kr_untracked_t;
 
 /**
- * What a snapshot of an agent would take now (`kr_estimate_footprint`).
+ * Bytes and regions: what a snapshot of an agent would take now
+ * (`kr_estimate_footprint`), or what is tracked for it.
  */
 typedef struct kr_footprint_t {
   /**
    * Bytes of the regions (before the 256-byte alignment of the arenas).
    */
   uint64_t bytes;
+  /**
+   * Number of regions.
+   */
   size_t regions;
 } kr_footprint_t;
 
@@ -354,7 +390,7 @@ typedef struct kr_replay_result_t {
   /**
    * Why the snapshot declined, or `KR_DECLINE_NONE`.
    */
-  enum kr_decline_reason_t decline_reason;
+  kr_decline_reason_t decline_reason;
   /**
    * Region copies that failed across the window's restores.
    */
@@ -369,9 +405,7 @@ typedef void (*kr_pass_fn_t)(uint32_t pass, void *user_data);
 /**
  * Receives log messages (NUL-terminated, valid for the call only).
  */
-typedef void (*kr_log_callback_t)(enum kr_log_level_t level, const char *message, void *user_data);
-
-
+typedef void (*kr_log_callback_t)(kr_log_level_t level, const char *message, void *user_data);
 
 #ifdef __cplusplus
 extern "C" {
@@ -387,13 +421,16 @@ extern "C" {
  * table's size — covering every entry used); if either fails, nothing is
  * installed. Each table kind is installed at most once per process; a
  * repeated call leaves its table untouched. `lib_instance > 0` installs
- * nothing (a later instance would chain our wrapper to itself).
+ * nothing (a later instance would chain our wrapper to itself). One copy of
+ * the library per process: if another copy (the same library loaded again
+ * under another path, or linked statically) installed first, this copy
+ * installs nothing, logs a warning and returns `KR_STATUS_ALREADY_INSTALLED`.
  *
  * # Safety
  * Non-NULL tables must be the runtime's live API tables, readable and
  * writable for `version.minor_id` bytes.
  */
-enum kr_status_t kr_memory_tracker_init(struct CoreApiTable *core, struct AmdExtTable *amd_ext, uint64_t lib_instance);
+kr_status_t kr_memory_tracker_init(struct CoreApiTable *core, struct AmdExtTable *amd_ext, uint64_t lib_instance);
 
 /**
  * Turns allocation recording on or off; returns the state now in force
@@ -451,7 +488,7 @@ bool kr_snapshot_ok(const kr_snapshot_t *snapshot);
  * # Safety
  * `snapshot` is NULL or a live snapshot from `kr_snap`.
  */
-enum kr_decline_reason_t kr_snapshot_decline_reason(const kr_snapshot_t *snapshot);
+kr_decline_reason_t kr_snapshot_decline_reason(const kr_snapshot_t *snapshot);
 
 /**
  * Regions captured (0 for a declined snapshot or NULL).
@@ -536,7 +573,7 @@ bool kr_set_storage_policy(kr_storage_policy_t policy);
 /**
  * The storage policy in force.
  */
-enum kr_storage_policy_t kr_storage_policy(void);
+kr_storage_policy_t kr_storage_policy(void);
 
 /**
  * Caps the device memory snapshots of one agent may hold (leased and
@@ -620,8 +657,10 @@ struct kr_untracked_t kr_untracked_summary(hsa_agent_t agent);
 
 /**
  * The bytes and regions a snapshot of `agent` would take now: its tracked
- * allocations and mappings and the module variables discovered for it so
- * far, so that a tool can admit or refuse a replay before capturing.
+ * allocations and mappings and the module variables of loaded executables
+ * discovered for it so far (by an earlier snapshot; none under the baseline
+ * policy, which keeps no discovery cache), so that a tool can admit or
+ * refuse a replay before capturing.
  */
 struct kr_footprint_t kr_estimate_footprint(hsa_agent_t agent);
 

@@ -15,7 +15,8 @@ packages=(
   clang                # clang's resource headers for bindgen
   cmake                # C/C++ tests, install and package
   g++ gcc make
-  binutils             # nm, for the exported-symbol check
+  binutils             # nm, readelf, for the exported-symbol and SONAME checks
+  pkgconf              # pkg-config, for the install test's pkg-config consumer
   valgrind             # memcheck run of the C/C++ tests
 )
 

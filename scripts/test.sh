@@ -3,8 +3,11 @@
 #
 # Against the default HSA headers (the newest ROCm generation Debian carries,
 # unless an installed ROCm or HSA_INCLUDE_DIR says otherwise), the full
-# suite: formatting, lints, the Rust unit and integration tests (with the
-# header-drift check) under every storage policy and with blocking copies,
+# suite: formatting, lints (clippy with undocumented unsafe blocks and
+# incompatible-MSRV use denied, Cargo.toml [lints]), cargo doc with warnings
+# denied, the Rust unit, integration and doc tests (with the header-drift
+# check), the unit tests under valgrind, the integration tests under every
+# storage policy and with blocking copies,
 # the loom model checks, the fuzzing job (FUZZ_SECONDS, default 120, and
 # FUZZ_THREAD_SECONDS, default 60), the C/C++ tests, valgrind memcheck, the
 # install/package test, the exported-symbol check and the GPU harness's
@@ -32,8 +35,18 @@ cargo fmt --all -- --check
 (cd fuzz && cargo fmt -- --check)
 step "cargo clippy -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
-step "cargo test (unit, integration, header drift)"
+step "cargo doc, warnings denied (the doc tests run with cargo test below)"
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps -p kernel-replay -p kernel-replay-hsa-sys
+step "cargo test (unit, integration, doc tests, header drift)"
 cargo test --workspace
+
+# No miri on these machines (one toolchain, no network for another): the
+# library's pure-Rust unit tests (registries, inventory, layout, budgets,
+# logging) run under valgrind's memcheck instead.
+step "the library's unit tests under valgrind"
+unit_tests=$(cargo test --lib -p kernel-replay --no-run 2>&1 |
+  sed -n 's/.*Executable unittests src\/lib.rs (\(.*\))/\1/p')
+valgrind -q --error-exitcode=1 --leak-check=no "$unit_tests" --test-threads=1
 
 # The integration tests hold for every storage policy and copy engine: run
 # them again under each forced policy, and with blocking copies.

@@ -2,43 +2,42 @@
 //! can replay one kernel dispatch several times with identical inputs.
 //!
 //! It replaces rocprofiler-sdk's C++ `memory_tracker` and `memory_snapshot`
-//! modules behind a C ABI (`include/kernel_replay.h`). The parts, one module
-//! each, as in the design document:
+//! modules. A tool installs its allocation wrappers into the HSA API tables
+//! ROCr hands it ([`install`]), turns tracking on ([`set_tracking`]), and
+//! around a dispatch it replays takes a [`snap`]shot and restores it between
+//! passes ([`Snapshot::restore`], or the whole window with [`replay`]).
+//! The same library is a C ABI (`include/kernel_replay.h`, the [`ffi`]
+//! module) for the C++ SDK.
 //!
-//! - [`memory_tracker`]: wrappers over the four HSA allocation entry points,
-//!   the inventory of live allocations, the tracking gate, the teardown guard.
-//! - [`classifier`]: which allocations are replay state (coarse-grained, not
-//!   kernarg, not executable).
-//! - [`memory_snapshot`]: capture of one agent's tracked allocations and
-//!   module-scope variables into host memory, and restore.
-//! - [`replay`]: the replay window around one dispatch and its gate.
-//! - [`hsa`]: bindings generated from the installed HSA headers, the
-//!   table-size guard and the captured entry points.
-//! - [`ffi`]: every `extern "C"` export.
-//! - [`context`]: the process-wide state those share; [`logging`]: where
-//!   messages go.
+//! Layers, each using only those below it (`ARCHITECTURE.md`):
+//! HSA bindings (`kernel-replay-hsa-sys`, [`hsa`]) → tracker (allocations,
+//! mappings, executables; the wrappers) → snapshot (capture, restore,
+//! storage, copies) → replay → this Rust API → the C ABI.
+
+#![cfg_attr(not(loom), deny(missing_docs))]
 
 #[cfg(not(loom))]
-pub mod classifier;
-#[cfg(not(loom))]
-pub mod context;
-#[cfg(not(loom))]
-mod fallible;
+mod api;
 #[cfg(not(loom))]
 pub mod ffi;
 #[cfg(not(loom))]
 pub mod hsa;
 #[cfg(not(loom))]
-pub mod logging;
+pub(crate) mod memory_snapshot;
 #[cfg(not(loom))]
-pub mod memory_snapshot;
+pub(crate) mod memory_tracker;
 #[cfg(not(loom))]
-pub mod memory_tracker;
+pub(crate) mod replay;
+pub(crate) mod support;
 #[cfg(not(loom))]
-pub mod replay;
+#[doc(hidden)]
+pub mod testing;
+
 #[cfg(not(loom))]
-pub mod stats;
-mod sync;
+pub use api::*;
+
+#[doc(hidden)]
+pub use kernel_replay_hsa_sys::with_vmem;
 
 /// Under `--cfg loom` only the tracker's registries are built, on loom's
 /// primitives, for the model checks in `tests/loom_inventory.rs`.

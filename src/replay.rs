@@ -6,8 +6,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use log::warn;
 
-use crate::context::Context;
 use crate::hsa::hsa_agent_t;
+use crate::memory_snapshot::state::Env;
 use crate::memory_snapshot::{self, DeclineReason};
 
 /// What one replay window did.
@@ -15,7 +15,9 @@ use crate::memory_snapshot::{self, DeclineReason};
 pub struct ReplayOutcome {
     /// True when passes ran with restores between them.
     pub replayed: bool,
+    /// Passes run (1 when declined or `passes <= 1`).
     pub passes_run: u32,
+    /// Why the snapshot declined, if it did.
     pub decline: Option<DeclineReason>,
     /// Region copies that failed across all restores of the window.
     pub restore_failures: usize,
@@ -30,7 +32,7 @@ pub struct ReplayOutcome {
 /// the last pass, which leaves the application with exactly the state one
 /// ordinary execution would have produced.
 pub fn replay(
-    ctx: &'static Context,
+    env: Env,
     agent: hsa_agent_t,
     passes: u32,
     mut run_pass: impl FnMut(u32),
@@ -45,7 +47,7 @@ pub fn replay(
         run_pass(0);
         return once(None);
     }
-    let snapshot = memory_snapshot::snap(ctx, agent);
+    let snapshot = memory_snapshot::snap(env, agent);
     if let Some(reason) = snapshot.decline_reason() {
         warn!("replay of {passes} passes declined ({reason}); running the dispatch once");
         run_pass(0);
@@ -54,7 +56,7 @@ pub fn replay(
     let mut restore_failures = 0;
     for pass in 0..passes {
         if pass > 0 {
-            restore_failures += memory_snapshot::restore(ctx, &snapshot).failed;
+            restore_failures += memory_snapshot::restore(env, &snapshot).failed;
         }
         run_pass(pass);
     }
@@ -72,28 +74,27 @@ pub fn replay(
 /// A graph launch, and a batch of several packets, each warn once per process
 /// and then take the ordinary path: snapshot and restore around a graph's
 /// runtime-managed memory and ordering is undefined.
-pub fn replay_gate(
-    ctx: &Context,
-    packet_count: u64,
-    dispatch_count: u64,
-    graph_launch_active: bool,
-) -> bool {
+pub fn replay_gate(packet_count: u64, dispatch_count: u64, graph_launch_active: bool) -> bool {
     if graph_launch_active {
         warn_once(
-            &ctx.warned_graph_launch,
+            &WARNED_GRAPH_LAUNCH,
             "HIP graph launches are not replayed; graph dispatches run once",
         );
         return false;
     }
     if packet_count > 1 {
         warn_once(
-            &ctx.warned_multi_packet,
+            &WARNED_MULTI_PACKET,
             "multi-packet submissions are not replayed; they run once",
         );
         return false;
     }
     packet_count == 1 && dispatch_count == 1
 }
+
+/// The gate's warn-once latches (one warning per process each).
+static WARNED_GRAPH_LAUNCH: AtomicBool = AtomicBool::new(false);
+static WARNED_MULTI_PACKET: AtomicBool = AtomicBool::new(false);
 
 fn warn_once(latch: &AtomicBool, message: &str) {
     if !latch.swap(true, Ordering::Relaxed) {

@@ -8,10 +8,53 @@ mod common;
 use std::ffi::CStr;
 
 use common::*;
-use kernel_replay::ffi::types::kr_decline_reason_t::*;
-use kernel_replay::ffi::types::kr_log_level_t::KR_LOG_WARN;
-use kernel_replay::ffi::types::kr_storage_tier_t::*;
+use kernel_replay::ffi::types::*;
 use kernel_replay::ffi::*;
+use kernel_replay::{DeclineReason, LogLevel, Tier};
+
+/// A snapshot through the C ABI, freed on drop.
+struct CSnap(*mut kr_snapshot_t);
+
+impl CSnap {
+    fn of(gpu: hsa_sim::Agent) -> CSnap {
+        let ptr = kr_snap(agent(gpu));
+        assert!(!ptr.is_null(), "kr_snap returns a handle");
+        CSnap(ptr)
+    }
+    fn ok(&self) -> bool {
+        // SAFETY: a live snapshot.
+        unsafe { kr_snapshot_ok(self.0) }
+    }
+    fn regions(&self) -> usize {
+        // SAFETY: a live snapshot.
+        unsafe { kr_snapshot_region_count(self.0) }
+    }
+    fn bytes(&self) -> u64 {
+        // SAFETY: a live snapshot.
+        unsafe { kr_snapshot_byte_count(self.0) }
+    }
+    fn restore(&self) -> kr_restore_report_t {
+        let mut report = kr_restore_report_t {
+            restored: 99,
+            skipped_not_live: 99,
+            failed: 99,
+        };
+        // SAFETY: a live snapshot and a writable report.
+        let restored = unsafe { kr_restore_with_report(self.0, &mut report) };
+        assert_eq!(
+            restored, report.restored,
+            "the return value is the restored count"
+        );
+        report
+    }
+}
+
+impl Drop for CSnap {
+    fn drop(&mut self) {
+        // SAFETY: owned, freed once.
+        unsafe { kr_snapshot_free(self.0) }
+    }
+}
 
 /// A pass function that counts its calls in `user_data` (a `u32`).
 unsafe extern "C" fn count_pass(_pass: u32, user_data: *mut std::ffi::c_void) {
@@ -27,12 +70,12 @@ const UNKNOWN: hsa_sim::Agent = hsa_sim::Agent {
 #[test]
 fn null_is_accepted_everywhere() {
     let _sim = session(1);
-    // SAFETY (all): NULL is documented as accepted by each of these.
+    // SAFETY: NULL is documented as accepted by each of these.
     unsafe {
         assert!(!kr_snapshot_ok(std::ptr::null()));
         assert_eq!(
             kr_snapshot_decline_reason(std::ptr::null()),
-            KR_DECLINE_METADATA_MEMORY
+            DeclineReason::MetadataMemory.code()
         );
         assert_eq!(kr_snapshot_region_count(std::ptr::null()), 0);
         assert_eq!(kr_snapshot_byte_count(std::ptr::null()), 0);
@@ -61,17 +104,18 @@ fn out_of_range_values_are_refused_or_clamped() {
     );
 
     device_buffer(&sim, sim.gpu(0), 8192, 3);
-    let snap = Snap::of(sim.gpu(0));
+    let snap = CSnap::of(sim.gpu(0));
     assert!(snap.ok());
-    // SAFETY (all): a live snapshot; tiers as C would pass them.
-    let per_tier: u64 = [KR_TIER_DEVICE, KR_TIER_PINNED, KR_TIER_PAGEABLE]
-        .into_iter()
-        .map(|t| unsafe { kr_snapshot_tier_bytes(snap.0, t as u32) })
-        .sum();
+    // Tiers as C would pass them.
+    let tier_bytes = |snapshot: *const kr_snapshot_t, tier: u32| {
+        // SAFETY: a live snapshot (or NULL, which is accepted).
+        unsafe { kr_snapshot_tier_bytes(snapshot, tier) }
+    };
+    let per_tier: u64 = Tier::ALL.iter().map(|t| tier_bytes(snap.0, t.code())).sum();
     assert_eq!(per_tier, snap.bytes(), "the tiers hold every captured byte");
-    assert_eq!(unsafe { kr_snapshot_tier_bytes(snap.0, 3) }, 0);
-    assert_eq!(unsafe { kr_snapshot_tier_bytes(snap.0, u32::MAX) }, 0);
-    assert_eq!(unsafe { kr_snapshot_tier_bytes(std::ptr::null(), 0) }, 0);
+    assert_eq!(tier_bytes(snap.0, 3), 0);
+    assert_eq!(tier_bytes(snap.0, u32::MAX), 0);
+    assert_eq!(tier_bytes(std::ptr::null(), 0), 0);
 
     // The stats with nowhere to write them: nothing happens.
     // SAFETY: NULL is documented as accepted.
@@ -79,8 +123,10 @@ fn out_of_range_values_are_refused_or_clamped() {
 
     // Levels clamp: 0 turns logging off, anything above trace is trace.
     // A replay without a pass function logs an error, so it shows the level.
-    // SAFETY (both): no pass function, nothing else is dereferenced.
-    let log_an_error = || unsafe { kr_replay(agent(UNKNOWN), 2, None, std::ptr::null_mut()) };
+    let log_an_error = || {
+        // SAFETY: no pass function, nothing else is dereferenced.
+        unsafe { kr_replay(agent(UNKNOWN), 2, None, std::ptr::null_mut()) }
+    };
     kr_set_log_level(0);
     logs_clear();
     log_an_error();
@@ -88,7 +134,7 @@ fn out_of_range_values_are_refused_or_clamped() {
     kr_set_log_level(u32::MAX);
     log_an_error();
     assert_eq!(logs_containing("without a pass function").len(), 1);
-    kr_set_log_level(KR_LOG_WARN as u32);
+    kr_set_log_level(LogLevel::Warn.code());
 }
 
 #[test]
@@ -111,12 +157,12 @@ fn replay_counts_and_missing_pass_functions_have_a_clear_result() {
         assert!(!result.replayed, "nothing to replay with {passes} passes");
     }
     // No pass function: nothing runs, nothing is captured, an error is logged.
-    let snapshots_before = stats().snapshots;
+    let snapshots_before = stats().counters.snapshots;
     // SAFETY: no pass function, nothing else is dereferenced.
     let result = unsafe { kr_replay(agent(sim.gpu(0)), 3, None, std::ptr::null_mut()) };
     assert_eq!(result.passes_run, 0);
     assert!(!result.replayed);
-    assert_eq!(stats().snapshots, snapshots_before);
+    assert_eq!(stats().counters.snapshots, snapshots_before);
     assert_nothing_held();
 }
 
@@ -152,14 +198,14 @@ fn unknown_agents_have_nothing_tracked_and_replay_like_any_other() {
         agent(UNKNOWN)
     ));
     fill(buffer, 4096, 7);
-    let snap = Snap::of(sim.gpu(0));
+    let snap = CSnap::of(sim.gpu(0));
     assert!(snap.ok());
     fill(buffer, 4096, 8);
     assert_eq!(snap.restore().restored, 1);
     assert!(all(buffer, 4096, 7));
     // A snapshot of that agent itself has nothing to capture and needs no
     // storage, so the bogus pools are never touched.
-    let other = Snap::of(UNKNOWN);
+    let other = CSnap::of(UNKNOWN);
     assert!(other.ok());
     assert_eq!(other.regions(), 0);
     assert_eq!(sim.copy_violations(), 0);
@@ -171,7 +217,7 @@ fn a_snapshot_whose_allocations_are_all_freed_restores_nothing_and_writes_nothin
     let buffers: Vec<*mut u8> = (0..4)
         .map(|i| device_buffer(&sim, sim.gpu(0), 4096 << i, 0x40 + i as u8))
         .collect();
-    let snap = Snap::of(sim.gpu(0));
+    let snap = CSnap::of(sim.gpu(0));
     assert!(snap.ok());
     assert_eq!(snap.regions(), buffers.len());
     for &b in &buffers {
@@ -220,7 +266,7 @@ fn snapshots_of_two_agents_run_concurrently_from_many_threads() {
             let gpu = gpus[t % 2];
             s.spawn(move || {
                 for _ in 0..50 {
-                    let snap = Snap::of(gpu);
+                    let snap = CSnap::of(gpu);
                     assert!(snap.ok());
                     assert_eq!(snap.regions(), 8);
                     assert_eq!(snap.restore().restored, 8);
@@ -242,12 +288,12 @@ fn kr_snap_returns_null_only_when_the_handle_cannot_be_allocated() {
     // Nothing to capture, so the only allocation kr_snap needs is its handle.
     let snap = with_allocations_failing_at(1, || kr_snap(agent(sim.gpu(0))));
     assert!(snap.is_null());
-    // SAFETY: NULL is accepted.
     assert_eq!(
+        // SAFETY: NULL is accepted.
         unsafe { kr_snapshot_decline_reason(snap) },
-        KR_DECLINE_METADATA_MEMORY
+        DeclineReason::MetadataMemory.code()
     );
-    let snap = Snap::of(sim.gpu(0));
+    let snap = CSnap::of(sim.gpu(0));
     assert!(snap.ok());
 }
 
@@ -267,16 +313,13 @@ fn every_export_from_many_threads_at_once() {
                     // SAFETY: the runtime's own tables; already installed, so
                     // every call answers ALREADY_INSTALLED and changes nothing.
                     let status = unsafe { kr_memory_tracker_init(core_table(), amd_table(), 0) };
-                    assert_eq!(
-                        status,
-                        kernel_replay::ffi::types::kr_status_t::KR_STATUS_ALREADY_INSTALLED
-                    );
+                    assert_eq!(status, kr_status_t::AlreadyInstalled);
                     let p = pool_allocate(pool, 4096 * (1 + round % 4), 0).unwrap();
                     kr_set_executable_iterator(sim_iterator());
                     kr_set_log_level(2);
                     let _ = kr_replay_gate(1, 1, false);
                     let _ = kr_tracked_count(agent(gpu)) + kr_tracked_bytes(agent(gpu)) as usize;
-                    let snap = Snap::of(gpu);
+                    let snap = CSnap::of(gpu);
                     assert!(snap.ok());
                     let report = snap.restore();
                     assert_eq!(report.failed, 0);
@@ -295,4 +338,23 @@ fn every_export_from_many_threads_at_once() {
     assert_nothing_held();
     assert_eq!(sim.copy_violations(), 0);
     assert!(sim.quarantine_intact());
+}
+
+#[test]
+fn an_older_caller_gets_only_the_stats_it_declared() {
+    let _sim = session(1);
+    let mut old = [0xA5u8; std::mem::size_of::<kr_stats2_t>()];
+    let declared = std::mem::size_of::<usize>() + std::mem::size_of::<kr_stats_t>();
+    old[..std::mem::size_of::<usize>()].copy_from_slice(&declared.to_ne_bytes());
+    // SAFETY: writable for the declared size (and more, to see it untouched).
+    unsafe { kr_get_stats2(old.as_mut_ptr().cast()) };
+    assert!(
+        old[declared..].iter().all(|&b| b == 0xA5),
+        "nothing past the declared size"
+    );
+    assert!(old[std::mem::size_of::<usize>()..declared]
+        .iter()
+        .any(|&b| b != 0xA5));
+    // SAFETY: NULL is accepted.
+    unsafe { kr_get_stats2(std::ptr::null_mut()) };
 }

@@ -17,7 +17,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use common::*;
 use hsa_sim::PoolKind;
-use kernel_replay::ffi::*;
 
 const WINDOWS: usize = 150;
 const STABLE: usize = 4;
@@ -129,7 +128,8 @@ fn churn_on_two_agents_during_their_replay_windows_never_touches_the_wrong_memor
         pool_free(p as *mut u8);
     }
     assert_eq!(
-        kr_tracked_count(agent(gpus[0])) + kr_tracked_count(agent(gpus[1])),
+        kernel_replay::tracked(agent(gpus[0])).regions
+            + kernel_replay::tracked(agent(gpus[1])).regions,
         0
     );
     assert_nothing_held();

@@ -17,14 +17,11 @@ mod common;
 
 use common::*;
 use hsa_sim::{Agent, PoolKind, SimSession};
-use kernel_replay::ffi::types::kr_decline_reason_t::{self, *};
-use kernel_replay::ffi::types::kr_storage_policy_t::{self, *};
-use kernel_replay::ffi::types::KR_DEVICE_BUDGET_AUTO;
-use kernel_replay::ffi::*;
 use kernel_replay::hsa::sys::{
     HSA_EXECUTABLE_SYMBOL_INFO_TYPE, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS,
     HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE,
 };
+use kernel_replay::{DeclineReason, StoragePolicy};
 
 /// Device state every case starts from: three buffers and a module variable
 /// on gpu0 (the replayed agent), one buffer on gpu1.
@@ -122,9 +119,9 @@ impl Fixture {
 /// A way to make `kr_snap` decline.
 struct DeclineCase {
     name: &'static str,
-    reason: kr_decline_reason_t,
+    reason: DeclineReason,
     /// The policies that can reach this decline.
-    applies: fn(kr_storage_policy_t) -> bool,
+    applies: fn(StoragePolicy) -> bool,
     arm: fn(&SimSession, &mut Fixture),
     snap: fn(&Fixture) -> Snap,
     disarm: fn(&SimSession, &Fixture),
@@ -136,19 +133,19 @@ fn plain_snap(f: &Fixture) -> Snap {
 
 fn nothing(_: &SimSession, _: &Fixture) {}
 
-fn any_policy(_: kr_storage_policy_t) -> bool {
+fn any_policy(_: StoragePolicy) -> bool {
     true
 }
 
 /// A policy that keeps copies in host memory (the host budget and the host
 /// allocator apply to it).
-fn host_tiers(policy: kr_storage_policy_t) -> bool {
-    policy != KR_STORAGE_DEVICE
+fn host_tiers(policy: StoragePolicy) -> bool {
+    policy != StoragePolicy::Device
 }
 
 /// A policy whose host copies come from the process's own allocator.
-fn pageable_host(policy: kr_storage_policy_t) -> bool {
-    matches!(policy, KR_STORAGE_PAGEABLE | KR_STORAGE_BASELINE)
+fn pageable_host(policy: StoragePolicy) -> bool {
+    matches!(policy, StoragePolicy::Pageable | StoragePolicy::Baseline)
 }
 
 /// Loads a second executable, never discovered before, whose walk the case
@@ -166,10 +163,10 @@ fn decline_cases() -> Vec<DeclineCase> {
     let mut cases = vec![
         DeclineCase {
             name: "no executable iterator (none set, no loader extension)",
-            reason: KR_DECLINE_NO_EXECUTABLE_ITERATOR,
+            reason: DeclineReason::NoExecutableIterator,
             applies: any_policy,
             arm: |sim, _| {
-                kr_set_executable_iterator(None);
+                kernel_replay::set_executable_iterator(None);
                 sim.fail_loader_extension(true);
             },
             snap: plain_snap,
@@ -177,7 +174,7 @@ fn decline_cases() -> Vec<DeclineCase> {
         },
         DeclineCase {
             name: "executable iterator fails",
-            reason: KR_DECLINE_SYMBOL_ENUMERATION,
+            reason: DeclineReason::SymbolEnumeration,
             applies: any_policy,
             arm: |sim, _| sim.fail_executable_iteration(true),
             snap: plain_snap,
@@ -185,7 +182,7 @@ fn decline_cases() -> Vec<DeclineCase> {
         },
         DeclineCase {
             name: "symbol walk refused",
-            reason: KR_DECLINE_SYMBOL_ENUMERATION,
+            reason: DeclineReason::SymbolEnumeration,
             applies: any_policy,
             arm: |sim, f| {
                 let exe = fresh_executable(sim, f);
@@ -196,7 +193,7 @@ fn decline_cases() -> Vec<DeclineCase> {
         },
         DeclineCase {
             name: "symbol kind query fails",
-            reason: KR_DECLINE_SYMBOL_ENUMERATION,
+            reason: DeclineReason::SymbolEnumeration,
             applies: any_policy,
             arm: |sim, f| {
                 fresh_executable(sim, f);
@@ -207,7 +204,7 @@ fn decline_cases() -> Vec<DeclineCase> {
         },
         DeclineCase {
             name: "variable address query fails",
-            reason: KR_DECLINE_SYMBOL_ENUMERATION,
+            reason: DeclineReason::SymbolEnumeration,
             applies: any_policy,
             arm: |sim, f| {
                 fresh_executable(sim, f);
@@ -220,7 +217,7 @@ fn decline_cases() -> Vec<DeclineCase> {
         },
         DeclineCase {
             name: "variable size query fails",
-            reason: KR_DECLINE_SYMBOL_ENUMERATION,
+            reason: DeclineReason::SymbolEnumeration,
             applies: any_policy,
             arm: |sim, f| {
                 fresh_executable(sim, f);
@@ -233,7 +230,7 @@ fn decline_cases() -> Vec<DeclineCase> {
             // 2,000 more tracked regions of 64 bytes: the region lists run to
             // tens of KiB while no host copy reaches 16 KiB.
             name: "metadata allocation fails",
-            reason: KR_DECLINE_METADATA_MEMORY,
+            reason: DeclineReason::MetadataMemory,
             applies: any_policy,
             arm: |sim, f| {
                 let pool = sim.pool(f.gpu, PoolKind::DeviceCoarse);
@@ -247,23 +244,23 @@ fn decline_cases() -> Vec<DeclineCase> {
         DeclineCase {
             // No device tier, and a host budget the footprint passes.
             name: "host budget exceeded",
-            reason: KR_DECLINE_HOST_MEMORY,
+            reason: DeclineReason::HostMemory,
             applies: host_tiers,
             arm: |_, _| {
-                kr_set_device_budget(0);
-                kr_set_host_budget(4096 + 8192);
+                kernel_replay::set_device_budget(kernel_replay::DeviceBudget::Bytes(0));
+                kernel_replay::set_host_budget(Some(4096 + 8192));
             },
             snap: plain_snap,
             disarm: |_, _| {
-                kr_set_device_budget(KR_DEVICE_BUDGET_AUTO);
-                kr_set_host_budget(0);
+                kernel_replay::set_device_budget(kernel_replay::DeviceBudget::Auto);
+                kernel_replay::set_host_budget(None);
             },
         },
         DeclineCase {
             // The process's allocator refuses 8 KiB and more: the baseline's
             // 8 KiB region copy, or the pageable arena.
             name: "host buffer allocation fails",
-            reason: KR_DECLINE_HOST_MEMORY,
+            reason: DeclineReason::HostMemory,
             applies: pageable_host,
             arm: |_, _| (),
             snap: |f| with_allocations_failing_at(8192, || Snap::of(f.gpu)),
@@ -271,33 +268,33 @@ fn decline_cases() -> Vec<DeclineCase> {
         },
         DeclineCase {
             name: "pinned arena allocation fails",
-            reason: KR_DECLINE_HOST_MEMORY,
-            applies: |p| p == KR_STORAGE_PINNED,
+            reason: DeclineReason::HostMemory,
+            applies: |p| p == StoragePolicy::Pinned,
             arm: |sim, _| sim.fail_next_allocations(1),
             snap: plain_snap,
             disarm: nothing,
         },
         DeclineCase {
             name: "device arena allocation fails",
-            reason: KR_DECLINE_DEVICE_MEMORY,
-            applies: |p| p == KR_STORAGE_DEVICE,
+            reason: DeclineReason::DeviceMemory,
+            applies: |p| p == StoragePolicy::Device,
             arm: |sim, _| sim.fail_next_allocations(1),
             snap: plain_snap,
             disarm: nothing,
         },
         DeclineCase {
             name: "device budget exceeded",
-            reason: KR_DECLINE_DEVICE_MEMORY,
-            applies: |p| p == KR_STORAGE_DEVICE,
-            arm: |_, _| kr_set_device_budget(4096),
+            reason: DeclineReason::DeviceMemory,
+            applies: |p| p == StoragePolicy::Device,
+            arm: |_, _| kernel_replay::set_device_budget(kernel_replay::DeviceBudget::Bytes(4096)),
             snap: plain_snap,
-            disarm: |_, _| kr_set_device_budget(KR_DEVICE_BUDGET_AUTO),
+            disarm: |_, _| kernel_replay::set_device_budget(kernel_replay::DeviceBudget::Auto),
         },
         DeclineCase {
             // The baseline's own injection: the n-th device-to-host copy.
             name: "second device-to-host copy fails",
-            reason: KR_DECLINE_COPY_FAILED,
-            applies: |p| p == KR_STORAGE_BASELINE,
+            reason: DeclineReason::CopyFailed,
+            applies: |p| p == StoragePolicy::Baseline,
             arm: |sim, _| sim.fail_nth_d2h_copy(2),
             snap: plain_snap,
             disarm: nothing,
@@ -313,7 +310,7 @@ fn decline_cases() -> Vec<DeclineCase> {
     ] {
         cases.push(DeclineCase {
             name,
-            reason: KR_DECLINE_COPY_FAILED,
+            reason: DeclineReason::CopyFailed,
             applies: any_policy,
             arm: match region {
                 0 => |sim, f| sim.fail_copies_from(f.regions[0].0),
@@ -345,7 +342,7 @@ fn every_decline_reason_declines_cleanly_and_the_process_recovers() {
 
         let declined = (case.snap)(&f);
         assert!(!declined.ok(), "{}: declined", case.name);
-        assert_eq!(declined.reason(), case.reason, "{}", case.name);
+        assert_eq!(declined.reason(), Some(case.reason), "{}", case.name);
         assert_eq!(
             (declined.regions(), declined.bytes()),
             (0, 0),
@@ -537,9 +534,12 @@ fn not_initialized_declines_and_installing_later_recovers() {
         return;
     }
     let sim = hsa_sim::session(2);
-    capture_logs(kernel_replay::ffi::types::kr_log_level_t::KR_LOG_WARN);
+    capture_logs(kernel_replay::LogLevel::Warn);
     let declined = Snap::of(sim.gpu(0));
-    assert_eq!(declined.reason(), KR_DECLINE_NOT_INITIALIZED);
+    assert_eq!(
+        declined.reason(),
+        Some(kernel_replay::DeclineReason::NotInitialized)
+    );
     assert_nothing_held();
     assert_eq!(declined.restore().restored, 0);
     assert_eq!(logs_containing("declined").len(), 1);
@@ -560,9 +560,12 @@ fn finalize_declines_snapshots_and_stops_restores() {
     let sim = session(2);
     let f = Fixture::new(&sim);
     let earlier = Snap::of(f.gpu);
-    kr_finalize();
+    kernel_replay::finalize();
     let declined = Snap::of(f.gpu);
-    assert_eq!(declined.reason(), KR_DECLINE_FINALIZED);
+    assert_eq!(
+        declined.reason(),
+        Some(kernel_replay::DeclineReason::Finalized)
+    );
     f.mutate_all();
     let report = earlier.restore();
     assert_eq!(

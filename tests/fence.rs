@@ -10,8 +10,6 @@ use std::time::Duration;
 
 use common::*;
 use hsa_sim::{Agent, PoolKind, SimSession};
-use kernel_replay::ffi::types::*;
-use kernel_replay::ffi::*;
 
 const SIZE: usize = 64 << 10;
 const LONG: Duration = Duration::from_secs(10);
@@ -21,14 +19,16 @@ struct FenceTimeout;
 
 impl FenceTimeout {
     fn set(timeout: Duration) -> FenceTimeout {
-        kr_set_copy_fence_timeout(timeout.as_nanos() as u64);
+        kernel_replay::set_copy_fence_timeout(std::time::Duration::from_nanos(
+            timeout.as_nanos() as u64
+        ));
         FenceTimeout
     }
 }
 
 impl Drop for FenceTimeout {
     fn drop(&mut self) {
-        kr_set_copy_fence_timeout(5_000_000_000);
+        kernel_replay::set_copy_fence_timeout(std::time::Duration::from_nanos(5_000_000_000));
     }
 }
 
@@ -60,13 +60,13 @@ fn a_copy_held_by_a_dependency_declines_the_snapshot_after_the_timeout() {
         assert!(!snap.ok());
         assert_eq!(
             snap.reason(),
-            kr_decline_reason_t::KR_DECLINE_COPIES_IN_FLIGHT
+            Some(kernel_replay::DeclineReason::CopiesInFlight)
         );
         let after = stats2();
         assert_eq!(after.fence_timeouts, before.fence_timeouts + 1);
         assert_eq!(
-            after.declines[kr_decline_reason_t::KR_DECLINE_COPIES_IN_FLIGHT as usize],
-            before.declines[kr_decline_reason_t::KR_DECLINE_COPIES_IN_FLIGHT as usize] + 1
+            after.declines[kernel_replay::DeclineReason::CopiesInFlight.code() as usize],
+            before.declines[kernel_replay::DeclineReason::CopiesInFlight.code() as usize] + 1
         );
     }
 
@@ -137,7 +137,7 @@ fn a_restore_past_the_timeout_writes_nothing_and_says_so() {
         let report = snap.restore();
         assert_eq!((report.restored, report.failed), (0, 1));
         // SAFETY: a live snapshot.
-        assert!(!unsafe { kr_restore_all(snap.0) });
+        assert!(!snap.restore_all());
     }
     assert!(all(dst, SIZE, 0x22), "nothing written under the copy");
     signal_store(dependency, 0);
@@ -185,9 +185,9 @@ fn copies_that_touch_no_tracked_memory_are_not_fenced() {
     let cpu_pool = sim.pool(sim.cpu(), PoolKind::SystemFine);
     let a = pool_allocate(cpu_pool, SIZE, 0).unwrap();
     let b = pool_allocate(cpu_pool, SIZE, 0).unwrap();
-    assert!(!kr_set_tracking_enabled(false));
+    assert!(!kernel_replay::set_tracking(false));
     let untracked = device_buffer(&sim, gpu, SIZE, 0);
-    assert!(kr_set_tracking_enabled(true));
+    assert!(kernel_replay::set_tracking(true));
     let _tracked = device_buffer(&sim, gpu, SIZE, 0);
     let done = signal_create(1);
     let before = stats2();
@@ -222,7 +222,7 @@ fn rect_and_engine_copies_are_fenced_too() {
     );
     assert_eq!(
         Snap::of(gpu).reason(),
-        kr_decline_reason_t::KR_DECLINE_COPIES_IN_FLIGHT
+        Some(kernel_replay::DeclineReason::CopiesInFlight)
     );
     signal_store(dependency, 0);
     assert_eq!(signal_wait_below(done, 1, LONG), 0);
@@ -238,7 +238,7 @@ fn rect_and_engine_copies_are_fenced_too() {
                 async_copy_on_engine(dst, gpu, src, sim.cpu(), SIZE, &[dependency], done),
                 SUCCESS
             );
-            assert_eq!(Snap::of(gpu).reason(), kr_decline_reason_t::KR_DECLINE_COPIES_IN_FLIGHT);
+            assert_eq!(Snap::of(gpu).reason(), Some(kernel_replay::DeclineReason::CopiesInFlight));
             signal_store(dependency, 0);
             assert_eq!(signal_wait_below(done, 1, LONG), 0);
             assert!(all(dst, SIZE, 0x55));

@@ -7,8 +7,6 @@ mod common;
 
 use common::*;
 use hsa_sim::PoolKind;
-use kernel_replay::ffi::types::kr_decline_reason_t::*;
-use kernel_replay::ffi::types::kr_storage_policy_t::*;
 
 const REGION: usize = 64 << 20;
 const REGIONS: usize = 8;
@@ -38,7 +36,8 @@ fn a_footprint_over_the_address_space_limit_declines_with_host_memory() {
     let sim = session(1);
     // A forced device tier declines with DEVICE_MEMORY here (tested
     // elsewhere); every other policy ends in host memory.
-    let _policy = (policy() == KR_STORAGE_DEVICE).then(|| PolicyGuard::set(KR_STORAGE_AUTO));
+    let _policy = (policy() == kernel_replay::StoragePolicy::Device)
+        .then(|| PolicyGuard::set(kernel_replay::StoragePolicy::Auto));
     let gpu = sim.gpu(0);
     let pool = sim.pool(gpu, PoolKind::DeviceCoarse);
     // 512 MiB of "device" memory (the runtime's, in this process).
@@ -55,7 +54,10 @@ fn a_footprint_over_the_address_space_limit_declines_with_host_memory() {
 
     let snap = Snap::of(gpu);
     assert!(!snap.ok());
-    assert_eq!(snap.reason(), KR_DECLINE_HOST_MEMORY);
+    assert_eq!(
+        snap.reason(),
+        Some(kernel_replay::DeclineReason::HostMemory)
+    );
     assert_eq!(
         held(),
         0,

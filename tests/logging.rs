@@ -1,17 +1,55 @@
-//! Where log messages go: stderr by default (WARN and above), the level from
-//! KERNEL_REPLAY_LOG, or a callback.
+//! Where log messages go when the program installed no `log` logger of its
+//! own (a C or C++ tool): stderr by default (WARN and above), the level from
+//! KERNEL_REPLAY_LOG, or the callback of `kr_set_log_callback`. (A Rust
+//! program's own logger receives them instead: every other test binary
+//! captures them that way, see `common::capture_logs`.)
 
 mod common;
 
+use std::ffi::{c_char, c_void, CStr};
 use std::process::Command;
+use std::sync::{Mutex, PoisonError};
 
 use common::*;
-use kernel_replay::ffi::types::kr_log_level_t::*;
 use kernel_replay::ffi::*;
+use kernel_replay::LogLevel;
+
+static C_LOGS: Mutex<Vec<(LogLevel, String)>> = Mutex::new(Vec::new());
+
+/// The C callback: collects what the library's own backend hands it.
+unsafe extern "C" fn c_capture(level: LogLevel, message: *const c_char, _: *mut c_void) {
+    // SAFETY: the library passes a NUL-terminated message valid for the call.
+    let text = unsafe { CStr::from_ptr(message) }
+        .to_string_lossy()
+        .into_owned();
+    C_LOGS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .push((level, text));
+}
+
+fn c_logs() -> Vec<(LogLevel, String)> {
+    C_LOGS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone()
+}
+
+fn c_logs_clear() {
+    C_LOGS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clear();
+}
+
+fn capture_through_c(level: LogLevel) {
+    kr_set_log_callback(Some(c_capture), std::ptr::null_mut());
+    kr_set_log_level(level.code());
+}
 
 /// Declines a snapshot (no iterator) and installs nothing else: one WARN.
 fn provoke_a_warning() {
-    kr_set_executable_iterator(None);
+    kernel_replay::set_executable_iterator(None);
     // SAFETY: the snapshot is freed right away.
     unsafe { kr_snapshot_free(kr_snap(kernel_replay::hsa::hsa_agent_t { handle: 1 })) };
 }
@@ -21,31 +59,31 @@ fn the_callback_receives_messages_at_or_above_the_level() {
     if !in_child("the_callback_receives_messages_at_or_above_the_level") {
         return;
     }
-    capture_logs(KR_LOG_WARN);
+    capture_through_c(LogLevel::Warn);
     provoke_a_warning();
-    let got = logs();
+    let got = c_logs();
     assert_eq!(got.len(), 1);
-    assert_eq!(got[0].0, KR_LOG_WARN);
+    assert_eq!(got[0].0, LogLevel::Warn);
     assert!(
         got[0].1.contains("declined (not initialized)"),
         "{}",
         got[0].1
     );
 
-    logs_clear();
-    kr_set_log_level(KR_LOG_ERROR as u32);
+    c_logs_clear();
+    kr_set_log_level(LogLevel::Error.code());
     provoke_a_warning();
-    assert!(logs().is_empty(), "WARN is filtered at ERROR");
+    assert!(c_logs().is_empty(), "WARN is filtered at ERROR");
 
     // Off (0) and out-of-range levels are handled, not undefined.
     kr_set_log_level(0);
     provoke_a_warning();
-    assert!(logs().is_empty());
+    assert!(c_logs().is_empty());
     kr_set_log_level(77);
     // SAFETY: NULL tables are accepted (an INVALID_ARGUMENT, logged nowhere).
     let _ = unsafe { kr_memory_tracker_init(std::ptr::null_mut(), std::ptr::null_mut(), 3) };
     provoke_a_warning();
-    assert_eq!(logs().len(), 1, "77 clamps to TRACE: {:?}", logs());
+    assert_eq!(c_logs().len(), 1, "77 clamps to TRACE: {:?}", c_logs());
 }
 
 #[test]
@@ -55,10 +93,10 @@ fn messages_go_to_stderr_by_default_and_back_after_a_null_callback() {
     }
     // The parent checks this process's stderr below.
     provoke_a_warning();
-    kr_set_log_callback(Some(capture_log), std::ptr::null_mut());
+    kr_set_log_callback(Some(c_capture), std::ptr::null_mut());
     kr_set_log_callback(None, std::ptr::null_mut());
     provoke_a_warning();
-    assert!(logs().is_empty(), "NULL callback: back to stderr");
+    assert!(c_logs().is_empty(), "NULL callback: back to stderr");
 }
 
 #[test]
@@ -97,15 +135,15 @@ fn info_level_from_the_environment_reaches_the_callback() {
         return;
     }
     let sim = hsa_sim::session(1);
-    kr_set_log_callback(Some(capture_log), std::ptr::null_mut());
+    kr_set_log_callback(Some(c_capture), std::ptr::null_mut());
     // SAFETY: the runtime's tables.
     unsafe { kr_memory_tracker_init(core_table(), amd_table(), 0) };
     drop(sim);
     assert!(
-        logs()
+        c_logs()
             .iter()
-            .any(|(l, m)| *l == KR_LOG_INFO && m.contains("wrappers installed")),
+            .any(|(l, m)| *l == LogLevel::Info && m.contains("wrappers installed")),
         "{:?}",
-        logs()
+        c_logs()
     );
 }

@@ -2,12 +2,8 @@
 
 mod common;
 
-use std::ffi::c_void;
-
 use common::*;
-use kernel_replay::ffi::types::kr_decline_reason_t::*;
-use kernel_replay::ffi::types::*;
-use kernel_replay::ffi::*;
+use kernel_replay::ReplayOutcome;
 
 /// What the pass function saw: per pass, the input bytes at entry.
 struct Kernel {
@@ -17,9 +13,7 @@ struct Kernel {
 }
 
 /// A "kernel" that accumulates into its buffer and bumps a module counter.
-unsafe extern "C" fn accumulate(pass: u32, user: *mut c_void) {
-    // SAFETY: the test passes a Kernel.
-    let k = unsafe { &mut *user.cast::<Kernel>() };
+fn accumulate(pass: u32, k: &mut Kernel) {
     let input = bytes(k.buffer, 64);
     let counter = bytes(k.counter, 1)[0];
     k.seen.push((pass, input.clone(), counter));
@@ -50,16 +44,8 @@ fn kernel(sim: &hsa_sim::SimSession) -> Kernel {
     }
 }
 
-fn replay(gpu: hsa_sim::Agent, passes: u32, k: &mut Kernel) -> kr_replay_result_t {
-    // SAFETY: accumulate matches kr_pass_fn_t and gets the Kernel.
-    unsafe {
-        kr_replay(
-            agent(gpu),
-            passes,
-            Some(accumulate),
-            (k as *mut Kernel).cast(),
-        )
-    }
+fn replay(gpu: hsa_sim::Agent, passes: u32, k: &mut Kernel) -> ReplayOutcome {
+    kernel_replay::replay(agent(gpu), passes, |pass| accumulate(pass, k))
 }
 
 #[test]
@@ -69,7 +55,7 @@ fn every_pass_sees_the_inputs_of_the_first() {
     let result = replay(sim.gpu(0), 5, &mut k);
     assert!(result.replayed);
     assert_eq!(result.passes_run, 5);
-    assert_eq!(result.decline_reason, KR_DECLINE_NONE);
+    assert_eq!(result.decline, None);
     assert_eq!(result.restore_failures, 0);
     assert_eq!(
         k.seen.iter().map(|s| s.0).collect::<Vec<_>>(),
@@ -107,8 +93,8 @@ fn one_pass_or_none_runs_once_without_a_snapshot() {
         let mut k = kernel(&sim);
         let result = replay(sim.gpu(0), passes, &mut k);
         assert_eq!(
-            (result.replayed, result.passes_run, result.decline_reason),
-            (false, 1, KR_DECLINE_NONE)
+            (result.replayed, result.passes_run, result.decline),
+            (false, 1, None)
         );
         assert_eq!(k.seen.len(), 1);
         assert_eq!(copies(&sim), 0);
@@ -122,8 +108,8 @@ fn a_declined_snapshot_runs_the_dispatch_exactly_once() {
     sim.fail_copies_from(k.counter);
     let result = replay(sim.gpu(0), 5, &mut k);
     assert_eq!(
-        (result.replayed, result.passes_run, result.decline_reason),
-        (false, 1, KR_DECLINE_COPY_FAILED)
+        (result.replayed, result.passes_run, result.decline),
+        (false, 1, Some(kernel_replay::DeclineReason::CopyFailed))
     );
     assert_eq!(k.seen.len(), 1);
     assert_eq!(k.seen[0].0, 0);
@@ -147,24 +133,15 @@ fn restore_failures_are_counted_across_the_window() {
 }
 
 #[test]
-fn no_pass_function_runs_nothing() {
-    let sim = session(1);
-    // SAFETY: NULL pass function is accepted.
-    let result = unsafe { kr_replay(agent(sim.gpu(0)), 3, None, std::ptr::null_mut()) };
-    assert_eq!((result.replayed, result.passes_run), (false, 0));
-    assert_eq!(copies(&sim), 0);
-}
-
-#[test]
 fn the_gate_admits_exactly_one_packet_with_one_dispatch() {
     if !in_child("the_gate_admits_exactly_one_packet_with_one_dispatch") {
         return;
     }
     let _sim = session(1);
-    assert!(kr_replay_gate(1, 1, false));
+    assert!(kernel_replay::replay_gate(1, 1, false));
     for (packets, dispatches) in [(0, 0), (1, 0), (0, 1), (1, 2)] {
         assert!(
-            !kr_replay_gate(packets, dispatches, false),
+            !kernel_replay::replay_gate(packets, dispatches, false),
             "{packets} packets, {dispatches} dispatches"
         );
     }
@@ -172,10 +149,10 @@ fn the_gate_admits_exactly_one_packet_with_one_dispatch() {
 
     // A graph launch and a batch each warn once per process, then stay silent.
     for _ in 0..3 {
-        assert!(!kr_replay_gate(1, 1, true));
-        assert!(!kr_replay_gate(3, 3, false));
+        assert!(!kernel_replay::replay_gate(1, 1, true));
+        assert!(!kernel_replay::replay_gate(3, 3, false));
     }
     assert_eq!(logs_containing("graph").len(), 1);
     assert_eq!(logs_containing("multi-packet").len(), 1);
-    assert!(kr_replay_gate(1, 1, false));
+    assert!(kernel_replay::replay_gate(1, 1, false));
 }

@@ -12,9 +12,6 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::*;
 use hsa_sim::{fresh_amd_ext_table, fresh_core_table, PoolKind};
-use kernel_replay::ffi::types::kr_decline_reason_t::*;
-use kernel_replay::ffi::types::kr_status_t::*;
-use kernel_replay::ffi::*;
 use kernel_replay::hsa::{hsa_status_t, AmdExtTable, CoreApiTable};
 
 /// The SDK's `restore_table`: the runtime's original entries back into the
@@ -37,17 +34,17 @@ fn restore_original_tables() {
     }
 }
 
-fn init() -> kernel_replay::ffi::types::kr_status_t {
+fn init() -> Result<kernel_replay::Installed, kernel_replay::InstallError> {
     // SAFETY: the runtime's own tables.
-    unsafe { kr_memory_tracker_init(core_table(), amd_table(), 0) }
+    unsafe { kernel_replay::install(core_table(), amd_table(), 0) }
 }
 
 /// The process-wide setup of each test: the runtime, installed, tracking on.
 fn installed_session() -> hsa_sim::SimSession {
     let sim = hsa_sim::session(1);
-    assert_eq!(init(), KR_STATUS_SUCCESS);
-    assert!(kr_set_tracking_enabled(true));
-    capture_logs(kernel_replay::ffi::types::kr_log_level_t::KR_LOG_WARN);
+    assert_eq!(init(), Ok(kernel_replay::Installed::Installed));
+    assert!(kernel_replay::set_tracking(true));
+    capture_logs(kernel_replay::LogLevel::Warn);
     sim
 }
 
@@ -62,7 +59,7 @@ fn a_snapshot_after_the_tables_were_restored_declines_and_drops_the_inventory() 
     let freed = device_buffer(&sim, gpu, 4096, 2);
     let before = Snap::of(gpu);
     assert!(before.ok());
-    assert_eq!(kr_tracked_count(agent(gpu)), 2);
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 2);
 
     restore_original_tables();
     // The application frees and allocates while the wrappers are out.
@@ -70,9 +67,12 @@ fn a_snapshot_after_the_tables_were_restored_declines_and_drops_the_inventory() 
     let unseen = device_buffer(&sim, gpu, 4096, 3);
 
     let declined = Snap::of(gpu);
-    assert_eq!(declined.reason(), KR_DECLINE_WRAPPERS_REMOVED);
     assert_eq!(
-        kr_tracked_count(agent(gpu)),
+        declined.reason(),
+        Some(kernel_replay::DeclineReason::WrappersRemoved)
+    );
+    assert_eq!(
+        kernel_replay::tracked(agent(gpu)).regions,
         0,
         "the stale inventory is dropped"
     );
@@ -82,28 +82,29 @@ fn a_snapshot_after_the_tables_were_restored_declines_and_drops_the_inventory() 
     let report = before.restore();
     assert_eq!((report.restored, report.failed), (0, 0));
     // SAFETY: a live snapshot.
-    assert!(
-        !unsafe { kr_restore_all(before.0) },
-        "not a complete restore"
-    );
+    assert!(!before.restore_all(), "not a complete restore");
     assert!(all(kept, 4096, 9));
     assert_eq!(sim.copy_violations(), 0, "no copy touched the freed buffer");
     assert!(sim.quarantine_intact());
 
     // The SDK calls init again: the wrappers go back in.
-    assert_eq!(init(), KR_STATUS_SUCCESS);
+    assert_eq!(init(), Ok(kernel_replay::Installed::Installed));
     let fresh = device_buffer(&sim, gpu, 8192, 4);
     let after = Snap::of(gpu);
     assert!(after.ok(), "{:?}", after.reason());
     assert_eq!(after.regions(), 1, "only what was allocated since");
     fill(fresh, 8192, 5);
     // SAFETY: a live snapshot.
-    assert!(unsafe { kr_restore_all(after.0) });
+    assert!(after.restore_all());
     assert!(all(fresh, 8192, 4));
     for p in [kept, unseen, fresh] {
         assert_eq!(pool_free(p), SUCCESS);
     }
-    assert_eq!(kr_tracked_count(agent(gpu)), 0, "frees are seen again");
+    assert_eq!(
+        kernel_replay::tracked(agent(gpu)).regions,
+        0,
+        "frees are seen again"
+    );
 }
 
 #[test]
@@ -118,10 +119,18 @@ fn init_after_the_tables_were_restored_installs_again_before_any_snapshot() {
 
     restore_original_tables();
     assert_eq!(pool_free(freed), SUCCESS);
-    assert_eq!(init(), KR_STATUS_SUCCESS, "re-installed");
-    assert_eq!(init(), KR_STATUS_ALREADY_INSTALLED, "and only once");
     assert_eq!(
-        kr_tracked_count(agent(gpu)),
+        init(),
+        Ok(kernel_replay::Installed::Installed),
+        "re-installed"
+    );
+    assert_eq!(
+        init(),
+        Ok(kernel_replay::Installed::AlreadyInstalled),
+        "and only once"
+    );
+    assert_eq!(
+        kernel_replay::tracked(agent(gpu)).regions,
         0,
         "what was recorded before the re-install is dropped"
     );
@@ -173,10 +182,14 @@ fn a_wrapper_layered_over_ours_keeps_ours_in_place_and_is_never_chained_to() {
     assert!(snapshot.ok(), "{:?}", snapshot.reason());
     assert_eq!(snapshot.regions(), 1);
     // init again must not capture the layered wrapper (which leads to ours).
-    assert_eq!(init(), KR_STATUS_ALREADY_INSTALLED);
+    assert_eq!(init(), Ok(kernel_replay::Installed::AlreadyInstalled));
     assert_eq!(pool_free(buffer), SUCCESS);
     assert_eq!(LAYERED_CALLS.load(Ordering::Relaxed), 1);
-    assert_eq!(kr_tracked_count(agent(gpu)), 0, "the free was seen");
+    assert_eq!(
+        kernel_replay::tracked(agent(gpu)).regions,
+        0,
+        "the free was seen"
+    );
     assert_eq!(snapshot.restore().skipped_not_live, 1);
     assert_eq!(sim.copy_violations(), 0);
     let _ = sim.pool(gpu, PoolKind::DeviceCoarse);

@@ -5,42 +5,24 @@ mod common;
 
 use common::*;
 use hsa_sim::PoolKind;
-use kernel_replay::ffi::types::*;
-use kernel_replay::ffi::*;
+use kernel_replay::RestoreReport;
 
 #[test]
-fn null_and_declined_snapshots_restore_nothing() {
+fn declined_snapshots_restore_nothing() {
     let sim = session(1);
     let gpu = sim.gpu(0);
     let p = device_buffer(&sim, gpu, 4096, 1);
-    let mut report = kr_restore_report_t {
-        restored: 7,
-        skipped_not_live: 7,
-        failed: 7,
-    };
-    // SAFETY: NULL is accepted.
-    assert_eq!(unsafe { kr_restore(std::ptr::null()) }, 0);
-    // SAFETY: NULL snapshot, writable report.
-    assert_eq!(
-        unsafe { kr_restore_with_report(std::ptr::null(), &mut report) },
-        0
-    );
-    assert_eq!(report, kr_restore_report_t::default());
     // No iterator set and a runtime without the loader extension: declined.
     sim.fail_loader_extension(true);
     let declined = Snap::of(gpu);
     sim.fail_loader_extension(false);
     assert!(!declined.ok());
     fill(p, 4096, 2);
-    // SAFETY: a live (declined) snapshot; NULL report.
-    assert_eq!(
-        unsafe { kr_restore_with_report(declined.0, std::ptr::null_mut()) },
-        0
+    assert_eq!(declined.restore(), RestoreReport::default());
+    assert!(
+        !declined.restore_all(),
+        "a declined snapshot is not restored"
     );
-    // SAFETY: NULL and a live (declined) snapshot: neither was restored.
-    assert!(!unsafe { kr_restore_all(std::ptr::null()) });
-    // SAFETY: as above.
-    assert!(!unsafe { kr_restore_all(declined.0) });
     assert_eq!(copies(&sim), 0);
     assert!(all(p, 4096, 2));
 }
@@ -60,7 +42,7 @@ fn a_reused_address_is_another_allocation_and_is_not_written() {
     let reused = pool_allocate(pool, 4096, 0).unwrap();
     assert_eq!(reused, goes, "the runtime handed the freed address back");
     assert_eq!(
-        kr_tracked_count(agent(gpu)),
+        kernel_replay::tracked(agent(gpu)).regions,
         2,
         "the new allocation is tracked"
     );

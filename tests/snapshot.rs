@@ -3,9 +3,6 @@
 mod common;
 
 use common::*;
-use kernel_replay::ffi::types::kr_decline_reason_t::*;
-use kernel_replay::ffi::types::*;
-use kernel_replay::ffi::*;
 
 #[test]
 fn captures_the_agents_tracked_allocations_and_module_variables() {
@@ -25,7 +22,7 @@ fn captures_the_agents_tracked_allocations_and_module_variables() {
 
     let snap = Snap::of(gpu0);
     assert!(snap.ok());
-    assert_eq!(snap.reason(), KR_DECLINE_NONE);
+    assert_eq!(snap.reason(), None);
     assert_eq!(
         snap.regions(),
         4,
@@ -35,7 +32,7 @@ fn captures_the_agents_tracked_allocations_and_module_variables() {
     assert!(held() >= snap.bytes(), "the copies are held somewhere");
     if is_baseline() {
         assert_eq!(
-            kr_host_bytes_in_use(),
+            kernel_replay::host_bytes_in_use(),
             snap.bytes(),
             "the baseline holds exactly the bytes"
         );
@@ -167,29 +164,44 @@ fn two_symbols_at_one_address_keep_the_larger_extent() {
 
 #[test]
 fn the_host_budget_holds_across_live_snapshots() {
-    use kernel_replay::ffi::types::kr_storage_policy_t::*;
     // The host budget bounds the host tiers; the device tier has its own.
-    for host_policy in [KR_STORAGE_BASELINE, KR_STORAGE_PAGEABLE, KR_STORAGE_PINNED] {
+    for host_policy in [
+        kernel_replay::StoragePolicy::Baseline,
+        kernel_replay::StoragePolicy::Pageable,
+        kernel_replay::StoragePolicy::Pinned,
+    ] {
         let sim = session(1);
         let _policy = PolicyGuard::set(host_policy);
         let gpu = sim.gpu(0);
         let a = device_buffer(&sim, gpu, 4096, 1);
         let b = device_buffer(&sim, gpu, 8192, 2);
-        kr_set_host_budget(4096 + 8192);
+        kernel_replay::set_host_budget(Some(4096 + 8192));
         let first = Snap::of(gpu);
         assert!(first.ok(), "{host_policy:?}: {:?}", logs());
-        assert_eq!(kr_host_bytes_in_use(), 4096 + 8192, "{host_policy:?}");
+        assert_eq!(
+            kernel_replay::host_bytes_in_use(),
+            4096 + 8192,
+            "{host_policy:?}"
+        );
         // A second one does not fit beside it, and leaves nothing behind.
         let second = Snap::of(gpu);
-        assert_eq!(second.reason(), KR_DECLINE_HOST_MEMORY, "{host_policy:?}");
-        assert_eq!(kr_host_bytes_in_use(), 4096 + 8192, "{host_policy:?}");
+        assert_eq!(
+            second.reason(),
+            Some(kernel_replay::DeclineReason::HostMemory),
+            "{host_policy:?}"
+        );
+        assert_eq!(
+            kernel_replay::host_bytes_in_use(),
+            4096 + 8192,
+            "{host_policy:?}"
+        );
         drop(first);
         assert!(
             Snap::of(gpu).ok(),
             "{host_policy:?}: it fits once the first is released"
         );
         assert_nothing_held();
-        kr_set_host_budget(0);
+        kernel_replay::set_host_budget(None);
         pool_free(a);
         pool_free(b);
     }
@@ -201,7 +213,7 @@ fn a_region_freed_while_the_snapshot_runs_is_dropped_not_a_failure() {
     // read: a free there is a free between inventory and copy.
     static FREE_ME: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     unsafe extern "C" fn iterate_and_free(
-        callback: kr_executable_callback_t,
+        callback: Option<kernel_replay::ExecutableCallback>,
         data: *mut std::ffi::c_void,
     ) -> kernel_replay::hsa::hsa_status_t {
         let p = FREE_ME.swap(0, std::sync::atomic::Ordering::SeqCst) as *mut u8;
@@ -216,9 +228,9 @@ fn a_region_freed_while_the_snapshot_runs_is_dropped_not_a_failure() {
     let keep = device_buffer(&sim, gpu, 4096, 1);
     let doomed = device_buffer(&sim, gpu, 4096, 2);
     FREE_ME.store(doomed as usize, std::sync::atomic::Ordering::SeqCst);
-    kr_set_executable_iterator(Some(iterate_and_free));
+    kernel_replay::set_executable_iterator(Some(iterate_and_free));
     let snap = Snap::of(gpu);
-    kr_set_executable_iterator(None);
+    kernel_replay::set_executable_iterator(None);
     assert!(snap.ok());
     assert_eq!(snap.regions(), 1);
     assert_eq!(snap.bytes(), 4096);
@@ -233,7 +245,7 @@ fn the_runtime_loaders_iterator_is_used_unless_the_tool_sets_one() {
     static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     /// A tool's iterator that reports no executable at all.
     unsafe extern "C" fn reports_nothing(
-        _: kr_executable_callback_t,
+        _: Option<kernel_replay::ExecutableCallback>,
         _: *mut std::ffi::c_void,
     ) -> kernel_replay::hsa::hsa_status_t {
         CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -250,9 +262,9 @@ fn the_runtime_loaders_iterator_is_used_unless_the_tool_sets_one() {
     assert!(through_loader.ok());
     assert_eq!(through_loader.regions(), 1);
     // A tool's own iterator overrides it.
-    kr_set_executable_iterator(Some(reports_nothing));
+    kernel_replay::set_executable_iterator(Some(reports_nothing));
     let through_tool = Snap::of(gpu);
-    kr_set_executable_iterator(None);
+    kernel_replay::set_executable_iterator(None);
     assert!(through_tool.ok());
     assert_eq!(through_tool.regions(), 0);
     assert_eq!(CALLS.load(std::sync::atomic::Ordering::Relaxed), 1);
@@ -264,7 +276,7 @@ fn the_runtime_loaders_iterator_is_used_unless_the_tool_sets_one() {
     sim.fail_loader_extension(false);
     assert_eq!(
         declined.reason(),
-        kernel_replay::ffi::types::kr_decline_reason_t::KR_DECLINE_NO_EXECUTABLE_ITERATOR
+        Some(kernel_replay::DeclineReason::NoExecutableIterator)
     );
 }
 
@@ -278,9 +290,10 @@ fn snapshots_of_an_unknown_agent_are_empty_and_ok() {
     assert!(snap.ok());
     assert_eq!(snap.regions(), 0);
     assert_eq!(
-        kr_tracked_count(agent(hsa_sim::Agent {
+        kernel_replay::tracked(agent(hsa_sim::Agent {
             handle: 0xDEAD_BEEF
-        })),
+        }))
+        .regions,
         0
     );
 }

@@ -5,11 +5,6 @@ mod common;
 
 use common::*;
 use hsa_sim::{CopyDirection, PoolKind};
-use kernel_replay::ffi::types::kr_decline_reason_t::*;
-use kernel_replay::ffi::types::kr_storage_policy_t::*;
-use kernel_replay::ffi::types::kr_storage_tier_t::*;
-use kernel_replay::ffi::types::KR_DEVICE_BUDGET_AUTO;
-use kernel_replay::ffi::*;
 
 /// Two buffers and a module variable on gpu0, filled with known bytes.
 fn workload(sim: &hsa_sim::SimSession) -> Vec<(*mut u8, usize, u8)> {
@@ -39,20 +34,24 @@ const TOTAL: u64 = 100_000 + 4096 + 64;
 #[test]
 fn auto_keeps_everything_in_device_memory_when_it_fits() {
     let sim = session(1);
-    let _p = PolicyGuard::set(KR_STORAGE_AUTO);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Auto);
     let regions = workload(&sim);
-    let tracked_before = kr_tracked_count(agent(sim.gpu(0)));
+    let tracked_before = kernel_replay::tracked(agent(sim.gpu(0))).regions;
     let snap = Snap::of(sim.gpu(0));
     assert!(snap.ok());
-    assert_eq!(snap.tier_bytes(KR_TIER_DEVICE), TOTAL);
+    assert_eq!(snap.tier_bytes(kernel_replay::Tier::Device), TOTAL);
     assert_eq!(
-        snap.tier_bytes(KR_TIER_PINNED) + snap.tier_bytes(KR_TIER_PAGEABLE),
+        snap.tier_bytes(kernel_replay::Tier::Pinned)
+            + snap.tier_bytes(kernel_replay::Tier::Pageable),
         0
     );
-    assert!(kr_device_bytes_in_use() >= TOTAL);
-    assert_eq!(kr_host_bytes_in_use(), 0);
+    assert!(kernel_replay::device_bytes_in_use() >= TOTAL);
+    assert_eq!(kernel_replay::host_bytes_in_use(), 0);
     // The arena is the library's: never tracked, never captured itself.
-    assert_eq!(kr_tracked_count(agent(sim.gpu(0))), tracked_before);
+    assert_eq!(
+        kernel_replay::tracked(agent(sim.gpu(0))).regions,
+        tracked_before
+    );
     assert_eq!(snap.regions(), 3);
     assert_eq!(
         copies(&sim),
@@ -67,14 +66,14 @@ fn auto_keeps_everything_in_device_memory_when_it_fits() {
 #[test]
 fn auto_spills_past_the_device_budget_to_pinned_then_pageable() {
     let sim = session(1);
-    let _p = PolicyGuard::set(KR_STORAGE_AUTO);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Auto);
     let regions = workload(&sim);
     // Room for the first region only on the device.
-    kr_set_device_budget(100_000);
+    kernel_replay::set_device_budget(kernel_replay::DeviceBudget::Bytes(100_000));
     let snap = Snap::of(sim.gpu(0));
     let (device, pinned) = (
-        snap.tier_bytes(KR_TIER_DEVICE),
-        snap.tier_bytes(KR_TIER_PINNED),
+        snap.tier_bytes(kernel_replay::Tier::Device),
+        snap.tier_bytes(kernel_replay::Tier::Pinned),
     );
     assert!(
         device > 0 && device <= 100_000,
@@ -83,37 +82,40 @@ fn auto_spills_past_the_device_budget_to_pinned_then_pageable() {
     assert!(pinned > 0, "the rest goes to pinned memory");
     assert_eq!(device + pinned, TOTAL);
     drop(snap);
-    kr_trim_retained();
+    kernel_replay::trim_retained();
     // Without a device tier and with too little host budget for pinned and
     // pageable together, it declines.
-    kr_set_device_budget(0);
-    kr_set_host_budget(TOTAL + 3 * 256); // room for the aligned packing
+    kernel_replay::set_device_budget(kernel_replay::DeviceBudget::Bytes(0));
+    kernel_replay::set_host_budget(Some(TOTAL + 3 * 256)); // room for the aligned packing
     let snap = Snap::of(sim.gpu(0));
     assert!(snap.ok(), "{:?}", logs());
-    assert_eq!(snap.tier_bytes(KR_TIER_DEVICE), 0);
-    assert!(snap.tier_bytes(KR_TIER_PINNED) > 0);
+    assert_eq!(snap.tier_bytes(kernel_replay::Tier::Device), 0);
+    assert!(snap.tier_bytes(kernel_replay::Tier::Pinned) > 0);
     mutate(&regions);
     assert_eq!(snap.restore().restored, 3);
     assert!(restored(&regions));
     drop(snap);
-    kr_set_host_budget(1000);
-    kr_trim_retained();
-    assert_eq!(Snap::of(sim.gpu(0)).reason(), KR_DECLINE_HOST_MEMORY);
-    kr_set_host_budget(0);
-    kr_set_device_budget(KR_DEVICE_BUDGET_AUTO);
+    kernel_replay::set_host_budget(Some(1000));
+    kernel_replay::trim_retained();
+    assert_eq!(
+        Snap::of(sim.gpu(0)).reason(),
+        Some(kernel_replay::DeclineReason::HostMemory)
+    );
+    kernel_replay::set_host_budget(None);
+    kernel_replay::set_device_budget(kernel_replay::DeviceBudget::Auto);
 }
 
 #[test]
 fn auto_falls_back_when_a_tier_cannot_be_allocated() {
     let sim = session(1);
-    let _p = PolicyGuard::set(KR_STORAGE_AUTO);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Auto);
     let regions = workload(&sim);
     // The device arena allocation fails, then the pinned one: pageable.
     sim.fail_next_allocations(2);
     let snap = Snap::of(sim.gpu(0));
     assert!(snap.ok());
-    assert_eq!(snap.tier_bytes(KR_TIER_PAGEABLE), TOTAL);
-    assert!(kr_host_bytes_in_use() >= TOTAL);
+    assert_eq!(snap.tier_bytes(kernel_replay::Tier::Pageable), TOTAL);
+    assert!(kernel_replay::host_bytes_in_use() >= TOTAL);
     mutate(&regions);
     assert_eq!(snap.restore().restored, 3);
     assert!(restored(&regions));
@@ -122,24 +124,36 @@ fn auto_falls_back_when_a_tier_cannot_be_allocated() {
 #[test]
 fn a_runtime_without_the_free_memory_query_sizes_the_device_tier_by_the_pool() {
     let sim = session(1);
-    let _p = PolicyGuard::set(KR_STORAGE_AUTO);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Auto);
     sim.set_memory_avail_supported(false);
     workload(&sim);
     let snap = Snap::of(sim.gpu(0));
-    assert_eq!(snap.tier_bytes(KR_TIER_DEVICE), TOTAL);
+    assert_eq!(snap.tier_bytes(kernel_replay::Tier::Device), TOTAL);
 }
 
 #[test]
 fn each_forced_policy_keeps_copies_in_its_own_tier() {
     for (policy, tier) in [
-        (KR_STORAGE_DEVICE, Some(KR_TIER_DEVICE)),
-        (KR_STORAGE_PINNED, Some(KR_TIER_PINNED)),
-        (KR_STORAGE_PAGEABLE, Some(KR_TIER_PAGEABLE)),
-        (KR_STORAGE_BASELINE, Some(KR_TIER_PAGEABLE)),
+        (
+            kernel_replay::StoragePolicy::Device,
+            Some(kernel_replay::Tier::Device),
+        ),
+        (
+            kernel_replay::StoragePolicy::Pinned,
+            Some(kernel_replay::Tier::Pinned),
+        ),
+        (
+            kernel_replay::StoragePolicy::Pageable,
+            Some(kernel_replay::Tier::Pageable),
+        ),
+        (
+            kernel_replay::StoragePolicy::Baseline,
+            Some(kernel_replay::Tier::Pageable),
+        ),
     ] {
         let sim = session(1);
         let _p = PolicyGuard::set(policy);
-        assert_eq!(kr_storage_policy(), policy);
+        assert_eq!(kernel_replay::storage_policy(), policy);
         let regions = workload(&sim);
         let snap = Snap::of(sim.gpu(0));
         assert!(snap.ok(), "{policy:?}");
@@ -148,14 +162,14 @@ fn each_forced_policy_keeps_copies_in_its_own_tier() {
         mutate(&regions);
         assert_eq!(snap.restore().restored, 3, "{policy:?}");
         assert!(restored(&regions), "{policy:?}");
-        if policy == KR_STORAGE_BASELINE {
+        if policy == kernel_replay::StoragePolicy::Baseline {
             assert_eq!(
                 sim.async_copy_count(),
                 0,
                 "the baseline copies one blocking copy at a time"
             );
             assert_eq!(
-                kr_host_bytes_in_use(),
+                kernel_replay::host_bytes_in_use(),
                 TOTAL,
                 "one buffer per region, exactly"
             );
@@ -164,29 +178,27 @@ fn each_forced_policy_keeps_copies_in_its_own_tier() {
 }
 
 #[test]
-fn an_unknown_policy_is_refused_and_changes_nothing() {
-    let _sim = session(1);
-    let before = kr_storage_policy();
-    assert!(!kr_set_storage_policy(99));
-    assert_eq!(kr_storage_policy(), before);
-}
-
-#[test]
 fn a_forced_device_tier_that_does_not_fit_declines_with_device_memory() {
     let sim = session(1);
-    let _p = PolicyGuard::set(KR_STORAGE_DEVICE);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Device);
     workload(&sim);
-    kr_set_device_budget(50_000);
+    kernel_replay::set_device_budget(kernel_replay::DeviceBudget::Bytes(50_000));
     let snap = Snap::of(sim.gpu(0));
-    assert_eq!(snap.reason(), KR_DECLINE_DEVICE_MEMORY);
+    assert_eq!(
+        snap.reason(),
+        Some(kernel_replay::DeclineReason::DeviceMemory)
+    );
     assert!(logs_containing("device budget").len() == 1, "{:?}", logs());
     assert_nothing_held();
-    kr_set_device_budget(KR_DEVICE_BUDGET_AUTO);
+    kernel_replay::set_device_budget(kernel_replay::DeviceBudget::Auto);
     // A CPU agent has no device tier at all.
     let cpu = sim.cpu();
     device_buffer_on(&sim, cpu);
     logs_clear();
-    assert_eq!(Snap::of(cpu).reason(), KR_DECLINE_DEVICE_MEMORY);
+    assert_eq!(
+        Snap::of(cpu).reason(),
+        Some(kernel_replay::DeclineReason::DeviceMemory)
+    );
     assert_eq!(logs_containing("no device tier").len(), 1, "{:?}", logs());
 }
 
@@ -198,10 +210,10 @@ fn device_buffer_on(sim: &hsa_sim::SimSession, cpu: hsa_sim::Agent) {
 #[test]
 fn steady_replay_reuses_its_arenas_and_allocates_nothing() {
     for policy in [
-        KR_STORAGE_AUTO,
-        KR_STORAGE_DEVICE,
-        KR_STORAGE_PINNED,
-        KR_STORAGE_PAGEABLE,
+        kernel_replay::StoragePolicy::Auto,
+        kernel_replay::StoragePolicy::Device,
+        kernel_replay::StoragePolicy::Pinned,
+        kernel_replay::StoragePolicy::Pageable,
     ] {
         let sim = session(1);
         let _p = PolicyGuard::set(policy);
@@ -233,12 +245,12 @@ fn steady_replay_reuses_its_arenas_and_allocates_nothing() {
             "{policy:?}"
         );
         // Trimming releases it, and the count says how much.
-        let released = kr_trim_retained();
+        let released = kernel_replay::trim_retained();
         assert_eq!(released, held_after_first, "{policy:?}");
         assert_nothing_held();
         assert_eq!(
             sim.live_allocation_count(),
-            live - u64::from(policy != KR_STORAGE_PAGEABLE)
+            live - u64::from(policy != kernel_replay::StoragePolicy::Pageable)
         );
     }
 }
@@ -246,13 +258,16 @@ fn steady_replay_reuses_its_arenas_and_allocates_nothing() {
 #[test]
 fn two_live_snapshots_of_one_agent_get_two_arenas_and_the_larger_is_kept() {
     let sim = session(1);
-    let _p = PolicyGuard::set(KR_STORAGE_DEVICE);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Device);
     let gpu = sim.gpu(0);
     let small = device_buffer(&sim, gpu, 4096, 1);
     let first = Snap::of(gpu);
     let big = device_buffer(&sim, gpu, 1 << 20, 2);
     let second = Snap::of(gpu);
-    assert_eq!(kr_device_bytes_in_use(), 4096 + (4096 + (1 << 20)));
+    assert_eq!(
+        kernel_replay::device_bytes_in_use(),
+        4096 + (4096 + (1 << 20))
+    );
     fill(small, 4096, 7);
     assert_eq!(
         first.restore().restored,
@@ -270,7 +285,7 @@ fn two_live_snapshots_of_one_agent_get_two_arenas_and_the_larger_is_kept() {
 #[test]
 fn batched_copies_go_through_async_copy_unless_turned_off() {
     let sim = session(1);
-    let _p = PolicyGuard::set(KR_STORAGE_DEVICE);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Device);
     let _b = BatchGuard::set(true);
     let regions = workload(&sim);
     let snap = Snap::of(sim.gpu(0));
@@ -283,7 +298,7 @@ fn batched_copies_go_through_async_copy_unless_turned_off() {
         "three regions captured, three restored"
     );
     drop(snap);
-    kr_set_batched_copies(false);
+    kernel_replay::set_batched_copies(false);
     let before = sim.async_copy_count();
     let snap = Snap::of(sim.gpu(0));
     mutate(&regions);
@@ -295,7 +310,7 @@ fn batched_copies_go_through_async_copy_unless_turned_off() {
 #[test]
 fn a_refused_async_submission_falls_back_to_a_blocking_copy() {
     let sim = session(1);
-    let _p = PolicyGuard::set(KR_STORAGE_DEVICE);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Device);
     let _b = BatchGuard::set(true);
     let regions = workload(&sim);
     let snap = Snap::of(sim.gpu(0));
@@ -309,7 +324,7 @@ fn a_refused_async_submission_falls_back_to_a_blocking_copy() {
 #[test]
 fn more_regions_than_the_copy_window_are_all_copied_and_checked() {
     let sim = session(1);
-    let _p = PolicyGuard::set(KR_STORAGE_DEVICE);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Device);
     let gpu = sim.gpu(0);
     let pool = sim.pool(gpu, PoolKind::DeviceCoarse);
     let buffers: Vec<*mut u8> = (0..300u32)
@@ -340,7 +355,7 @@ fn more_regions_than_the_copy_window_are_all_copied_and_checked() {
 #[test]
 fn discovery_walks_each_executable_once_while_it_stays_loaded() {
     let sim = session(1);
-    let _p = PolicyGuard::set(KR_STORAGE_AUTO);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Auto);
     let gpu = sim.gpu(0);
     let exe = sim.executable_create();
     let v = sim.add_variable(exe, gpu, "v", 32, false);
@@ -359,25 +374,31 @@ fn discovery_walks_each_executable_once_while_it_stays_loaded() {
     // meets the failing query).
     let late = sim.executable_create();
     sim.add_variable(late, gpu, "w", 8, false);
-    assert_eq!(Snap::of(gpu).reason(), KR_DECLINE_SYMBOL_ENUMERATION);
+    assert_eq!(
+        Snap::of(gpu).reason(),
+        Some(kernel_replay::DeclineReason::SymbolEnumeration)
+    );
     sim.fail_symbol_query(
         kernel_replay::hsa::sys::HSA_EXECUTABLE_SYMBOL_INFO_TYPE,
         false,
     );
     assert_eq!(Snap::of(gpu).regions(), 2);
     // The baseline walks everything every time.
-    let _b = PolicyGuard::set(KR_STORAGE_BASELINE);
+    let _b = PolicyGuard::set(kernel_replay::StoragePolicy::Baseline);
     sim.fail_symbol_query(
         kernel_replay::hsa::sys::HSA_EXECUTABLE_SYMBOL_INFO_TYPE,
         true,
     );
-    assert_eq!(Snap::of(gpu).reason(), KR_DECLINE_SYMBOL_ENUMERATION);
+    assert_eq!(
+        Snap::of(gpu).reason(),
+        Some(kernel_replay::DeclineReason::SymbolEnumeration)
+    );
 }
 
 #[test]
 fn the_discovery_cache_answers_only_for_the_agent_it_walked() {
     let sim = session(2);
-    let _p = PolicyGuard::set(KR_STORAGE_AUTO);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Auto);
     let (gpu0, gpu1) = (sim.gpu(0), sim.gpu(1));
     let exe = sim.executable_create();
     let mine = [
@@ -411,19 +432,22 @@ fn the_discovery_cache_answers_only_for_the_agent_it_walked() {
 
 #[test]
 fn repeated_snapshots_under_an_explicit_device_budget_reuse_their_arena() {
-    for policy in [KR_STORAGE_AUTO, KR_STORAGE_DEVICE] {
+    for policy in [
+        kernel_replay::StoragePolicy::Auto,
+        kernel_replay::StoragePolicy::Device,
+    ] {
         let sim = session(1);
         let _p = PolicyGuard::set(policy);
         let regions = workload(&sim);
         // Room for one snapshot's arena (the three regions, 256-byte
         // aligned: 104,448 bytes), not for two: the arena retained from the
         // previous snapshot is this snapshot's to reuse, not a second one.
-        kr_set_device_budget(150_000);
+        kernel_replay::set_device_budget(kernel_replay::DeviceBudget::Bytes(150_000));
         for round in 0..3 {
             let snap = Snap::of(sim.gpu(0));
             assert!(snap.ok(), "{policy:?} round {round}: {:?}", snap.reason());
             assert_eq!(
-                snap.tier_bytes(KR_TIER_DEVICE),
+                snap.tier_bytes(kernel_replay::Tier::Device),
                 TOTAL,
                 "{policy:?} round {round}: everything stays on the device"
             );
@@ -431,14 +455,18 @@ fn repeated_snapshots_under_an_explicit_device_budget_reuse_their_arena() {
             assert_eq!(snap.restore().restored, 3);
             assert!(restored(&regions));
         }
-        assert!(kr_device_bytes_in_use() <= 150_000);
-        kr_set_device_budget(KR_DEVICE_BUDGET_AUTO);
+        assert!(kernel_replay::device_bytes_in_use() <= 150_000);
+        kernel_replay::set_device_budget(kernel_replay::DeviceBudget::Auto);
     }
 }
 
 #[test]
 fn an_unloaded_executable_is_forgotten_and_its_variables_not_written() {
-    for policy in [KR_STORAGE_AUTO, KR_STORAGE_PAGEABLE, KR_STORAGE_BASELINE] {
+    for policy in [
+        kernel_replay::StoragePolicy::Auto,
+        kernel_replay::StoragePolicy::Pageable,
+        kernel_replay::StoragePolicy::Baseline,
+    ] {
         let sim = session(1);
         let _p = PolicyGuard::set(policy);
         sim.set_address_reuse(true);
@@ -480,16 +508,22 @@ fn an_unloaded_executable_is_forgotten_and_its_variables_not_written() {
 fn counters_add_up() {
     let sim = session(1);
     let regions = workload(&sim);
-    kr_reset_stats();
+    kernel_replay::reset_stats();
     let snap = Snap::of(sim.gpu(0));
     mutate(&regions);
     snap.restore();
     snap.restore();
     sim.fail_copies_from(regions[0].0);
-    assert_eq!(Snap::of(sim.gpu(0)).reason(), KR_DECLINE_COPY_FAILED);
-    let s = stats();
+    assert_eq!(
+        Snap::of(sim.gpu(0)).reason(),
+        Some(kernel_replay::DeclineReason::CopyFailed)
+    );
+    let s = stats().counters;
     assert_eq!(s.snapshots, 1);
-    assert_eq!(s.declines[KR_DECLINE_COPY_FAILED as usize], 1);
+    assert_eq!(
+        s.declines[kernel_replay::DeclineReason::CopyFailed.code() as usize],
+        1
+    );
     assert_eq!(s.declines.iter().sum::<u64>(), 1);
     assert_eq!(s.bytes_captured, TOTAL);
     assert_eq!(
@@ -503,26 +537,32 @@ fn counters_add_up() {
     );
     assert_eq!(s.bytes_restored, 2 * TOTAL);
     assert!(s.snap_ns > 0 && s.restore_ns > 0);
-    kr_reset_stats();
-    assert_eq!(stats().snapshots + stats().restores, 0);
+    kernel_replay::reset_stats();
+    assert_eq!(stats().counters.snapshots + stats().counters.restores, 0);
 }
 
 #[test]
 fn overridden_pools_are_used_and_a_zero_pool_disables_its_tier() {
     let sim = session(1);
-    let _p = PolicyGuard::set(KR_STORAGE_AUTO);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Auto);
     let gpu = sim.gpu(0);
     let regions = workload(&sim);
     let host = sim.pool(sim.cpu(), PoolKind::SystemFine);
     // No device pool: auto goes to the given host pool.
-    assert!(kr_set_storage_pools(
+    assert!(kernel_replay::set_storage_pools(
         agent(gpu),
-        0,
-        host.handle,
-        agent(sim.cpu())
+        kernel_replay::StoragePools {
+            device_pool: None,
+            host_pool: Some((
+                kernel_replay::hsa::sys::hsa_amd_memory_pool_t {
+                    handle: host.handle
+                },
+                agent(sim.cpu())
+            )),
+        }
     ));
     let snap = Snap::of(gpu);
-    assert_eq!(snap.tier_bytes(KR_TIER_PINNED), TOTAL);
+    assert_eq!(snap.tier_bytes(kernel_replay::Tier::Pinned), TOTAL);
     mutate(&regions);
     assert_eq!(snap.restore().restored, 3);
     assert!(restored(&regions));

@@ -5,8 +5,6 @@ mod common;
 
 use common::*;
 use hsa_sim::PoolKind;
-use kernel_replay::ffi::types::kr_decline_reason_t::*;
-use kernel_replay::ffi::*;
 use kernel_replay::hsa::POOL_ALLOCATE_EXECUTABLE_FLAG;
 
 #[test]
@@ -16,22 +14,22 @@ fn tracking_is_off_by_default_and_then_records_nothing() {
     }
     let sim = hsa_sim::session(1);
     install();
-    assert!(!kr_tracking_enabled(), "off by default");
+    assert!(!kernel_replay::tracking(), "off by default");
     let gpu = sim.gpu(0);
     let p = pool_allocate(sim.pool(gpu, PoolKind::DeviceCoarse), 4096, 0).unwrap();
-    assert_eq!(kr_tracked_count(agent(gpu)), 0);
-    assert!(kr_set_tracking_enabled(true));
-    assert!(kr_tracking_enabled());
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);
+    assert!(kernel_replay::set_tracking(true));
+    assert!(kernel_replay::tracking());
     let q = pool_allocate(sim.pool(gpu, PoolKind::DeviceCoarse), 4096, 0).unwrap();
     assert_eq!(
-        kr_tracked_count(agent(gpu)),
+        kernel_replay::tracked(agent(gpu)).regions,
         1,
         "only the allocation made while on"
     );
-    assert!(!kr_set_tracking_enabled(false));
+    assert!(!kernel_replay::set_tracking(false));
     assert_eq!(pool_free(p), SUCCESS);
     assert_eq!(pool_free(q), SUCCESS);
-    assert_eq!(kr_tracked_count(agent(gpu)), 0);
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);
 }
 
 #[test]
@@ -65,22 +63,22 @@ fn only_coarse_grained_non_kernarg_non_executable_memory_is_tracked() {
     // owned by the CPU agent.
     alloc(sim.pool(cpu, PoolKind::SystemCoarse), 256, 0);
 
-    assert_eq!(kr_tracked_count(agent(gpu0)), 2);
+    assert_eq!(kernel_replay::tracked(agent(gpu0)).regions, 2);
     assert_eq!(
-        kr_tracked_bytes(agent(gpu0)),
+        kernel_replay::tracked(agent(gpu0)).bytes,
         4000,
         "the size the application asked for"
     );
-    assert_eq!(kr_tracked_count(agent(gpu1)), 1);
-    assert_eq!(kr_tracked_bytes(agent(gpu1)), 500);
-    assert_eq!(kr_tracked_count(agent(cpu)), 1);
+    assert_eq!(kernel_replay::tracked(agent(gpu1)).regions, 1);
+    assert_eq!(kernel_replay::tracked(agent(gpu1)).bytes, 500);
+    assert_eq!(kernel_replay::tracked(agent(cpu)).regions, 1);
     for p in live {
         assert_eq!(pool_free(p), SUCCESS);
     }
     assert_eq!(
-        kr_tracked_count(agent(gpu0))
-            + kr_tracked_count(agent(gpu1))
-            + kr_tracked_count(agent(cpu)),
+        kernel_replay::tracked(agent(gpu0)).regions
+            + kernel_replay::tracked(agent(gpu1)).regions
+            + kernel_replay::tracked(agent(cpu)).regions,
         0
     );
 }
@@ -92,12 +90,12 @@ fn hsa_memory_allocate_is_tracked_by_region_kind() {
     let coarse = memory_allocate(sim.region(gpu, PoolKind::DeviceCoarse), 8192).unwrap();
     let kernarg = memory_allocate(sim.region(cpu, PoolKind::SystemKernarg), 64).unwrap();
     let fine = memory_allocate(sim.region(cpu, PoolKind::SystemFine), 64).unwrap();
-    assert_eq!(kr_tracked_count(agent(gpu)), 1);
-    assert_eq!(kr_tracked_bytes(agent(gpu)), 8192);
-    assert_eq!(kr_tracked_count(agent(cpu)), 0);
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 1);
+    assert_eq!(kernel_replay::tracked(agent(gpu)).bytes, 8192);
+    assert_eq!(kernel_replay::tracked(agent(cpu)).regions, 0);
     // Either free entry retires: ROCr frees any allocation through both.
     assert_eq!(pool_free(coarse), SUCCESS);
-    assert_eq!(kr_tracked_count(agent(gpu)), 0);
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);
     assert_eq!(memory_free(kernarg), SUCCESS);
     assert_eq!(memory_free(fine), SUCCESS);
 }
@@ -110,7 +108,7 @@ fn a_failed_pointer_query_leaves_the_allocation_untracked() {
     let p = pool_allocate(sim.pool(gpu, PoolKind::DeviceCoarse), 4096, 0).unwrap();
     let q = memory_allocate(sim.region(gpu, PoolKind::DeviceCoarse), 4096).unwrap();
     sim.fail_pointer_info(false);
-    assert_eq!(kr_tracked_count(agent(gpu)), 0);
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);
     assert_eq!(pool_free(p), SUCCESS);
     assert_eq!(memory_free(q), SUCCESS);
 }
@@ -122,7 +120,7 @@ fn a_failed_allocation_records_nothing() {
     sim.fail_next_allocations(2);
     assert!(pool_allocate(sim.pool(gpu, PoolKind::DeviceCoarse), 4096, 0).is_err());
     assert!(memory_allocate(sim.region(gpu, PoolKind::DeviceCoarse), 4096).is_err());
-    assert_eq!(kr_tracked_count(agent(gpu)), 0);
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);
 }
 
 #[test]
@@ -138,14 +136,14 @@ fn free_retires_and_a_failed_free_reinstates_the_same_allocation() {
     // back with its generation and the snapshot still restores it.
     sim.fail_next_frees(1);
     assert_ne!(pool_free(p), SUCCESS);
-    assert_eq!(kr_tracked_count(agent(gpu)), 1);
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 1);
     fill(p, 4096, 0x22);
     assert_eq!(snap.restore().restored, 1);
     assert!(all(p, 4096, 0x11));
 
     // A successful free retires it: nothing is written to the freed memory.
     assert_eq!(pool_free(p), SUCCESS);
-    assert_eq!(kr_tracked_count(agent(gpu)), 0);
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);
     let report = snap.restore();
     assert_eq!(
         (report.restored, report.skipped_not_live, report.failed),
@@ -161,9 +159,9 @@ fn a_recorded_allocation_is_retired_even_after_tracking_was_turned_off() {
     let gpu = sim.gpu(0);
     let p = device_buffer(&sim, gpu, 4096, 1);
     let snap = Snap::of(gpu);
-    assert!(!kr_set_tracking_enabled(false));
+    assert!(!kernel_replay::set_tracking(false));
     assert_eq!(pool_free(p), SUCCESS);
-    assert_eq!(kr_tracked_count(agent(gpu)), 0);
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);
     assert_eq!(snap.restore().skipped_not_live, 1);
     assert_eq!(sim.copy_violations(), 0);
     assert!(sim.quarantine_intact());
@@ -180,19 +178,26 @@ fn after_finalize_wrappers_only_chain_and_nothing_is_captured() {
     let before = device_buffer(&sim, gpu, 4096, 0x33);
     let snap = Snap::of(gpu);
     assert!(snap.ok());
-    assert!(!kr_is_finalized());
+    assert!(!kernel_replay::is_finalized());
 
-    kr_finalize();
-    assert!(kr_is_finalized());
-    assert!(!kr_tracking_enabled());
-    assert!(!kr_set_tracking_enabled(true), "tracking cannot come back");
-    assert_eq!(kr_tracked_count(agent(gpu)), 0, "the inventory is dropped");
+    kernel_replay::finalize();
+    assert!(kernel_replay::is_finalized());
+    assert!(!kernel_replay::tracking());
+    assert!(
+        !kernel_replay::set_tracking(true),
+        "tracking cannot come back"
+    );
+    assert_eq!(
+        kernel_replay::tracked(agent(gpu)).regions,
+        0,
+        "the inventory is dropped"
+    );
 
     // Allocation and free still work, through to the runtime, unrecorded.
     // (The live snapshot may hold an arena in the runtime's memory too.)
     let live = sim.live_allocation_count();
     let after = pool_allocate(coarse, 4096, 0).unwrap();
-    assert_eq!(kr_tracked_count(agent(gpu)), 0);
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);
     assert_eq!(sim.live_allocation_count(), live + 1);
     assert_eq!(pool_free(after), SUCCESS);
     assert_eq!(pool_free(before), SUCCESS);
@@ -201,7 +206,7 @@ fn after_finalize_wrappers_only_chain_and_nothing_is_captured() {
     // Snapshots decline; an earlier snapshot writes nothing.
     let late = Snap::of(gpu);
     assert!(!late.ok());
-    assert_eq!(late.reason(), KR_DECLINE_FINALIZED);
+    assert_eq!(late.reason(), Some(kernel_replay::DeclineReason::Finalized));
     let copies_before = copies(&sim);
     let report = snap.restore();
     assert_eq!(
@@ -218,9 +223,12 @@ fn after_finalize_wrappers_only_chain_and_nothing_is_captured() {
         0,
         "nothing of the library's left in the runtime"
     );
-    assert_eq!(kr_host_bytes_in_use() + kr_device_bytes_in_use(), 0);
-    kr_finalize();
-    assert!(kr_is_finalized(), "finalize twice is harmless");
+    assert_eq!(
+        kernel_replay::host_bytes_in_use() + kernel_replay::device_bytes_in_use(),
+        0
+    );
+    kernel_replay::finalize();
+    assert!(kernel_replay::is_finalized(), "finalize twice is harmless");
 }
 
 #[test]
@@ -240,7 +248,7 @@ fn the_executable_flag_is_checked_before_any_pointer_query() {
         queries + 1,
         "one query for a plain one"
     );
-    assert!(!kr_set_tracking_enabled(false));
+    assert!(!kernel_replay::set_tracking(false));
     let untracked = pool_allocate(pool, 4096, 0).unwrap();
     assert_eq!(
         sim.pointer_info_count(),

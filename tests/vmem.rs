@@ -9,7 +9,6 @@ mod common;
 
 use common::*;
 use hsa_sim::{Agent, PoolKind, SimSession, VmemOp};
-use kernel_replay::ffi::*;
 
 /// One physical chunk (HIP's stream-ordered heap uses 32 MiB; the software
 /// runtime commits memory only when touched, but tests fill what they map,
@@ -51,7 +50,7 @@ fn heap(sim: &SimSession, gpu: Agent, chunks: usize) -> (*mut u8, Vec<u64>) {
 }
 
 fn footprint(gpu: Agent) -> (usize, u64) {
-    let f = kr_estimate_footprint(agent(gpu));
+    let f = kernel_replay::estimate_footprint(agent(gpu));
     (f.regions, f.bytes)
 }
 
@@ -274,6 +273,34 @@ fn revoking_the_owner_retires_the_mapping_and_regranting_tracks_it_anew() {
 }
 
 #[test]
+fn a_later_descriptor_that_takes_the_owners_access_away_retires_the_mapping() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let va = reserve(CHUNK).unwrap();
+    map_new(&sim, gpu, PoolKind::DeviceCoarse, va, CHUNK);
+    grant(&sim, gpu, va, CHUNK);
+    fill(va, CHUNK, 0x11);
+    let snap = Snap::of(gpu);
+
+    // Two descriptors for the owner: the runtime applies them in order, so
+    // the last one wins and the owner may no longer write the mapping.
+    assert_eq!(
+        set_access(va, CHUNK, &[(gpu, RW), (sim.cpu(), RW), (gpu, NONE)]),
+        SUCCESS
+    );
+    assert_ne!(get_access(va, gpu), Ok(RW));
+    assert_eq!(footprint(gpu), (0, 0), "no longer replay state");
+    fill(va, CHUNK, 0x22);
+    let report = snap.restore();
+    assert_eq!((report.restored, report.skipped_not_live), (0, 1));
+    assert!(
+        all(va, CHUNK, 0x22),
+        "not written while the owner had no access"
+    );
+    assert_eq!(sim.copy_violations(), 0);
+}
+
+#[test]
 fn granting_a_peer_keeps_the_mapping_exactly_when_the_runtime_keeps_the_owner() {
     let sim = session(2);
     let (gpu, peer) = (sim.gpu(0), sim.gpu(1));
@@ -333,18 +360,18 @@ fn fine_grained_and_inaccessible_mappings_are_reported_not_captured() {
     grant(&sim, gpu, at(va, 2), CHUNK);
 
     assert_eq!(footprint(gpu), (1, CHUNK as u64));
-    let untracked = kr_untracked_summary(agent(gpu));
-    assert!(untracked.known);
+    let untracked = kernel_replay::untracked(agent(gpu));
+    assert!(untracked.bytes.is_some());
     assert_eq!(
-        (untracked.vmem_regions, untracked.vmem_bytes),
+        (untracked.mappings, untracked.mapping_bytes),
         (2, 2 * CHUNK as u64)
     );
     assert_eq!(
         untracked.bytes,
-        2 * CHUNK as u64,
+        Some(2 * CHUNK as u64),
         "the runtime's in-use figure less the tracked mapping"
     );
-    assert_eq!(kr_untracked_device_bytes(agent(gpu)), untracked.bytes);
+    assert_eq!(kernel_replay::untracked(agent(gpu)).bytes, untracked.bytes);
     let snap = Snap::of(gpu);
     assert_eq!(snap.regions(), 1);
     assert_eq!(stats2().untracked_device_bytes, 2 * CHUNK as u64);
@@ -355,12 +382,12 @@ fn mappings_made_while_tracking_was_off_are_not_captured() {
     let sim = session(1);
     let gpu = sim.gpu(0);
     let va = reserve(CHUNK).unwrap();
-    assert!(!kr_set_tracking_enabled(false));
+    assert!(!kernel_replay::set_tracking(false));
     map_new(&sim, gpu, PoolKind::DeviceCoarse, va, CHUNK);
     grant(&sim, gpu, va, CHUNK);
-    kr_set_tracking_enabled(true);
+    kernel_replay::set_tracking(true);
     assert_eq!(footprint(gpu).0, 0);
-    assert_eq!(kr_untracked_summary(agent(gpu)).vmem_regions, 1);
+    assert_eq!(kernel_replay::untracked(agent(gpu)).mappings, 1);
 }
 
 #[test]
@@ -381,7 +408,7 @@ fn a_handle_create_refused_for_memory_is_retried_after_releasing_arenas() {
         after.bytes_released_for_application,
         free.stats.bytes_released_for_application + free.arena
     );
-    assert_eq!(kr_device_bytes_in_use(), 0);
+    assert_eq!(kernel_replay::device_bytes_in_use(), 0);
     assert_eq!(handle_release(handle), SUCCESS);
 
     // A refusal the arenas cannot cure is the application's answer, untouched.

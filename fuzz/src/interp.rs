@@ -10,12 +10,22 @@ use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
 use kernel_replay::ffi::types::*;
 use kernel_replay::ffi::*;
 use kernel_replay::hsa::POOL_ALLOCATE_EXECUTABLE_FLAG;
+use kernel_replay::DeclineReason;
 
 use crate::app::{self, SUCCESS};
 use crate::model::{
     pattern, Alloc, Exe, Expected, Model, Policy, Prediction, Report, Symbol, Var, MAX_H2D_FAULTS,
 };
 use crate::ops::{Fault, Op, PoolSel, QUERY_ATTRIBUTES, SIZE_CLASSES, VARIABLE_SIZES};
+
+mod copies;
+mod vmem;
+
+/// How long the library's fence waits for application copies in flight
+/// before a snapshot declines (`kr_set_copy_fence_timeout`): short, since
+/// every copy the harness leaves pending is held by a dependency and the
+/// wait always runs out.
+pub const FENCE_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(10);
 
 /// Most live allocations an input may hold.
 pub const MAX_ALLOCS: usize = 64;
@@ -36,7 +46,7 @@ pub mod stats {
     pub static REUSED_ADDRESSES: AtomicU64 = AtomicU64::new(0);
     pub static FAILED_FREES: AtomicU64 = AtomicU64::new(0);
     /// Snapshots by decline reason (index = `kr_decline_reason_t`, 0 = ok).
-    pub static SNAPS: [AtomicU64; 10] = [const { AtomicU64::new(0) }; 10];
+    pub static SNAPS: [AtomicU64; 11] = [const { AtomicU64::new(0) }; 11];
     /// Complete snapshots taken under an arena policy.
     pub static ARENA_SNAPS: AtomicU64 = AtomicU64::new(0);
     pub static UNLOADS: AtomicU64 = AtomicU64::new(0);
@@ -45,6 +55,27 @@ pub mod stats {
     pub static RESTORE_FAILED: AtomicU64 = AtomicU64::new(0);
     pub static REPLAYS: AtomicU64 = AtomicU64::new(0);
     pub static FINALIZED: AtomicU64 = AtomicU64::new(0);
+    /// Mappings that became tracked regions, and tracked ones retired by a
+    /// set_access.
+    pub static MAPPINGS_TRACKED: AtomicU64 = AtomicU64::new(0);
+    pub static MAPPINGS_RETIRED: AtomicU64 = AtomicU64::new(0);
+    /// Mapping regions a restore wrote back, and skipped as not live.
+    pub static MAPPINGS_RESTORED: AtomicU64 = AtomicU64::new(0);
+    pub static MAPPINGS_SKIPPED: AtomicU64 = AtomicU64::new(0);
+    /// Handles mapped at a second address.
+    pub static ALIASES: AtomicU64 = AtomicU64::new(0);
+    /// Unmaps the runtime refused (partial, or injected).
+    pub static REFUSED_UNMAPS: AtomicU64 = AtomicU64::new(0);
+    /// Checks that saw mappings the library reports as not captured.
+    pub static UNCAPTURED_MAPPINGS: AtomicU64 = AtomicU64::new(0);
+    /// Application copies: completed, failed while executing, refused at
+    /// submission, and accepted through the fence.
+    pub static COMPLETED_COPIES: AtomicU64 = AtomicU64::new(0);
+    pub static FAILED_COPIES: AtomicU64 = AtomicU64::new(0);
+    pub static REFUSED_COPIES: AtomicU64 = AtomicU64::new(0);
+    pub static FENCED_COPIES: AtomicU64 = AtomicU64::new(0);
+    /// Restores that wrote nothing because a copy was in flight.
+    pub static FENCED_RESTORES: AtomicU64 = AtomicU64::new(0);
 
     pub fn bump(counter: &AtomicU64, by: u64) {
         counter.fetch_add(by, Ordering::Relaxed);
@@ -62,10 +93,14 @@ struct LiveSnap {
     expected: Expected,
     /// Complete and taken under an arena policy (holds arenas).
     arena: bool,
+    /// Its restores batch their copies (asynchronous copies, run by the
+    /// runtime's one copy worker behind any pending application copy).
+    batched: bool,
 }
 
 /// A replay window in progress (the pass callback's view).
 struct Window {
+    agent: u64,
     expected: Expected,
     /// Whether the window's own snapshot counts in the exact host figure.
     baseline: bool,
@@ -93,6 +128,8 @@ pub struct Interp {
     agents: [hsa_sim::Agent; 3],
     /// The runtime's copy-violation counter when the input started.
     violations_before: u64,
+    /// Its count of uses of signals that do not exist, likewise.
+    invalid_signals_before: u64,
     /// Blocks this input freed (base, mapped bytes), still quarantined: the
     /// runtime releases its oldest blocks first, and those are earlier
     /// inputs' (an input frees far fewer than its 65,536-block cap).
@@ -103,6 +140,8 @@ pub struct Interp {
     /// Arenas are retained for reuse (an arena snapshot was freed since the
     /// last trim or finalize).
     retained: bool,
+    /// `kr_set_batched_copies` (on at the start of every input).
+    batched: bool,
     /// A check that failed inside the pass callback, raised after
     /// `kr_replay` returns (a panic may not unwind through C).
     pass_panic: Option<Box<dyn std::any::Any + Send>>,
@@ -118,15 +157,18 @@ impl Interp {
         let sim = clean_session();
         let agents = [sim.gpu(0), sim.gpu(1), sim.cpu()];
         let violations_before = sim.copy_violations();
+        let invalid_signals_before = sim.invalid_signal_uses();
         Interp {
             sim,
             agents,
             violations_before,
+            invalid_signals_before,
             freed: Vec::new(),
             model: Model::new(),
             snaps: Vec::new(),
             window: None,
             retained: false,
+            batched: true,
             pass_panic: None,
             trace: std::env::var_os("KR_FUZZ_TRACE").is_some(),
             step: 0,
@@ -150,6 +192,13 @@ impl Interp {
             self.step += 1;
         }
         self.finish();
+    }
+
+    /// With `KR_FUZZ_TRACE`, prints what an op did under it.
+    fn note(&self, what: std::fmt::Arguments) {
+        if self.trace {
+            eprintln!("      -> {what}");
+        }
     }
 
     fn fail(&self, op: &Op, what: std::fmt::Arguments) -> ! {
@@ -203,12 +252,19 @@ impl Interp {
                     }
                 } else {
                     let i = usize::from(index) % self.model.allocs.len();
-                    self.free(op, i, via_core);
+                    // The application never frees memory a copy of its own
+                    // is still using.
+                    if !self.model.copy_touches(self.model.allocs[i].ptr as usize) {
+                        self.free(op, i, via_core);
+                    }
                 }
             }
             Op::FreeAndReuse { index } => {
                 if !self.model.allocs.is_empty() {
                     let i = usize::from(index) % self.model.allocs.len();
+                    if self.model.copy_touches(self.model.allocs[i].ptr as usize) {
+                        return;
+                    }
                     let (ptr, owner_sel, pool, size, executable, via_region) = {
                         let a = &self.model.allocs[i];
                         (a.ptr, a.owner, a.pool, a.size, a.executable, a.via_region)
@@ -238,7 +294,7 @@ impl Interp {
                 }
             }
             Op::SetTracking(on) => {
-                let now = kr_set_tracking_enabled(on);
+                let now = kernel_replay::set_tracking(on);
                 self.model.tracking = on && !self.model.finalized;
                 if now != self.model.tracking {
                     self.fail(op, format_args!("kr_set_tracking_enabled returned {now}"));
@@ -268,6 +324,7 @@ impl Interp {
                     self.model.exes[e].symbols.push(Symbol {
                         agent: agent.handle,
                         variable: true,
+                        size: size as usize,
                     });
                     self.model.vars.push(Var {
                         id,
@@ -289,21 +346,37 @@ impl Interp {
                 self.model.exes[e].symbols.push(Symbol {
                     agent: agent.handle,
                     variable: false,
+                    size: 0,
                 });
             }
             Op::Snap { agent } => {
                 if self.snaps.len() < MAX_SNAPS {
                     let agent = self.agent(agent);
+                    if self.model.policy.arenas()
+                        && self.library_copies_would_wait(agent.handle, self.batched)
+                    {
+                        return;
+                    }
                     let prediction = self.predict(agent);
                     let handle = kr_snap(app::agent(agent));
                     if handle.is_null() {
                         self.fail(op, format_args!("kr_snap returned NULL"));
                     }
                     // SAFETY: a live snapshot.
-                    let reason = unsafe { kr_snapshot_decline_reason(handle) };
+                    let reason =
+                        DeclineReason::from_code(unsafe { kr_snapshot_decline_reason(handle) });
                     let expected = self.settle(prediction, reason);
                     self.check_snapshot(op, handle, &expected);
-                    stats::bump(&stats::SNAPS[expected.reason() as usize], 1);
+                    self.note(format_args!(
+                        "snapshot {}: {:?}, {} regions",
+                        self.snaps.len(),
+                        expected.reason(),
+                        expected.regions().len()
+                    ));
+                    stats::bump(
+                        &stats::SNAPS[expected.reason().map_or(0, |r| r.code() as usize)],
+                        1,
+                    );
                     let arena = self.model.policy.arenas() && matches!(expected, Expected::Ok(_));
                     stats::bump(&stats::ARENA_SNAPS, arena as u64);
                     self.snaps.push(LiveSnap {
@@ -311,6 +384,7 @@ impl Interp {
                         agent: agent.handle,
                         expected,
                         arena,
+                        batched: arena && self.batched,
                     });
                 }
             }
@@ -348,9 +422,16 @@ impl Interp {
                     self.restore_null(op);
                 } else {
                     let i = usize::from(index) % self.snaps.len();
-                    let handle = self.snaps[i].handle;
-                    let expected = self.model.apply_restore(&self.snaps[i].expected);
+                    let (handle, agent) = (self.snaps[i].handle, self.snaps[i].agent);
+                    if self.snaps[i].batched && self.library_copies_would_wait(agent, true) {
+                        return;
+                    }
+                    let expected = self.model.apply_restore(&self.snaps[i].expected, agent);
+                    if expected.failed > 0 && self.model.in_flight(agent) > 0 {
+                        stats::bump(&stats::FENCED_RESTORES, 1);
+                    }
                     let got = restore(handle);
+                    self.note(format_args!("restore of snapshot {i}: {got:?}"));
                     stats::bump(&stats::RESTORED, got.restored as u64);
                     stats::bump(&stats::SKIPPED_NOT_LIVE, got.skipped_not_live as u64);
                     stats::bump(&stats::RESTORE_FAILED, got.failed as u64);
@@ -387,14 +468,15 @@ impl Interp {
                 {
                     let policy = Policy::from_byte(policy);
                     let value = match policy {
-                        Policy::Baseline => kr_storage_policy_t::KR_STORAGE_BASELINE,
-                        Policy::Auto => kr_storage_policy_t::KR_STORAGE_AUTO,
-                        Policy::Device => kr_storage_policy_t::KR_STORAGE_DEVICE,
-                        Policy::Pinned => kr_storage_policy_t::KR_STORAGE_PINNED,
-                        Policy::Pageable => kr_storage_policy_t::KR_STORAGE_PAGEABLE,
+                        Policy::Baseline => kernel_replay::StoragePolicy::Baseline,
+                        Policy::Auto => kernel_replay::StoragePolicy::Auto,
+                        Policy::Device => kernel_replay::StoragePolicy::Device,
+                        Policy::Pinned => kernel_replay::StoragePolicy::Pinned,
+                        Policy::Pageable => kernel_replay::StoragePolicy::Pageable,
                     };
                     assert!(kr_set_storage_policy(value as u32));
-                    kr_set_batched_copies(batched);
+                    kernel_replay::set_batched_copies(batched);
+                    self.batched = batched;
                     self.model.policy = policy;
                     // The device-to-host countdown is modelled for the
                     // baseline only.
@@ -405,14 +487,32 @@ impl Interp {
                 }
             }
             Op::TrimRetained => {
-                kr_trim_retained();
+                kernel_replay::trim_retained();
                 self.retained = false;
             }
             Op::DestroyExecutable { exe } => self.destroy_executable(exe),
+            Op::VmemReserve { .. }
+            | Op::VmemMapNew { .. }
+            | Op::VmemMapAlias { .. }
+            | Op::VmemSetAccess { .. }
+            | Op::VmemUnmap { .. }
+            | Op::VmemRelease { .. }
+            | Op::VmemAddressFree { .. }
+            | Op::WriteMapping { .. } => self.vmem_op(op),
+            Op::AsyncCopy {
+                kind,
+                dst,
+                src,
+                offset,
+                len,
+                hold,
+                fault,
+            } => self.async_copy(op, kind, dst, src, offset, len, hold, fault),
+            Op::ReleaseDependency { index } => self.release_dependency(op, index),
             Op::Finalize => {
                 if FINALIZE_ENABLED {
                     stats::bump(&stats::FINALIZED, 1);
-                    kr_finalize();
+                    kernel_replay::finalize();
                     self.model.finalize();
                     // Finalize releases what is retained.
                     self.retained = false;
@@ -498,6 +598,19 @@ impl Interp {
         }
     }
 
+    /// Whether a snapshot or restore of `agent` with batched copies would
+    /// submit asynchronous copies that the runtime's one copy worker runs
+    /// only after a pending application copy, which a dependency holds
+    /// back: the library would wait for them forever. (ROCr copies on an
+    /// engine per agent; the software runtime does not.) Not when a copy in
+    /// flight on the agent stops it at the fence first, or after finalize.
+    fn library_copies_would_wait(&self, agent: u64, batched: bool) -> bool {
+        batched
+            && !self.model.copies.is_empty()
+            && self.model.in_flight(agent) == 0
+            && !self.model.finalized
+    }
+
     /// Arenas are leased or retained: host figures are bounds, not exact.
     fn arenas_held(&self) -> bool {
         self.retained || self.snaps.iter().any(|s| s.arena)
@@ -515,14 +628,14 @@ impl Interp {
     /// or HOST_MEMORY where the model allowed it (then the device-to-host
     /// countdown, which that capture may have advanced differently, is
     /// disarmed).
-    fn settle(&mut self, prediction: Prediction, reason: kr_decline_reason_t) -> Expected {
-        if reason == kr_decline_reason_t::KR_DECLINE_HOST_MEMORY
+    fn settle(&mut self, prediction: Prediction, reason: Option<DeclineReason>) -> Expected {
+        if reason == Some(DeclineReason::HostMemory)
             && prediction.host_memory_possible
             && prediction.expected.reason() != reason
         {
             self.sim.fail_nth_d2h_copy(0);
             self.model.faults.d2h_countdown = None;
-            return Expected::Declined(reason);
+            return Expected::Declined(DeclineReason::HostMemory);
         }
         prediction.expected
     }
@@ -540,25 +653,24 @@ impl Interp {
         via_region: bool,
         reuse: bool,
     ) -> Option<*mut u8> {
-        let must_fail = self.model.allocation_fails();
-        let result = if via_region {
-            app::memory_allocate(self.sim.region(owner, pool.sim_kind()), size)
-        } else {
-            let flags = if executable {
-                POOL_ALLOCATE_EXECUTABLE_FLAG
+        let injected = self.model.allocation_fails();
+        let (region, sim_pool) = (
+            self.sim.region(owner, pool.sim_kind()),
+            self.sim.pool(owner, pool.sim_kind()),
+        );
+        let call = || {
+            if via_region {
+                app::memory_allocate(region, size)
             } else {
-                0
-            };
-            app::pool_allocate(self.sim.pool(owner, pool.sim_kind()), size, flags)
-        };
-        let ptr = match (result, must_fail) {
-            (Err(_), true) => return None,
-            (Ok(ptr), false) => ptr,
-            (Err(status), false) => {
-                self.fail(op, format_args!("allocation failed with {status:#x}"))
+                let flags = if executable {
+                    POOL_ALLOCATE_EXECUTABLE_FLAG
+                } else {
+                    0
+                };
+                app::pool_allocate(sim_pool, size, flags)
             }
-            (Ok(_), true) => self.fail(op, format_args!("injected allocation failure ignored")),
         };
+        let ptr = self.allocate_with_retry(op, owner, pool, injected, call)?;
         let id = self.model.fresh_id();
         // A reused block still holds the poison of its free (like VRAM
         // garbage); the application initialises what it allocates.
@@ -586,6 +698,63 @@ impl Interp {
             shadow,
         });
         Some(ptr)
+    }
+
+    /// Runs an application allocation (pool or region allocate, vmem
+    /// handle create) of `owner`'s `pool`, `injected` with the runtime's
+    /// OUT_OF_RESOURCES. The library retries such a refusal once after
+    /// releasing the retained arenas that compete with it (README: the
+    /// pool's GPU's device arenas, or every host arena for a system pool),
+    /// so it must fail exactly when nothing competing was retained. Checks
+    /// the retry counters; the result, or None for the predicted failure.
+    fn allocate_with_retry<T>(
+        &mut self,
+        op: &Op,
+        owner: hsa_sim::Agent,
+        pool: PoolSel,
+        injected: bool,
+        call: impl FnOnce() -> Result<T, kernel_replay::hsa::hsa_status_t>,
+    ) -> Option<T> {
+        let competing = if injected {
+            competing_retained(owner, pool)
+        } else {
+            0
+        };
+        let retried = injected && competing > 0;
+        if retried {
+            // The release frees arenas through the runtime: an armed free
+            // failure would be the library's (as in `quiesce_faults`).
+            self.sim.fail_next_frees(0);
+            self.model.faults.failing_frees = 0;
+        }
+        let before = app::stats2();
+        let value = match (call(), injected && !retried) {
+            (Err(_), true) => return None,
+            (Ok(value), false) => value,
+            (Err(status), false) => {
+                self.fail(op, format_args!("allocation failed with {status:#x}"))
+            }
+            (Ok(_), true) => self.fail(op, format_args!("injected allocation failure ignored")),
+        };
+        let after = app::stats2();
+        let want = (
+            before.application_retries + u64::from(retried),
+            before.bytes_released_for_application + if retried { competing } else { 0 },
+        );
+        let got = (
+            after.application_retries,
+            after.bytes_released_for_application,
+        );
+        if got != want || (retried && competing_retained(owner, pool) != 0) {
+            self.fail(
+                op,
+                format_args!(
+                    "retries and bytes released for the application {got:?}, model {want:?} \
+                     (competing arenas of {competing} bytes retained before)"
+                ),
+            );
+        }
+        Some(value)
     }
 
     /// Frees allocation `i` through the wrapped tables; true if it was freed.
@@ -698,7 +867,8 @@ impl Interp {
             }
             Fault::HostBudgetAtEdge { agent, delta } => {
                 let agent = self.agents[usize::from(agent % 3)];
-                let edge = kr_host_bytes_in_use() + kr_tracked_bytes(app::agent(agent));
+                let edge = kernel_replay::host_bytes_in_use()
+                    + kernel_replay::tracked(app::agent(agent)).bytes;
                 let bytes = (edge + u64::from(delta % 5)).saturating_sub(2);
                 kr_set_host_budget(bytes);
                 faults.host_budget = bytes;
@@ -712,10 +882,21 @@ impl Interp {
                 self.sim.fail_symbol_query(QUERY_ATTRIBUTES[a], fail);
                 faults.query[a] = fail;
             }
+            Fault::Vmem { op } => {
+                if app::vmem_api().is_some() {
+                    let op = usize::from(op % 5);
+                    self.sim.fail_nth_vmem(VMEM_OPS[op], 1);
+                    self.model.vmem.failing[op] = true;
+                }
+            }
             Fault::Iterator(set) => {
                 // Unset: no iterator set and a runtime without the loader
                 // extension, so none can be found; set: the runtime's own.
-                kr_set_executable_iterator(if set { app::sim_iterator() } else { None });
+                kernel_replay::set_executable_iterator(if set {
+                    app::sim_iterator()
+                } else {
+                    None
+                });
                 self.sim.fail_loader_extension(!set);
                 faults.iterator_set = set;
             }
@@ -726,6 +907,12 @@ impl Interp {
 
     fn replay(&mut self, op: &Op, agent: u8, passes: u32, target: u8, byte: u8) {
         let agent = self.agent(agent);
+        if passes >= 2
+            && self.model.policy.arenas()
+            && self.library_copies_would_wait(agent.handle, self.batched)
+        {
+            return;
+        }
         let target = if !self.model.allocs.is_empty() {
             let a = &self.model.allocs[usize::from(target) % self.model.allocs.len()];
             Some(Target::Alloc(a.id))
@@ -746,6 +933,7 @@ impl Interp {
         };
         let arena_window = self.model.policy.arenas();
         self.window = Some(Window {
+            agent: agent.handle,
             expected: prediction.expected.clone(),
             // Whether its own snapshot surely holds its bytes in baseline
             // buffers (not if the library may decline it for the budget).
@@ -770,7 +958,7 @@ impl Interp {
             resume_unwind(panic);
         }
         let expected = if passes >= 2 {
-            self.settle(prediction, result.decline_reason)
+            self.settle(prediction, DeclineReason::from_code(result.decline_reason))
         } else {
             prediction.expected
         };
@@ -787,9 +975,9 @@ impl Interp {
             replayed,
             passes_run,
             decline_reason: if passes >= 2 {
-                expected.reason()
+                expected.reason().map_or(0, DeclineReason::code)
             } else {
-                kr_decline_reason_t::KR_DECLINE_NONE
+                0
             },
             restore_failures: window.restore_failures,
         };
@@ -818,8 +1006,9 @@ impl Interp {
         let window_baseline = window.baseline;
         let (target, byte) = (window.target, window.byte ^ pass as u8);
         let expected = window.expected.clone();
+        let agent = window.agent;
         if pass > 0 {
-            let report: Report = self.model.apply_restore(&expected);
+            let report: Report = self.model.apply_restore(&expected, agent);
             self.window.as_mut().expect("window").restore_failures += report.failed;
         }
         // Every pass sees what the model says: captured bytes where restored.
@@ -881,7 +1070,7 @@ impl Interp {
     /// at least that otherwise; with no arena held, no device memory is held.
     fn check_host(&self, op: &Op, extra: u64, more_arenas: bool) {
         let held = self.held_baseline_bytes() + extra;
-        let now = kr_host_bytes_in_use();
+        let now = kernel_replay::host_bytes_in_use();
         let arenas = more_arenas || self.arenas_held();
         if (arenas && now < held) || (!arenas && now != held) {
             self.fail(
@@ -889,12 +1078,12 @@ impl Interp {
                 format_args!("host bytes in use {now}, model {held} (arenas held: {arenas})"),
             );
         }
-        if !arenas && kr_device_bytes_in_use() != 0 {
+        if !arenas && kernel_replay::device_bytes_in_use() != 0 {
             self.fail(
                 op,
                 format_args!(
                     "{} device bytes held with no arena",
-                    kr_device_bytes_in_use()
+                    kernel_replay::device_bytes_in_use()
                 ),
             );
         }
@@ -905,7 +1094,7 @@ impl Interp {
         let (ok, reason, regions, bytes) = unsafe {
             (
                 kr_snapshot_ok(handle),
-                kr_snapshot_decline_reason(handle),
+                DeclineReason::from_code(kr_snapshot_decline_reason(handle)),
                 kr_snapshot_region_count(handle),
                 kr_snapshot_byte_count(handle),
             )
@@ -924,6 +1113,92 @@ impl Interp {
                     (ok, reason, regions, bytes)
                 ),
             );
+        }
+    }
+
+    /// What the library says a snapshot would take and what it does not
+    /// cover, and the fence's counts, per agent.
+    fn check_coverage(&self, op: &Op) {
+        for agent in self.agents {
+            let handle = app::agent(agent);
+            let is_gpu = agent != self.sim.cpu();
+            // The tracked regions (allocations and mappings) and the
+            // variables the discovery cache holds for the agent.
+            let (regions, bytes) = self.model.tracked_totals(agent.handle);
+            let (variables, variable_bytes) = self.model.cached_variables(agent.handle);
+            let want = (regions + variables, bytes + variable_bytes);
+            let footprint = kernel_replay::estimate_footprint(handle);
+            if (footprint.regions, footprint.bytes) != want {
+                self.fail(
+                    op,
+                    format_args!(
+                        "footprint of agent {:#x} is (regions, bytes) = {:?}, model {want:?} \
+                         ({variables} cached variables)",
+                        agent.handle,
+                        (footprint.regions, footprint.bytes)
+                    ),
+                );
+            }
+            // Mappings seen and not captured; device memory in use and not
+            // tracked (exact while no device arena is held: its size is not
+            // modelled).
+            let untracked = kernel_replay::untracked(handle);
+            let mappings = self.model.uncaptured_mappings(agent.handle);
+            stats::bump(&stats::UNCAPTURED_MAPPINGS, u64::from(mappings.0 > 0));
+            if (untracked.mappings, untracked.mapping_bytes) != mappings
+                || untracked.bytes.is_some() != is_gpu
+            {
+                self.fail(
+                    op,
+                    format_args!(
+                        "agent {:#x}: untracked summary {untracked:?}, model {mappings:?} \
+                         mappings not captured",
+                        agent.handle
+                    ),
+                );
+            }
+            if is_gpu && !self.arenas_held() {
+                let in_use: u64 = self
+                    .model
+                    .allocs
+                    .iter()
+                    .filter(|a| a.pool.device() && a.owner == agent.handle)
+                    .map(|a| granules(a.size) as u64)
+                    .chain(
+                        self.model
+                            .vmem
+                            .handles
+                            .iter()
+                            .filter(|h| h.gpu == agent.handle)
+                            .map(|h| h.size as u64),
+                    )
+                    .sum();
+                // Saturating, as the library computes it: a handle mapped
+                // at two tracked addresses counts twice as tracked.
+                if untracked.bytes != Some(in_use.saturating_sub(bytes)) {
+                    self.fail(
+                        op,
+                        format_args!(
+                            "agent {:#x}: {} untracked device bytes, model {} in use less {bytes} \
+                             tracked",
+                            agent.handle,
+                            untracked.bytes.unwrap_or(0),
+                            in_use
+                        ),
+                    );
+                }
+            }
+            let in_flight = kernel_replay::testing::fence_in_flight(agent.handle);
+            if in_flight != self.model.in_flight(agent.handle) {
+                self.fail(
+                    op,
+                    format_args!(
+                        "the fence counts {in_flight} copies in flight on agent {:#x}, model {}",
+                        agent.handle,
+                        self.model.in_flight(agent.handle)
+                    ),
+                );
+            }
         }
     }
 
@@ -968,6 +1243,7 @@ impl Interp {
                 );
             }
         }
+        self.check_vmem(op);
         if self.sim.copy_violations() != self.violations_before {
             self.fail(
                 op,
@@ -984,7 +1260,10 @@ impl Interp {
         self.check_memory(op);
         for agent in self.agents {
             let handle = app::agent(agent);
-            let got = (kr_tracked_count(handle), kr_tracked_bytes(handle));
+            let got = (
+                kernel_replay::tracked(handle).regions,
+                kernel_replay::tracked(handle).bytes,
+            );
             let want = self.model.tracked_totals(agent.handle);
             if got != want {
                 self.fail(
@@ -996,8 +1275,10 @@ impl Interp {
                 );
             }
         }
+        self.check_coverage(op);
         self.check_host(op, 0, false);
-        if kr_tracking_enabled() != self.model.tracking || kr_is_finalized() != self.model.finalized
+        if kernel_replay::tracking() != self.model.tracking
+            || kernel_replay::is_finalized() != self.model.finalized
         {
             self.fail(op, format_args!("tracking / finalized state differs"));
         }
@@ -1017,6 +1298,9 @@ impl Interp {
     /// every snapshot, and checks that nothing is left behind.
     fn finish(mut self) {
         clear_faults(&self.sim);
+        let end = Op::Finalize;
+        // The application waits for its copies before it frees anything.
+        self.drain_copies(&end);
         for snap in self.snaps.drain(..) {
             // SAFETY: a live snapshot, freed once.
             unsafe { kr_snapshot_free(snap.handle) };
@@ -1037,14 +1321,14 @@ impl Interp {
         }
         self.model.vars.clear();
         {
-            kr_trim_retained();
+            kernel_replay::trim_retained();
             assert_eq!(
-                kr_device_bytes_in_use(),
+                kernel_replay::device_bytes_in_use(),
                 0,
                 "device arenas left after a trim"
             );
             assert!(kr_set_storage_policy(
-                kr_storage_policy_t::KR_STORAGE_BASELINE as u32
+                kernel_replay::StoragePolicy::Baseline as u32
             ));
         }
         for alloc in std::mem::take(&mut self.model.allocs) {
@@ -1056,33 +1340,70 @@ impl Interp {
             assert_eq!(status, SUCCESS, "cleanup free");
             self.freed.push((alloc.ptr as usize, granules(alloc.size)));
         }
-        let end = Op::Finalize;
+        self.vmem_cleanup();
         assert!(
-            kernel_replay::context::GLOBAL.inventory.is_empty(),
+            kernel_replay::testing::inventory_is_empty(),
             "allocations left in the inventory after every free"
         );
         assert_eq!(
-            kr_host_bytes_in_use(),
+            kernel_replay::host_bytes_in_use(),
             0,
             "host memory held with no snapshot"
         );
         self.check_memory(&end);
         assert_eq!(self.sim.live_allocation_count(), 0);
+        for agent in self.agents {
+            assert_eq!(
+                kernel_replay::untracked(app::agent(agent)).mappings,
+                0,
+                "the library still lists mappings"
+            );
+        }
+        assert_eq!(
+            self.sim.invalid_signal_uses(),
+            self.invalid_signals_before,
+            "a signal was used after it was destroyed"
+        );
         // Now and then, the runtime's own scan of its whole quarantine.
         static INPUTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         if INPUTS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % 4096 == 0 {
             assert!(self.sim.quarantine_intact(), "freed memory was written");
         }
-        kr_set_host_budget(0);
+        kernel_replay::set_host_budget(None);
         // No iterator set: snapshots find the runtime loader's, as under the SDK.
-        kr_set_executable_iterator(None);
-        kr_set_tracking_enabled(false);
+        kernel_replay::set_executable_iterator(None);
+        kernel_replay::set_tracking(false);
     }
 }
 
 impl Default for Interp {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+/// The runtime's vmem operations, in the model's order (`model::VMEM_*`).
+const VMEM_OPS: [hsa_sim::VmemOp; 5] = [
+    hsa_sim::VmemOp::HandleCreate,
+    hsa_sim::VmemOp::HandleRelease,
+    hsa_sim::VmemOp::Map,
+    hsa_sim::VmemOp::Unmap,
+    hsa_sim::VmemOp::SetAccess,
+];
+
+/// Bytes of the retained arenas the library releases when an allocation
+/// from `pool` of `owner` is refused for lack of memory (README, "The
+/// application's allocations never fail because of the library"): the
+/// device arena of a GPU pool's agent, every host arena (pinned and
+/// pageable) for a system pool. The model does not follow arena sizes, so
+/// they are read from the library's storage state.
+fn competing_retained(owner: hsa_sim::Agent, pool: PoolSel) -> u64 {
+    use kernel_replay::Tier;
+    if pool.device() {
+        kernel_replay::testing::retained_for(app::agent(owner))[Tier::Device.index()]
+    } else {
+        let retained = kernel_replay::stats().retained_bytes;
+        retained[Tier::Pinned.index()] + retained[Tier::Pageable.index()]
     }
 }
 
@@ -1123,28 +1444,56 @@ pub fn clean_session() -> hsa_sim::SimSession {
     );
     app::install_once();
     #[cfg(fuzzing)]
-    kernel_replay::context::GLOBAL.gate.reset_for_fuzzing();
+    kernel_replay::testing::reset_gate_for_fuzzing();
     assert!(
-        !kr_is_finalized(),
+        !kernel_replay::is_finalized(),
         "the library is finalized: build with --cfg fuzzing for the reset hook"
     );
     // No iterator set: snapshots find the runtime loader's, as under the SDK.
-    kr_set_executable_iterator(None);
-    kr_set_host_budget(0);
+    kernel_replay::set_executable_iterator(None);
+    kernel_replay::set_host_budget(None);
+    kernel_replay::set_copy_fence_timeout(std::time::Duration::from_nanos(
+        FENCE_TIMEOUT.as_nanos() as u64,
+    ));
+    assert_eq!(
+        app::vmem_api().is_some(),
+        sim.vmem_supported(),
+        "the library and the runtime were built against the same headers"
+    );
+    assert_eq!(
+        (
+            sim.vmem_mapping_count(),
+            sim.vmem_handle_count(),
+            sim.vmem_reservation_count()
+        ),
+        (0, 0, 0),
+        "an earlier input left virtual memory"
+    );
+    for gpu in 0..2 {
+        assert_eq!(
+            kernel_replay::testing::fence_in_flight(sim.gpu(gpu).handle),
+            0,
+            "an earlier input left copies in flight"
+        );
+    }
     {
         assert!(kr_set_storage_policy(
-            kr_storage_policy_t::KR_STORAGE_BASELINE as u32
+            kernel_replay::StoragePolicy::Baseline as u32
         ));
-        kr_set_batched_copies(true);
-        assert_eq!(kr_device_bytes_in_use(), 0, "an earlier input left arenas");
+        kernel_replay::set_batched_copies(true);
+        assert_eq!(
+            kernel_replay::device_bytes_in_use(),
+            0,
+            "an earlier input left arenas"
+        );
     }
-    assert!(!kr_set_tracking_enabled(false));
+    assert!(!kernel_replay::set_tracking(false));
     assert!(
-        kernel_replay::context::GLOBAL.inventory.is_empty(),
+        kernel_replay::testing::inventory_is_empty(),
         "an earlier input left allocations in the inventory"
     );
     assert_eq!(
-        kr_host_bytes_in_use(),
+        kernel_replay::host_bytes_in_use(),
         0,
         "an earlier input left host memory held"
     );
@@ -1164,6 +1513,11 @@ fn clear_faults(sim: &hsa_sim::SimSession) {
         sim.fail_symbol_query(attribute, false);
     }
     sim.set_address_reuse(false);
+    sim.fail_nth_async_copy(0);
+    sim.fail_nth_async_copy_completion(0);
+    for op in VMEM_OPS {
+        sim.fail_nth_vmem(op, 0);
+    }
 }
 
 /// Makes restores into `address` fail: copies of every direction into it

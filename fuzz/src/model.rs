@@ -9,8 +9,9 @@
 //! copy, the next free or allocation) advance the model's copy of it exactly
 //! as the runtime advances its own.
 
-use kernel_replay::ffi::types::kr_decline_reason_t;
+use kernel_replay::DeclineReason;
 
+use crate::interp::stats;
 use crate::ops::PoolSel;
 
 /// A live allocation the application made.
@@ -48,6 +49,8 @@ pub struct Var {
 pub struct Symbol {
     pub agent: u64,
     pub variable: bool,
+    /// A variable's size (0 for kernels and empty variables).
+    pub size: usize,
 }
 
 #[derive(Debug)]
@@ -58,7 +61,8 @@ pub struct Exe {
     /// False once destroyed (unloaded).
     pub loaded: bool,
     /// Agents whose walk of it the library's discovery cache holds (arena
-    /// policies only).
+    /// policies only; an unloaded executable's entries are dropped by the
+    /// next discovery that lists the executables).
     pub cached_for: Vec<u64>,
     /// No symbols are added once a walk is cached: a loaded code object's
     /// symbols do not change.
@@ -81,17 +85,28 @@ pub enum Source {
         size: usize,
         registry: bool,
     },
+    /// A tracked virtual-memory mapping; `id` is its generation (a new one
+    /// each time the mapping becomes tracked).
+    Mapping {
+        id: u64,
+        ptr: usize,
+        size: usize,
+    },
 }
 
 impl Source {
     pub fn ptr(&self) -> usize {
         match *self {
-            Source::Alloc { ptr, .. } | Source::Var { ptr, .. } => ptr,
+            Source::Alloc { ptr, .. } | Source::Var { ptr, .. } | Source::Mapping { ptr, .. } => {
+                ptr
+            }
         }
     }
     pub fn size(&self) -> usize {
         match *self {
-            Source::Alloc { size, .. } | Source::Var { size, .. } => size,
+            Source::Alloc { size, .. }
+            | Source::Var { size, .. }
+            | Source::Mapping { size, .. } => size,
         }
     }
 }
@@ -106,14 +121,14 @@ pub struct Captured {
 #[derive(Debug, Clone)]
 pub enum Expected {
     Ok(Vec<Captured>),
-    Declined(kr_decline_reason_t),
+    Declined(DeclineReason),
 }
 
 impl Expected {
-    pub fn reason(&self) -> kr_decline_reason_t {
+    pub fn reason(&self) -> Option<DeclineReason> {
         match self {
-            Expected::Ok(_) => kr_decline_reason_t::KR_DECLINE_NONE,
-            Expected::Declined(reason) => *reason,
+            Expected::Ok(_) => None,
+            Expected::Declined(reason) => Some(*reason),
         }
     }
     pub fn regions(&self) -> &[Captured] {
@@ -204,7 +219,178 @@ pub struct Model {
     /// size the model does not follow: host-memory figures and the host
     /// budget are then only bounded, not exact.
     pub arenas_held: bool,
+    /// Virtual memory (empty without the vmem API).
+    pub vmem: Vmem,
+    /// Application async copies not yet completed, in submission order (the
+    /// runtime runs them in that order, each once its dependency is 0).
+    pub copies: Vec<PendingCopy>,
+    /// Dependency signals held at 1 by the application, oldest first.
+    pub held: Vec<u64>,
     next_id: u64,
+}
+
+/// Bytes of one virtual-memory chunk: the page size (handles are whole
+/// 4 KiB granules, mappings whole pages).
+pub const CHUNK: usize = 4096;
+
+/// A reserved virtual range of whole chunks.
+#[derive(Debug)]
+pub struct Reservation {
+    pub base: usize,
+    pub chunks: usize,
+}
+
+impl Reservation {
+    pub fn end(&self) -> usize {
+        self.base + self.chunks * CHUNK
+    }
+}
+
+/// A physical handle (`hsa_amd_vmem_handle_create`), alive while it is not
+/// released or still mapped.
+#[derive(Debug)]
+pub struct Handle {
+    pub value: u64,
+    /// The GPU whose device pool backs it.
+    pub gpu: u64,
+    pub coarse: bool,
+    pub size: usize,
+    pub released: bool,
+    /// The harness's own view of its bytes: the handle mapped read-write
+    /// for the CPU at a private address through the runtime's un-wrapped
+    /// table (the library never sees it), through which kernels' stores are
+    /// made and memory is checked whatever the application's mappings
+    /// allow the CPU.
+    pub probe: usize,
+    /// The bytes it must hold.
+    pub shadow: Vec<u8>,
+}
+
+/// A mapping the application made (`hsa_amd_vmem_map`).
+#[derive(Debug)]
+pub struct Mapping {
+    pub va: usize,
+    pub size: usize,
+    pub handle: u64,
+    /// The handle's GPU (the owner the library gives the region).
+    pub owner: u64,
+    pub coarse: bool,
+    /// Whether the inventory must hold it.
+    pub tracked: bool,
+    /// Its generation while tracked.
+    pub id: u64,
+    /// The wrappers noted it (made through them since the last finalize).
+    pub seen: bool,
+    /// The library classified its handle's pool (a set_access over it).
+    pub classified: bool,
+}
+
+/// The application's virtual memory.
+#[derive(Debug, Default)]
+pub struct Vmem {
+    pub reservations: Vec<Reservation>,
+    pub handles: Vec<Handle>,
+    pub mappings: Vec<Mapping>,
+    /// Armed `hsa_sim_fail_nth_vmem(op, 1)` per operation (create, release,
+    /// map, unmap, set_access).
+    pub failing: [bool; 5],
+    /// Whether the runtime takes one set_access over several contiguous
+    /// mappings (ROCm 6.4+ headers), once seen.
+    pub spans_accepted: Option<bool>,
+}
+
+pub const VMEM_HANDLE_CREATE: usize = 0;
+pub const VMEM_HANDLE_RELEASE: usize = 1;
+pub const VMEM_MAP: usize = 2;
+pub const VMEM_UNMAP: usize = 3;
+pub const VMEM_SET_ACCESS: usize = 4;
+
+impl Vmem {
+    /// Consumes the armed fault of `op`: true if this call (one that passes
+    /// the runtime's argument checks) must fail.
+    pub fn fails(&mut self, op: usize) -> bool {
+        std::mem::take(&mut self.failing[op])
+    }
+
+    pub fn handle(&self, value: u64) -> &Handle {
+        self.handles
+            .iter()
+            .find(|h| h.value == value)
+            .expect("a live handle")
+    }
+
+    pub fn handle_mut(&mut self, value: u64) -> &mut Handle {
+        self.handles
+            .iter_mut()
+            .find(|h| h.value == value)
+            .expect("a live handle")
+    }
+
+    /// Whether `[va, va + size)` meets a mapping.
+    pub fn meets_mapping(&self, va: usize, size: usize) -> bool {
+        self.mappings
+            .iter()
+            .any(|m| m.va < va + size && va < m.va + m.size)
+    }
+
+    /// The reservation holding all of `[va, va + size)`.
+    pub fn reservation_holding(&self, va: usize, size: usize) -> Option<&Reservation> {
+        self.reservations
+            .iter()
+            .find(|r| r.base <= va && va + size <= r.end())
+    }
+}
+
+/// Where an endpoint of an application copy lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Loc {
+    /// Allocation `id`.
+    Alloc(u64),
+    /// Handle `value`, through one of its mappings (at the same offsets:
+    /// a mapping shows its handle from byte 0).
+    Handle(u64),
+}
+
+/// One endpoint: where, its first byte, and the mapping or allocation
+/// address it was reached through.
+#[derive(Debug, Clone, Copy)]
+pub struct Endpoint {
+    pub loc: Loc,
+    /// The allocation's base or the mapping's address.
+    pub base: usize,
+    pub size: usize,
+}
+
+/// One row of a copy: `len` bytes from `src_off` to `dst_off`.
+#[derive(Debug, Clone, Copy)]
+pub struct Row {
+    pub dst_off: usize,
+    pub src_off: usize,
+    pub len: usize,
+}
+
+/// An application copy the runtime accepted and has not completed.
+#[derive(Debug, Clone)]
+pub struct PendingCopy {
+    /// The application's completion signal (value 1 until it completes).
+    pub signal: u64,
+    /// The dependency signal, if it was given one (`Model::held` while 1).
+    pub dependency: Option<u64>,
+    pub dst: Endpoint,
+    pub src: Endpoint,
+    pub rows: Vec<Row>,
+    /// Agents whose tracked memory it touched when submitted: the fence
+    /// counts it in flight there.
+    pub fenced: Vec<u64>,
+    /// It fails while executing (nothing copied, signal -1).
+    pub fails: bool,
+}
+
+impl PendingCopy {
+    /// Whether it touches `[base, base + size)` through the same address.
+    pub fn touches(&self, base: usize) -> bool {
+        self.dst.base == base || self.src.base == base
+    }
 }
 
 /// `kr_storage_policy_t`, as far as the model distinguishes them.
@@ -285,10 +471,86 @@ impl Model {
 
     /// `(count, bytes)` the inventory must report for `agent`.
     pub fn tracked_totals(&self, agent: u64) -> (usize, u64) {
-        self.allocs
+        let allocs = self
+            .allocs
             .iter()
             .filter(|a| a.tracked && a.owner == agent)
-            .fold((0, 0), |(n, b), a| (n + 1, b + a.size as u64))
+            .map(|a| a.size);
+        let mappings = self
+            .vmem
+            .mappings
+            .iter()
+            .filter(|m| m.tracked && m.owner == agent)
+            .map(|m| m.size);
+        allocs
+            .chain(mappings)
+            .fold((0, 0), |(n, b), size| (n + 1, b + size as u64))
+    }
+
+    /// `(count, bytes)` of the non-empty module variables of loaded
+    /// executables the discovery cache holds for `agent` (what
+    /// `kr_estimate_footprint` adds to the tracked regions: what the next
+    /// snapshot would take of them).
+    pub fn cached_variables(&self, agent: u64) -> (usize, u64) {
+        self.exes
+            .iter()
+            .filter(|e| e.loaded && e.cached_for.contains(&agent))
+            .flat_map(|e| e.symbols.iter())
+            .filter(|s| s.variable && s.agent == agent && s.size > 0)
+            .fold((0, 0), |(n, b), s| (n + 1, b + s.size as u64))
+    }
+
+    /// Mappings owned by `agent` the wrappers saw and classified that are
+    /// not tracked (`kr_untracked_summary`): count and bytes.
+    pub fn uncaptured_mappings(&self, agent: u64) -> (usize, u64) {
+        self.vmem
+            .mappings
+            .iter()
+            .filter(|m| m.seen && m.classified && m.owner == agent && !m.tracked)
+            .fold((0, 0), |(n, b), m| (n + 1, b + m.size as u64))
+    }
+
+    /// Copies pending that the fence counts in flight on `agent`.
+    pub fn in_flight(&self, agent: u64) -> u64 {
+        self.copies
+            .iter()
+            .filter(|c| c.fenced.contains(&agent))
+            .count() as u64
+    }
+
+    /// Whether a pending copy is held back by a dependency (the runtime's
+    /// one copy worker then waits, and every later async copy with it).
+    pub fn copies_blocked(&self) -> bool {
+        !self.copies.is_empty()
+    }
+
+    /// Whether a pending copy touches the allocation or mapping at `base`.
+    pub fn copy_touches(&self, base: usize) -> bool {
+        self.copies.iter().any(|c| c.touches(base))
+    }
+
+    /// The bytes at an endpoint's location.
+    pub fn bytes_at(&mut self, loc: Loc) -> &mut Vec<u8> {
+        match loc {
+            Loc::Alloc(id) => {
+                &mut self
+                    .allocs
+                    .iter_mut()
+                    .find(|a| a.id == id)
+                    .expect("a copy's allocation is live")
+                    .shadow
+            }
+            Loc::Handle(value) => &mut self.vmem.handle_mut(value).shadow,
+        }
+    }
+
+    /// The effect of a completed copy on device memory: row by row, each
+    /// read when it runs (like the runtime's memmove per row).
+    pub fn apply_copy(&mut self, copy: &PendingCopy) {
+        for row in &copy.rows {
+            let bytes = self.bytes_at(copy.src.loc)[row.src_off..row.src_off + row.len].to_vec();
+            self.bytes_at(copy.dst.loc)[row.dst_off..row.dst_off + row.len].copy_from_slice(&bytes);
+        }
     }
 
     /// The one allocation-time fault: true if this allocation must fail.
@@ -321,6 +583,13 @@ impl Model {
         }
         let [type_fails, address_fails, size_fails] = self.faults.query;
         let cache = self.policy.arenas();
+        if cache {
+            // The executables were listed: the cache drops the entries of
+            // those no longer loaded.
+            for exe in self.exes.iter_mut().filter(|e| !e.loaded) {
+                exe.cached_for.clear();
+            }
+        }
         for exe in self.exes.iter_mut().filter(|e| e.loaded) {
             if cache && exe.cached_for.contains(&agent) {
                 continue;
@@ -346,7 +615,7 @@ impl Model {
     /// is a GPU (only GPUs have a device tier). Advances the device-to-host
     /// fault countdown by the copies a baseline capture makes.
     pub fn predict_snap(&mut self, agent: u64, is_gpu: bool, in_use: u64) -> Prediction {
-        use kr_decline_reason_t::*;
+        let fenced = self.in_flight(agent) > 0;
         let budget = self.faults.host_budget;
         // With arenas the host room depends on arena sizes the model does
         // not follow: any capture may then meet the budget.
@@ -356,22 +625,50 @@ impl Model {
             host_memory_possible: false,
         };
         if self.finalized {
-            return declined(KR_DECLINE_FINALIZED);
+            return declined(DeclineReason::Finalized);
         }
         if !self.faults.iterator_set {
-            return declined(KR_DECLINE_NO_EXECUTABLE_ITERATOR);
+            return declined(DeclineReason::NoExecutableIterator);
         }
         if self.discovery_fails(agent) {
-            return declined(KR_DECLINE_SYMBOL_ENUMERATION);
+            return declined(DeclineReason::SymbolEnumeration);
         }
-        // Tracked allocations in address order, then the non-empty
-        // variables of loaded executables in address order.
-        let mut tracked: Vec<&Alloc> = self
+        // An application copy in flight on the agent's tracked memory is
+        // waited for up to the fence timeout; the harness's pending copies
+        // are all held by a dependency, so the wait runs out.
+        if fenced {
+            return declined(DeclineReason::CopiesInFlight);
+        }
+        // Tracked allocations and mappings in address order, then the
+        // non-empty variables of loaded executables in address order.
+        let mut tracked: Vec<Captured> = self
             .allocs
             .iter()
             .filter(|a| a.tracked && a.owner == agent)
+            .map(|a| Captured {
+                source: Source::Alloc {
+                    id: a.id,
+                    ptr: a.ptr as usize,
+                    size: a.size,
+                },
+                bytes: a.shadow.clone(),
+            })
+            .chain(
+                self.vmem
+                    .mappings
+                    .iter()
+                    .filter(|m| m.tracked && m.owner == agent)
+                    .map(|m| Captured {
+                        source: Source::Mapping {
+                            id: m.id,
+                            ptr: m.va,
+                            size: m.size,
+                        },
+                        bytes: self.vmem.handle(m.handle).shadow[..m.size].to_vec(),
+                    }),
+            )
             .collect();
-        tracked.sort_by_key(|a| a.ptr as usize);
+        tracked.sort_by_key(|r| r.source.ptr());
         let mut vars: Vec<&Var> = self
             .vars
             .iter()
@@ -383,15 +680,7 @@ impl Model {
         // those of an unloaded executable.
         let registry = true;
         let plan: Vec<Captured> = tracked
-            .iter()
-            .map(|a| Captured {
-                source: Source::Alloc {
-                    id: a.id,
-                    ptr: a.ptr as usize,
-                    size: a.size,
-                },
-                bytes: a.shadow.clone(),
-            })
+            .into_iter()
             .chain(vars.iter().map(|v| Captured {
                 source: Source::Var {
                     id: v.id,
@@ -412,16 +701,16 @@ impl Model {
             // forced device or pinned tier cannot hold the CPU agent's
             // regions.
             if self.policy == Policy::Device && !is_gpu && !plan.is_empty() {
-                return declined(KR_DECLINE_DEVICE_MEMORY);
+                return declined(DeclineReason::DeviceMemory);
             }
             if self.policy == Policy::Pinned && !is_gpu && !plan.is_empty() {
-                return declined(KR_DECLINE_HOST_MEMORY);
+                return declined(DeclineReason::HostMemory);
             }
             let copy_fails = plan
                 .iter()
                 .any(|r| self.faults.from_covers(r.source.ptr(), r.source.size()));
             return outcome(if copy_fails {
-                Expected::Declined(KR_DECLINE_COPY_FAILED)
+                Expected::Declined(DeclineReason::CopyFailed)
             } else {
                 Expected::Ok(plan)
             });
@@ -432,7 +721,7 @@ impl Model {
         for region in &plan {
             let size = region.bytes.len() as u64;
             if budget != 0 && in_use + claimed + size > budget {
-                return outcome(Expected::Declined(KR_DECLINE_HOST_MEMORY));
+                return outcome(Expected::Declined(DeclineReason::HostMemory));
             }
             claimed += size;
             let d2h_fails = self.faults.d2h_copy_fails();
@@ -441,7 +730,7 @@ impl Model {
                     .faults
                     .from_covers(region.source.ptr(), region.source.size())
             {
-                return outcome(Expected::Declined(KR_DECLINE_COPY_FAILED));
+                return outcome(Expected::Declined(DeclineReason::CopyFailed));
             }
         }
         outcome(Expected::Ok(plan))
@@ -449,7 +738,7 @@ impl Model {
 
     /// What a restore of `expected` must do, applied to the model's device
     /// memory.
-    pub fn apply_restore(&mut self, expected: &Expected) -> Report {
+    pub fn apply_restore(&mut self, expected: &Expected, agent: u64) -> Report {
         let mut report = Report::default();
         let Expected::Ok(regions) = expected else {
             return report;
@@ -458,9 +747,33 @@ impl Model {
             report.skipped_not_live = regions.len();
             return report;
         }
+        // An application copy in flight on the agent's tracked memory past
+        // the fence timeout: nothing is written, every region failed.
+        if self.in_flight(agent) > 0 {
+            report.failed = regions.len();
+            return report;
+        }
         for region in regions {
             let (ptr, size) = (region.source.ptr(), region.source.size());
             let shadow = match region.source {
+                Source::Mapping { id, .. } => {
+                    let Some(handle) = self
+                        .vmem
+                        .mappings
+                        .iter()
+                        .find(|m| m.id == id && m.tracked)
+                        .map(|m| m.handle)
+                    else {
+                        report.skipped_not_live += 1;
+                        stats::bump(&stats::MAPPINGS_SKIPPED, 1);
+                        continue;
+                    };
+                    let shadow = &mut self.vmem.handle_mut(handle).shadow;
+                    shadow[..size].copy_from_slice(&region.bytes);
+                    report.restored += 1;
+                    stats::bump(&stats::MAPPINGS_RESTORED, 1);
+                    continue;
+                }
                 Source::Alloc { id, .. } => {
                     match self.allocs.iter_mut().find(|a| a.id == id && a.tracked) {
                         Some(alloc) => &mut alloc.shadow,
@@ -498,6 +811,16 @@ impl Model {
         self.tracking = false;
         for alloc in &mut self.allocs {
             alloc.tracked = false;
+        }
+        // The inventory, the mappings the wrappers saw and the discovery
+        // cache are dropped.
+        for mapping in &mut self.vmem.mappings {
+            mapping.tracked = false;
+            mapping.seen = false;
+            mapping.classified = false;
+        }
+        for exe in &mut self.exes {
+            exe.cached_for.clear();
         }
     }
 }

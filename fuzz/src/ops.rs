@@ -30,6 +30,14 @@ pub enum PoolSel {
 }
 
 impl PoolSel {
+    /// A pool of the CPU agent (system memory), not of a GPU.
+    pub fn is_system(self) -> bool {
+        matches!(
+            self,
+            PoolSel::SystemKernarg | PoolSel::SystemCoarse | PoolSel::SystemFine
+        )
+    }
+
     /// Coarse kinds are drawn more often: they are what gets tracked.
     fn from_byte(b: u8) -> PoolSel {
         match b % 8 {
@@ -131,11 +139,17 @@ pub enum Fault {
     CopyFromAllocation { index: u8, offset: u16 },
     /// Copies out of module variable `index` fail.
     CopyFromVariable { index: u8 },
+    /// The next `hsa_amd_vmem_*` call of one kind (`op % 5`: handle create,
+    /// handle release, map, unmap, set_access) that passes the runtime's
+    /// argument checks fails and changes nothing (`hsa_sim_fail_nth_vmem`;
+    /// a handle create with OUT_OF_RESOURCES, which the library may retry).
+    /// A no-op without the vmem API.
+    Vmem { op: u8 },
 }
 
 impl Fault {
     fn decode(u: &mut Unstructured) -> Fault {
-        match byte(u) % 15 {
+        match byte(u) % 16 {
             0 => Fault::PointerInfo(rarely(u)),
             1 => Fault::NthD2hCopy(byte(u) % 8),
             2 => Fault::H2dIntoAllocation {
@@ -165,7 +179,8 @@ impl Fault {
                 index: byte(u),
                 offset: word(u),
             },
-            _ => Fault::CopyFromVariable { index: byte(u) },
+            14 => Fault::CopyFromVariable { index: byte(u) },
+            _ => Fault::Vmem { op: byte(u) % 5 },
         }
     }
 
@@ -194,8 +209,113 @@ impl Fault {
                 out.extend(offset.to_le_bytes());
             }
             Fault::CopyFromVariable { index } => out.extend([14, index]),
+            Fault::Vmem { op } => out.extend([15, op]),
         }
     }
+}
+
+/// What one `hsa_amd_vmem_set_access` descriptor grants an agent, or no
+/// descriptor for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Perm {
+    Absent,
+    None,
+    Ro,
+    Rw,
+}
+
+impl Perm {
+    fn from_bits(bits: u8) -> Perm {
+        match bits & 3 {
+            0 => Perm::Absent,
+            1 => Perm::None,
+            2 => Perm::Ro,
+            _ => Perm::Rw,
+        }
+    }
+
+    fn to_bits(self) -> u8 {
+        match self {
+            Perm::Absent => 0,
+            Perm::None => 1,
+            Perm::Ro => 2,
+            Perm::Rw => 3,
+        }
+    }
+}
+
+/// The descriptors of one `hsa_amd_vmem_set_access`: the mapping's owner
+/// GPU (read-write most often: that is what makes a mapping replay state),
+/// the other GPU, the CPU agent, and rarely a second descriptor for the
+/// owner after the first (the runtime applies descriptors in order, so the
+/// last one for an agent wins).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    pub owner: Perm,
+    pub peer: Perm,
+    pub cpu: Perm,
+    pub owner_again: Perm,
+}
+
+impl Access {
+    fn decode(u: &mut Unstructured) -> Access {
+        let a = byte(u);
+        let again = byte(u);
+        Access {
+            owner: match a & 7 {
+                4 => Perm::Ro,
+                5 => Perm::None,
+                6 => Perm::Absent,
+                _ => Perm::Rw,
+            },
+            peer: Perm::from_bits(a >> 3),
+            cpu: Perm::from_bits(a >> 5),
+            owner_again: if again % 16 == 15 {
+                Perm::from_bits(again >> 4)
+            } else {
+                Perm::Absent
+            },
+        }
+    }
+
+    fn encode(&self, out: &mut Vec<u8>) {
+        let owner = match self.owner {
+            Perm::Rw => 0,
+            Perm::Ro => 4,
+            Perm::None => 5,
+            Perm::Absent => 6,
+        };
+        out.push(owner | self.peer.to_bits() << 3 | self.cpu.to_bits() << 5);
+        out.push(match self.owner_again {
+            Perm::Absent => 0,
+            again => 15 | again.to_bits() << 4,
+        });
+    }
+}
+
+/// Which asynchronous copy entry an application copy goes through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyKind {
+    /// `hsa_amd_memory_async_copy`.
+    Linear,
+    /// `hsa_amd_memory_async_copy_rect`: a few rows of a pitched box.
+    Rect,
+    /// `hsa_amd_memory_async_copy_on_engine` (ROCm 6.0+ headers; a linear
+    /// copy with older ones).
+    Engine,
+}
+
+/// A runtime fault armed for one application copy only.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CopyFault {
+    None,
+    /// Refused at submission (`hsa_sim_fail_nth_async_copy(1)`): the
+    /// completion signal is never touched.
+    Refuse,
+    /// Accepted, then fails while executing
+    /// (`hsa_sim_fail_nth_async_copy_completion(1)`): nothing copied, the
+    /// completion signal set to -1.
+    FailCompletion,
 }
 
 /// One step of an application + tool.
@@ -276,7 +396,7 @@ pub enum Op {
         byte: u8,
     },
     /// `kr_set_storage_policy` (`policy % 5`: baseline, auto, device,
-    /// pinned, pageable) and `kr_set_batched_copies(batched)`. Inputs start
+    /// pinned, pageable) and `kernel_replay::set_batched_copies(batched)`. Inputs start
     /// in baseline. Needs a library with storage tiers (else a no-op).
     Storage {
         policy: u8,
@@ -291,6 +411,86 @@ pub enum Op {
     },
     /// `kr_finalize` (rare: selector 255 and a second byte below 64).
     Finalize,
+
+    // ---- virtual memory (no-ops without the vmem API) ----
+    /// `hsa_amd_vmem_address_reserve` of `chunks % 4 + 1` chunks (at most 4
+    /// reservations).
+    VmemReserve {
+        chunks: u8,
+    },
+    /// A new physical handle of `chunks % 2 + 1` chunks from GPU `agent %
+    /// 2`'s coarse (or `fine`) device pool, mapped at chunk `at` of the
+    /// reserved chunks (a reservation of 4 chunks is made first if there is
+    /// none), then given `access` if any: a `hipMallocAsync` chunk.
+    VmemMapNew {
+        agent: AgentSel,
+        fine: bool,
+        chunks: u8,
+        at: u8,
+        access: Option<Access>,
+    },
+    /// Live handle `handle` (not released) mapped again at chunk `at`: one
+    /// handle at two addresses.
+    VmemMapAlias {
+        handle: u8,
+        at: u8,
+    },
+    /// `hsa_amd_vmem_set_access` over live mapping `mapping` and up to
+    /// `span % 3` more mappings contiguous with it (accepted as one range
+    /// by ROCm 6.4+ only).
+    VmemSetAccess {
+        mapping: u8,
+        span: u8,
+        access: Access,
+    },
+    /// `hsa_amd_vmem_unmap` of live mapping `mapping`: whole (`how % 4` 0
+    /// or 1), or a part the runtime refuses (2: its start with less than
+    /// its size, 3: from its second page).
+    VmemUnmap {
+        mapping: u8,
+        how: u8,
+    },
+    /// `hsa_amd_vmem_handle_release` of live handle `handle` (its memory
+    /// lives on while mapped).
+    VmemRelease {
+        handle: u8,
+    },
+    /// `hsa_amd_vmem_address_free` of reservation `reservation` (refused
+    /// while a mapping is inside).
+    VmemAddressFree {
+        reservation: u8,
+    },
+    /// A kernel's store into live mapping `mapping`: `len` bytes of `byte`
+    /// at `offset` (modulo what fits; `len` 0 to the end). Every mapping of
+    /// the handle sees it.
+    WriteMapping {
+        mapping: u8,
+        offset: u16,
+        len: u16,
+        byte: u8,
+    },
+
+    // ---- application async copies ----
+    /// An application copy between two endpoints (live allocations, then
+    /// mappings some GPU may read and write; indices modulo their number),
+    /// `len` bytes at offsets derived from `offset` (modulo what fits), with
+    /// a fresh completion signal at 1. With `hold`, it depends on a fresh
+    /// signal held at 1 until a `ReleaseDependency`. `fault` arms a runtime
+    /// fault for this copy alone.
+    AsyncCopy {
+        kind: CopyKind,
+        dst: u8,
+        src: u8,
+        offset: u16,
+        len: u16,
+        hold: bool,
+        fault: CopyFault,
+    },
+    /// Stores 0 into held dependency `index` (oldest first); the copies it
+    /// held then run, in submission order.
+    ReleaseDependency {
+        index: u8,
+    },
 }
 
 fn byte(u: &mut Unstructured) -> u8 {
@@ -313,23 +513,95 @@ fn rarely(u: &mut Unstructured) -> bool {
 }
 
 // Selector ranges (out of 256) of each op kind.
-const ALLOCATE: u8 = 0; // 0..45
-const FREE: u8 = 45; // 45..60
-const FREE_AND_REUSE: u8 = 60; // 60..72
-const SET_TRACKING: u8 = 72; // 72..90
-const ADD_VARIABLE: u8 = 90; // 90..98
-const ADD_KERNEL: u8 = 98; // 98..100
-const SNAP: u8 = 100; // 100..127
-const MUTATE: u8 = 127; // 127..155
-const MUTATE_VARIABLE: u8 = 155; // 155..163
-const RESTORE: u8 = 163; // 163..193
-const DROP_SNAPSHOT: u8 = 193; // 193..204
-const INJECT_FAULT: u8 = 204; // 204..234
-const REPLAY: u8 = 234; // 234..245
-const STORAGE: u8 = 245; // 245..250
-const TRIM_RETAINED: u8 = 250; // 250..252
-const DESTROY_EXECUTABLE: u8 = 252; // 252..255
+const ALLOCATE: u8 = 0; // 0..36
+const FREE: u8 = 36; // 36..48
+const FREE_AND_REUSE: u8 = 48; // 48..58
+const SET_TRACKING: u8 = 58; // 58..72
+const ADD_VARIABLE: u8 = 72; // 72..79
+const ADD_KERNEL: u8 = 79; // 79..81
+const SNAP: u8 = 81; // 81..104
+const MUTATE: u8 = 104; // 104..126
+const MUTATE_VARIABLE: u8 = 126; // 126..132
+const RESTORE: u8 = 132; // 132..158
+const DROP_SNAPSHOT: u8 = 158; // 158..167
+const INJECT_FAULT: u8 = 167; // 167..191
+const REPLAY: u8 = 191; // 191..201
+const STORAGE: u8 = 201; // 201..205
+const TRIM_RETAINED: u8 = 205; // 205..207
+const DESTROY_EXECUTABLE: u8 = 207; // 207..210
+const EXTENDED: u8 = 210; // 210..255, then a kind byte (below)
 const FINALIZE: u8 = 255; // 255, then a byte < 64 (else a Snap)
+
+// Kind ranges (out of 32) of the extended ops: virtual memory and
+// application async copies.
+const VMEM_RESERVE: u8 = 0; // 0..2
+const VMEM_MAP_NEW: u8 = 2; // 2..8
+const VMEM_MAP_ALIAS: u8 = 8; // 8..10
+const VMEM_SET_ACCESS: u8 = 10; // 10..14
+const VMEM_UNMAP: u8 = 14; // 14..17
+const VMEM_RELEASE: u8 = 17; // 17..19
+const VMEM_ADDRESS_FREE: u8 = 19; // 19..20
+const WRITE_MAPPING: u8 = 20; // 20..23
+const ASYNC_COPY: u8 = 23; // 23..29
+const RELEASE_DEPENDENCY: u8 = 29; // 29..32
+
+fn decode_extended(u: &mut Unstructured) -> Op {
+    match byte(u) % 32 {
+        k if k < VMEM_MAP_NEW => Op::VmemReserve { chunks: byte(u) },
+        k if k < VMEM_MAP_ALIAS => Op::VmemMapNew {
+            agent: byte(u),
+            fine: byte(u) % 4 == 3,
+            chunks: byte(u),
+            at: byte(u),
+            access: if byte(u) % 8 == 7 {
+                None
+            } else {
+                Some(Access::decode(u))
+            },
+        },
+        k if k < VMEM_SET_ACCESS => Op::VmemMapAlias {
+            handle: byte(u),
+            at: byte(u),
+        },
+        k if k < VMEM_UNMAP => Op::VmemSetAccess {
+            mapping: byte(u),
+            span: byte(u),
+            access: Access::decode(u),
+        },
+        k if k < VMEM_RELEASE => Op::VmemUnmap {
+            mapping: byte(u),
+            how: byte(u) % 4,
+        },
+        k if k < VMEM_ADDRESS_FREE => Op::VmemRelease { handle: byte(u) },
+        k if k < WRITE_MAPPING => Op::VmemAddressFree {
+            reservation: byte(u),
+        },
+        k if k < ASYNC_COPY => Op::WriteMapping {
+            mapping: byte(u),
+            offset: word(u),
+            len: word(u),
+            byte: byte(u),
+        },
+        k if k < RELEASE_DEPENDENCY => Op::AsyncCopy {
+            kind: match byte(u) % 4 {
+                0 | 1 => CopyKind::Linear,
+                2 => CopyKind::Rect,
+                _ => CopyKind::Engine,
+            },
+            dst: byte(u),
+            src: byte(u),
+            offset: word(u),
+            len: word(u),
+            hold: byte(u) % 3 == 2,
+            fault: match byte(u) % 8 {
+                6 => CopyFault::Refuse,
+                7 => CopyFault::FailCompletion,
+                _ => CopyFault::None,
+            },
+        },
+        _ => Op::ReleaseDependency { index: byte(u) },
+    }
+}
 
 impl Op {
     /// Decodes one op (never fails: missing bytes read as zero).
@@ -383,7 +655,8 @@ impl Op {
                 batched: flag(u),
             },
             s if s < DESTROY_EXECUTABLE => Op::TrimRetained,
-            s if s < FINALIZE => Op::DestroyExecutable { exe: byte(u) },
+            s if s < EXTENDED => Op::DestroyExecutable { exe: byte(u) },
+            s if s < FINALIZE => decode_extended(u),
             _ => {
                 let second = byte(u);
                 if second < 64 {
@@ -448,6 +721,80 @@ impl Op {
             Op::TrimRetained => out.push(TRIM_RETAINED),
             Op::DestroyExecutable { exe } => out.extend([DESTROY_EXECUTABLE, exe]),
             Op::Finalize => out.extend([FINALIZE, 0]),
+            Op::VmemReserve { chunks } => out.extend([EXTENDED, VMEM_RESERVE, chunks]),
+            Op::VmemMapNew {
+                agent,
+                fine,
+                chunks,
+                at,
+                access,
+            } => {
+                out.extend([
+                    EXTENDED,
+                    VMEM_MAP_NEW,
+                    agent,
+                    if fine { 3 } else { 0 },
+                    chunks,
+                    at,
+                ]);
+                match access {
+                    None => out.push(7),
+                    Some(access) => {
+                        out.push(0);
+                        access.encode(out);
+                    }
+                }
+            }
+            Op::VmemMapAlias { handle, at } => out.extend([EXTENDED, VMEM_MAP_ALIAS, handle, at]),
+            Op::VmemSetAccess {
+                mapping,
+                span,
+                access,
+            } => {
+                out.extend([EXTENDED, VMEM_SET_ACCESS, mapping, span]);
+                access.encode(out);
+            }
+            Op::VmemUnmap { mapping, how } => out.extend([EXTENDED, VMEM_UNMAP, mapping, how]),
+            Op::VmemRelease { handle } => out.extend([EXTENDED, VMEM_RELEASE, handle]),
+            Op::VmemAddressFree { reservation } => {
+                out.extend([EXTENDED, VMEM_ADDRESS_FREE, reservation])
+            }
+            Op::WriteMapping {
+                mapping,
+                offset,
+                len,
+                byte,
+            } => {
+                out.extend([EXTENDED, WRITE_MAPPING, mapping]);
+                out.extend(offset.to_le_bytes());
+                out.extend(len.to_le_bytes());
+                out.push(byte);
+            }
+            Op::AsyncCopy {
+                kind,
+                dst,
+                src,
+                offset,
+                len,
+                hold,
+                fault,
+            } => {
+                let kind = match kind {
+                    CopyKind::Linear => 0,
+                    CopyKind::Rect => 2,
+                    CopyKind::Engine => 3,
+                };
+                out.extend([EXTENDED, ASYNC_COPY, kind, dst, src]);
+                out.extend(offset.to_le_bytes());
+                out.extend(len.to_le_bytes());
+                out.push(if hold { 2 } else { 0 });
+                out.push(match fault {
+                    CopyFault::None => 0,
+                    CopyFault::Refuse => 6,
+                    CopyFault::FailCompletion => 7,
+                });
+            }
+            Op::ReleaseDependency { index } => out.extend([EXTENDED, RELEASE_DEPENDENCY, index]),
         }
     }
 }

@@ -4,7 +4,9 @@
 
 use crate::ops::Fault::*;
 use crate::ops::Op::{self, *};
+use crate::ops::Perm::{Absent, None as NoAccess, Ro, Rw};
 use crate::ops::PoolSel::*;
+use crate::ops::{Access, CopyFault, CopyKind, Perm};
 
 fn alloc(agent: u8, size: u8) -> Op {
     Allocate {
@@ -22,6 +24,66 @@ fn mutate(index: u8, byte: u8) -> Op {
         offset: 0,
         len: 0,
         byte,
+    }
+}
+
+/// A new one-chunk handle of GPU `agent`'s coarse pool mapped at reserved
+/// chunk `at`, read-write for its owner and the CPU.
+fn map_new(agent: u8, at: u8) -> Op {
+    VmemMapNew {
+        agent,
+        fine: false,
+        chunks: 0,
+        at,
+        access: Some(access(Rw, Absent, Rw)),
+    }
+}
+
+fn access(owner: Perm, peer: Perm, cpu: Perm) -> Access {
+    Access {
+        owner,
+        peer,
+        cpu,
+        owner_again: Absent,
+    }
+}
+
+fn write_mapping(mapping: u8, byte: u8) -> Op {
+    WriteMapping {
+        mapping,
+        offset: 0,
+        len: 0,
+        byte,
+    }
+}
+
+fn set_access(mapping: u8, access: Access) -> Op {
+    VmemSetAccess {
+        mapping,
+        span: 0,
+        access,
+    }
+}
+
+fn copy(kind: CopyKind, dst: u8, src: u8, hold: bool, fault: CopyFault) -> Op {
+    AsyncCopy {
+        kind,
+        dst,
+        src,
+        offset: 0,
+        len: 0xFFFF,
+        hold,
+        fault,
+    }
+}
+
+fn system_fine(size: u8) -> Op {
+    Allocate {
+        agent: 0,
+        pool: SystemFine,
+        size,
+        executable: false,
+        via_region: false,
     }
 }
 
@@ -400,6 +462,273 @@ pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
                     via_core: false,
                 },
                 Restore { index: 0 },
+            ],
+        ),
+        // A hipMallocAsync-style heap: chunks of one reserved range, each
+        // its own handle; one given back and mapped again with another
+        // handle while a snapshot is held.
+        (
+            "vmem-heap",
+            vec![
+                SetTracking(true),
+                VmemReserve { chunks: 3 },
+                map_new(0, 0),
+                map_new(0, 1),
+                map_new(0, 2),
+                write_mapping(0, 0x10),
+                write_mapping(1, 0x11),
+                write_mapping(2, 0x12),
+                Snap { agent: 0 },
+                write_mapping(0, 0xEE),
+                write_mapping(1, 0xEE),
+                write_mapping(2, 0xEE),
+                // Chunk 1 unmapped and released: skipped, never written.
+                VmemUnmap { mapping: 1, how: 0 },
+                VmemRelease { handle: 1 },
+                Restore { index: 0 },
+                // Mapped again with a new handle: not the captured mapping.
+                map_new(0, 1),
+                write_mapping(2, 0x33),
+                Restore { index: 0 },
+                VmemAddressFree { reservation: 0 },
+                Snap { agent: 0 },
+                Replay {
+                    agent: 0,
+                    passes: 3,
+                    target: 0,
+                    byte: 0x40,
+                },
+            ],
+        ),
+        // One handle at two addresses: both views are captured and restored.
+        (
+            "vmem-alias",
+            vec![
+                SetTracking(true),
+                map_new(1, 0),
+                VmemMapAlias { handle: 0, at: 2 },
+                set_access(1, access(Rw, Absent, Rw)),
+                write_mapping(0, 0x44),
+                Snap { agent: 1 },
+                write_mapping(1, 0x55),
+                Restore { index: 0 },
+                VmemUnmap { mapping: 0, how: 0 },
+                write_mapping(0, 0x66),
+                Restore { index: 0 },
+                VmemRelease { handle: 0 },
+                write_mapping(0, 0x67),
+                Restore { index: 0 },
+            ],
+        ),
+        // Which access makes a mapping replay state, and what a change of
+        // access does to a held snapshot.
+        (
+            "vmem-access",
+            vec![
+                SetTracking(true),
+                VmemMapNew {
+                    agent: 1,
+                    fine: false,
+                    chunks: 1,
+                    at: 0,
+                    access: None,
+                },
+                Snap { agent: 1 },
+                set_access(0, access(Ro, Absent, Rw)),
+                set_access(0, access(Rw, Absent, Rw)),
+                write_mapping(0, 0x21),
+                Snap { agent: 1 },
+                // A peer granted access: the owner keeps its access where
+                // the runtime merges permissions (ROCm 6.4+), not otherwise.
+                set_access(0, access(Absent, Rw, Rw)),
+                write_mapping(0, 0x22),
+                Restore { index: 1 },
+                set_access(0, access(NoAccess, Absent, Rw)),
+                write_mapping(0, 0x23),
+                Restore { index: 1 },
+                // Tracked again: a new generation the old snapshot skips.
+                set_access(0, access(Rw, Ro, Rw)),
+                Restore { index: 1 },
+                // ROCr unmaps whole mappings only.
+                VmemUnmap { mapping: 0, how: 2 },
+                VmemUnmap { mapping: 0, how: 3 },
+                Snap { agent: 1 },
+                write_mapping(0, 0x24),
+                Restore { index: 2 },
+                // One set_access over three contiguous mappings (ROCm 6.4+).
+                VmemMapNew {
+                    agent: 1,
+                    fine: false,
+                    chunks: 0,
+                    at: 2,
+                    access: None,
+                },
+                VmemMapNew {
+                    agent: 0,
+                    fine: false,
+                    chunks: 0,
+                    at: 3,
+                    access: None,
+                },
+                VmemSetAccess {
+                    mapping: 0,
+                    span: 2,
+                    access: access(Rw, Rw, Rw),
+                },
+                // Fine-grained, or made while tracking is off: seen, not
+                // captured (kr_untracked_summary).
+                VmemReserve { chunks: 1 },
+                VmemMapNew {
+                    agent: 0,
+                    fine: true,
+                    chunks: 0,
+                    at: 4,
+                    access: Some(access(Rw, Absent, Rw)),
+                },
+                SetTracking(false),
+                map_new(0, 5),
+                Snap { agent: 0 },
+                Snap { agent: 1 },
+            ],
+        ),
+        // The minimal input for the bug the fuzzer found in 8a464da: a
+        // second descriptor for the owner takes its access away (the
+        // runtime applies descriptors in order); the mapping must no longer
+        // be tracked, and the held snapshot must not write it.
+        (
+            "vmem-owner-revoked-by-a-later-descriptor",
+            vec![
+                SetTracking(true),
+                map_new(0, 0),
+                write_mapping(0, 0x11),
+                Snap { agent: 0 },
+                VmemSetAccess {
+                    mapping: 0,
+                    span: 0,
+                    access: Access {
+                        owner: Rw,
+                        peer: Absent,
+                        cpu: Rw,
+                        owner_again: NoAccess,
+                    },
+                },
+                write_mapping(0, 0x22),
+                Restore { index: 0 },
+            ],
+        ),
+        // Runtime failures of each vmem call, and a handle create refused
+        // for lack of memory that the library retries after releasing its
+        // retained device arena.
+        (
+            "vmem-faults",
+            vec![
+                SetTracking(true),
+                InjectFault(Vmem { op: 0 }),
+                map_new(0, 0),
+                InjectFault(Vmem { op: 2 }),
+                map_new(0, 0),
+                VmemMapAlias { handle: 0, at: 1 },
+                InjectFault(Vmem { op: 4 }),
+                set_access(0, access(Rw, Absent, Rw)),
+                set_access(0, access(Rw, Absent, Rw)),
+                write_mapping(0, 0x31),
+                Snap { agent: 0 },
+                InjectFault(Vmem { op: 3 }),
+                VmemUnmap { mapping: 0, how: 0 },
+                InjectFault(Vmem { op: 4 }),
+                set_access(0, access(NoAccess, Absent, Rw)),
+                write_mapping(0, 0x32),
+                Restore { index: 0 },
+                InjectFault(Vmem { op: 1 }),
+                VmemRelease { handle: 0 },
+                VmemRelease { handle: 0 },
+                Restore { index: 0 },
+                VmemUnmap { mapping: 0, how: 0 },
+                Restore { index: 0 },
+                Storage {
+                    policy: 2,
+                    batched: true,
+                },
+                alloc(0, 12),
+                Snap { agent: 0 },
+                DropSnapshot { index: 1 },
+                InjectFault(Vmem { op: 0 }),
+                map_new(0, 2),
+                Snap { agent: 0 },
+            ],
+        ),
+        // An application copy held by a dependency: snapshots of its agent
+        // decline and restores write nothing until it is released; refused
+        // and failing copies; rect and engine copies, into a mapping too.
+        (
+            "async-copy-fence",
+            vec![
+                SetTracking(true),
+                alloc(0, 12),
+                system_fine(12),
+                Snap { agent: 0 },
+                copy(CopyKind::Linear, 0, 1, true, CopyFault::None),
+                Snap { agent: 0 },
+                Restore { index: 0 },
+                Snap { agent: 1 },
+                ReleaseDependency { index: 0 },
+                Snap { agent: 0 },
+                mutate(0, 0x77),
+                Restore { index: 3 },
+                copy(CopyKind::Linear, 0, 1, false, CopyFault::Refuse),
+                copy(CopyKind::Linear, 0, 1, false, CopyFault::FailCompletion),
+                AsyncCopy {
+                    kind: CopyKind::Rect,
+                    dst: 0,
+                    src: 1,
+                    offset: 8,
+                    len: 0x4321,
+                    hold: true,
+                    fault: CopyFault::None,
+                },
+                copy(CopyKind::Engine, 1, 0, false, CopyFault::None),
+                Snap { agent: 0 },
+                ReleaseDependency { index: 0 },
+                Restore { index: 3 },
+                map_new(0, 0),
+                write_mapping(0, 0x5A),
+                Snap { agent: 0 },
+                copy(CopyKind::Linear, 2, 1, true, CopyFault::None),
+                Snap { agent: 0 },
+                Restore { index: 5 },
+                ReleaseDependency { index: 0 },
+                Restore { index: 5 },
+            ],
+        ),
+        // Copies run in submission order: one held back holds back the
+        // ones after it (copies touching no tracked memory are not fenced);
+        // a copy out of an address with a copy fault fails while executing.
+        (
+            "async-copy-queue",
+            vec![
+                Storage {
+                    policy: 2,
+                    batched: false,
+                },
+                SetTracking(true),
+                alloc(0, 12),
+                alloc(1, 12),
+                system_fine(12),
+                copy(CopyKind::Linear, 2, 2, true, CopyFault::None),
+                copy(CopyKind::Linear, 0, 2, true, CopyFault::None),
+                copy(CopyKind::Linear, 1, 2, false, CopyFault::None),
+                Snap { agent: 1 },
+                ReleaseDependency { index: 1 },
+                Snap { agent: 0 },
+                ReleaseDependency { index: 0 },
+                Snap { agent: 0 },
+                InjectFault(CopyFromAllocation {
+                    index: 1,
+                    offset: 100,
+                }),
+                copy(CopyKind::Rect, 0, 1, false, CopyFault::None),
+                InjectFault(ClearH2d),
+                Snap { agent: 1 },
             ],
         ),
     ]

@@ -14,7 +14,9 @@
 //! its op trace.
 
 use kernel_replay_fuzz::interp::{stats, FINALIZE_ENABLED};
-use kernel_replay_fuzz::ops::{decode_ops, encode_ops, Fault, Op, PoolSel};
+use kernel_replay_fuzz::ops::{
+    decode_ops, encode_ops, Access, CopyFault, CopyKind, Fault, Op, Perm, PoolSel,
+};
 use kernel_replay_fuzz::{run_ops, seeds};
 
 /// xorshift64*: tiny, deterministic, good enough to make bytes.
@@ -47,8 +49,8 @@ fn env_u64(name: &str, default: u64) -> u64 {
 /// Decodes one sequence of exactly `ops` ops from the PRNG with `seed`.
 fn sequence(seed: u64, ops: usize) -> Vec<Op> {
     let mut rng = XorShift::new(seed);
-    // At most 8 bytes per op, so this always yields `ops` ops.
-    let bytes = rng.bytes(ops * 8);
+    // At most 11 bytes per op, so this always yields `ops` ops.
+    let bytes = rng.bytes(ops * 12);
     let mut sequence = decode_ops(&bytes, ops);
     sequence.truncate(ops);
     sequence
@@ -107,9 +109,13 @@ fn seeded_sequences_match_the_model() {
     eprintln!(
         "{count} sequences of {ops} ops in {:.1?}: {} ops, {} tracked allocations, \
          {} reused addresses, {} failed frees, snapshots by reason {snaps:?} \
-         (0 = ok, 2 finalized, 3 no iterator, 4 symbols, 6 host memory, 7 copy, 8 device memory), \
+         (0 = ok, 2 finalized, 3 no iterator, 4 symbols, 6 host memory, 7 copy, 8 device memory, \
+         10 copies in flight), \
          regions restored {} / skipped {} / failed {}, {} replays, {} finalizes, \
-         {} complete arena snapshots, {} unloads",
+         {} complete arena snapshots, {} unloads; mappings tracked {} / retired by access {} / \
+         restored {} / skipped {}, {} aliases, {} refused unmaps, {} checks with uncaptured \
+         mappings; copies completed {} / failed {} / refused {} / fenced {}, {} restores held \
+         back by the fence",
         started.elapsed(),
         stats::get(&stats::OPS),
         stats::get(&stats::TRACKED_ALLOCATIONS),
@@ -122,11 +128,23 @@ fn seeded_sequences_match_the_model() {
         stats::get(&stats::FINALIZED),
         stats::get(&stats::ARENA_SNAPS),
         stats::get(&stats::UNLOADS),
+        stats::get(&stats::MAPPINGS_TRACKED),
+        stats::get(&stats::MAPPINGS_RETIRED),
+        stats::get(&stats::MAPPINGS_RESTORED),
+        stats::get(&stats::MAPPINGS_SKIPPED),
+        stats::get(&stats::ALIASES),
+        stats::get(&stats::REFUSED_UNMAPS),
+        stats::get(&stats::UNCAPTURED_MAPPINGS),
+        stats::get(&stats::COMPLETED_COPIES),
+        stats::get(&stats::FAILED_COPIES),
+        stats::get(&stats::REFUSED_COPIES),
+        stats::get(&stats::FENCED_COPIES),
+        stats::get(&stats::FENCED_RESTORES),
     );
     if only.is_none() && count >= 500 {
         // The generator reaches every outcome the oracle checks.
         for (reason, &n) in snaps.iter().enumerate() {
-            if matches!(reason, 0 | 3 | 4 | 6 | 7) || (reason == 2 && FINALIZE_ENABLED) {
+            if matches!(reason, 0 | 3 | 4 | 6 | 7 | 10) || (reason == 2 && FINALIZE_ENABLED) {
                 assert!(n > 0, "no snapshot with decline reason {reason}");
             }
         }
@@ -144,8 +162,32 @@ fn seeded_sequences_match_the_model() {
         for (what, counter) in [
             ("complete arena snapshot", &stats::ARENA_SNAPS),
             ("executable unload", &stats::UNLOADS),
+            ("completed application copy", &stats::COMPLETED_COPIES),
+            (
+                "application copy failing while executing",
+                &stats::FAILED_COPIES,
+            ),
+            ("refused application copy", &stats::REFUSED_COPIES),
+            ("fenced application copy", &stats::FENCED_COPIES),
+            ("restore held back by the fence", &stats::FENCED_RESTORES),
         ] {
             assert!(stats::get(counter) > 0, "no {what} in the whole run");
+        }
+        if kernel_replay::hsa::HAS_VMEM {
+            for (what, counter) in [
+                ("tracked mapping", &stats::MAPPINGS_TRACKED),
+                ("mapping retired by a set_access", &stats::MAPPINGS_RETIRED),
+                ("restored mapping", &stats::MAPPINGS_RESTORED),
+                ("mapping skipped as not live", &stats::MAPPINGS_SKIPPED),
+                ("aliased handle", &stats::ALIASES),
+                ("refused unmap", &stats::REFUSED_UNMAPS),
+                (
+                    "mapping reported as not captured",
+                    &stats::UNCAPTURED_MAPPINGS,
+                ),
+            ] {
+                assert!(stats::get(counter) > 0, "no {what} in the whole run");
+            }
         }
     }
 }
@@ -153,6 +195,9 @@ fn seeded_sequences_match_the_model() {
 #[test]
 fn hand_written_seeds_run_clean() {
     for (name, ops) in seeds::seeds() {
+        if std::env::var_os("KR_FUZZ_TRACE").is_some() {
+            eprintln!("== seed {name}");
+        }
         let outcome = std::panic::catch_unwind(|| run_ops(&ops));
         assert!(outcome.is_ok(), "seed {name} failed");
     }
@@ -209,10 +254,70 @@ fn the_byte_format_round_trips() {
             target: 7,
             byte: 255,
         },
+        Op::InjectFault(Fault::Vmem { op: 4 }),
+        Op::VmemReserve { chunks: 200 },
+        Op::VmemMapNew {
+            agent: 3,
+            fine: true,
+            chunks: 9,
+            at: 77,
+            access: Some(Access {
+                owner: Perm::Absent,
+                peer: Perm::Ro,
+                cpu: Perm::None,
+                owner_again: Perm::Rw,
+            }),
+        },
+        Op::VmemMapNew {
+            agent: 0,
+            fine: false,
+            chunks: 1,
+            at: 2,
+            access: None,
+        },
+        Op::VmemMapAlias { handle: 5, at: 250 },
+        Op::VmemSetAccess {
+            mapping: 1,
+            span: 2,
+            access: Access {
+                owner: Perm::None,
+                peer: Perm::Rw,
+                cpu: Perm::Absent,
+                owner_again: Perm::None,
+            },
+        },
+        Op::VmemUnmap { mapping: 3, how: 3 },
+        Op::VmemRelease { handle: 1 },
+        Op::VmemAddressFree { reservation: 2 },
+        Op::WriteMapping {
+            mapping: 4,
+            offset: 0x1234,
+            len: 0xFFFF,
+            byte: 0x5A,
+        },
+        Op::AsyncCopy {
+            kind: CopyKind::Rect,
+            dst: 1,
+            src: 200,
+            offset: 0xABCD,
+            len: 7,
+            hold: true,
+            fault: CopyFault::FailCompletion,
+        },
+        Op::AsyncCopy {
+            kind: CopyKind::Engine,
+            dst: 0,
+            src: 0,
+            offset: 0,
+            len: 0,
+            hold: false,
+            fault: CopyFault::Refuse,
+        },
+        Op::ReleaseDependency { index: 3 },
     ];
     assert_eq!(decode_ops(&encode_ops(&every), usize::MAX), every);
     // Truncated input decodes, zero-filled, and never panics.
-    for n in 0..40 {
+    for n in 0..120 {
         let bytes = encode_ops(&every);
         decode_ops(&bytes[..n.min(bytes.len())], usize::MAX);
     }

@@ -7,7 +7,9 @@
 //!
 //! `KR_FUZZ_THREAD_INPUTS` (default 300) and `KR_FUZZ_SEED` change the run.
 
-use kernel_replay_fuzz::threads::run_bytes;
+use std::sync::atomic::Ordering::Relaxed;
+
+use kernel_replay_fuzz::threads::{run_bytes, stats};
 
 fn env_u64(name: &str, default: u64) -> u64 {
     std::env::var(name)
@@ -42,11 +44,34 @@ fn threaded_inputs_keep_every_invariant() {
         if only.is_some_and(|s| s != seed) {
             continue;
         }
-        let input = bytes(seed, 160);
+        let input = bytes(seed, 200);
         let outcome = std::panic::catch_unwind(|| run_bytes(&input));
         if let Err(panic) = outcome {
             eprintln!("threaded input with seed {seed} failed (KR_FUZZ_ONLY={seed} reruns it)");
             std::panic::resume_unwind(panic);
+        }
+    }
+    let counts = [
+        ("chunks mapped", &stats::CHUNKS_MAPPED),
+        ("chunks revoked", &stats::CHUNKS_REVOKED),
+        ("chunks unmapped", &stats::CHUNKS_UNMAPPED),
+        ("application copies", &stats::COPIES),
+        ("copies held by a dependency", &stats::HELD_COPIES),
+    ];
+    eprintln!(
+        "{count} threaded inputs: {}",
+        counts
+            .iter()
+            .map(|(what, n)| format!("{} {what}", n.load(Relaxed)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    if only.is_none() && count >= 100 {
+        for (what, n) in counts {
+            let needs_vmem = what.starts_with("chunks");
+            if kernel_replay::hsa::HAS_VMEM || !needs_vmem {
+                assert!(n.load(Relaxed) > 0, "no {what} in the whole run");
+            }
         }
     }
 }

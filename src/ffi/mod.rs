@@ -13,15 +13,14 @@ pub mod types;
 
 use std::ffi::{c_char, c_void};
 
-use crate::context::GLOBAL;
+use std::time::Duration;
+
+use crate::api::{
+    self, DeviceBudget, InstallError, Installed, LogLevel, StoragePolicy, StoragePools, Tier,
+};
 use crate::hsa::sys::hsa_amd_memory_pool_t;
 use crate::hsa::{hsa_agent_t, AmdExtTable, CoreApiTable};
-use crate::logging::{self, Sink};
-use crate::memory_snapshot;
-use crate::memory_snapshot::storage::pools::{self, AgentPools, HostPool};
-use crate::memory_snapshot::storage::{StoragePolicy, Tier};
-use crate::memory_tracker::{self, install::InstallOutcome};
-use crate::replay;
+use crate::support::logging::{self, Sink};
 use boundary::{borrow, export};
 use types::*;
 
@@ -34,7 +33,10 @@ use types::*;
 /// table's size — covering every entry used); if either fails, nothing is
 /// installed. Each table kind is installed at most once per process; a
 /// repeated call leaves its table untouched. `lib_instance > 0` installs
-/// nothing (a later instance would chain our wrapper to itself).
+/// nothing (a later instance would chain our wrapper to itself). One copy of
+/// the library per process: if another copy (the same library loaded again
+/// under another path, or linked statically) installed first, this copy
+/// installs nothing, logs a warning and returns `KR_STATUS_ALREADY_INSTALLED`.
 ///
 /// # Safety
 /// Non-NULL tables must be the runtime's live API tables, readable and
@@ -45,14 +47,14 @@ pub unsafe extern "C" fn kr_memory_tracker_init(
     amd_ext: *mut AmdExtTable,
     lib_instance: u64,
 ) -> kr_status_t {
-    export(kr_status_t::KR_STATUS_ERROR_INTERNAL, || {
+    export(kr_status_t::ErrorInternal, || {
         // SAFETY: the caller's promise about the tables (see above).
-        match unsafe { memory_tracker::install::install(core, amd_ext, lib_instance) } {
-            InstallOutcome::Installed => kr_status_t::KR_STATUS_SUCCESS,
-            InstallOutcome::Skipped => kr_status_t::KR_STATUS_SKIPPED,
-            InstallOutcome::AlreadyInstalled => kr_status_t::KR_STATUS_ALREADY_INSTALLED,
-            InstallOutcome::InvalidArgument => kr_status_t::KR_STATUS_ERROR_INVALID_ARGUMENT,
-            InstallOutcome::Incompatible(_) => kr_status_t::KR_STATUS_ERROR_INCOMPATIBLE_TABLE,
+        match unsafe { api::install(core, amd_ext, lib_instance) } {
+            Ok(Installed::Installed) => kr_status_t::Success,
+            Ok(Installed::Skipped) => kr_status_t::Skipped,
+            Ok(Installed::AlreadyInstalled) => kr_status_t::AlreadyInstalled,
+            Err(InstallError::NoTables) => kr_status_t::ErrorInvalidArgument,
+            Err(InstallError::IncompatibleTable(_)) => kr_status_t::ErrorIncompatibleTable,
         }
     })
 }
@@ -61,13 +63,13 @@ pub unsafe extern "C" fn kr_memory_tracker_init(
 /// (always false after `kr_finalize`). Off by default.
 #[no_mangle]
 pub extern "C" fn kr_set_tracking_enabled(enabled: bool) -> bool {
-    export(false, || GLOBAL.gate.set_tracking(enabled))
+    export(false, || api::set_tracking(enabled))
 }
 
 /// Whether allocations are being recorded.
 #[no_mangle]
 pub extern "C" fn kr_tracking_enabled() -> bool {
-    export(false, || GLOBAL.gate.tracking())
+    export(false, api::tracking)
 }
 
 /// The teardown guard, irreversible: afterwards the wrappers only chain,
@@ -75,13 +77,13 @@ pub extern "C" fn kr_tracking_enabled() -> bool {
 /// and restores write nothing. Call it from the tool's finalizer.
 #[no_mangle]
 pub extern "C" fn kr_finalize() {
-    export((), || memory_tracker::finalize(&GLOBAL))
+    export((), api::finalize)
 }
 
 /// Whether `kr_finalize` was called.
 #[no_mangle]
 pub extern "C" fn kr_is_finalized() -> bool {
-    export(false, || GLOBAL.gate.finalized())
+    export(false, api::is_finalized)
 }
 
 /// Sets how snapshots enumerate loaded executables to find module-scope
@@ -92,7 +94,7 @@ pub extern "C" fn kr_is_finalized() -> bool {
 /// `hsa_ven_amd_loader_iterate_executables`. NULL goes back to that.
 #[no_mangle]
 pub extern "C" fn kr_set_executable_iterator(iterate: kr_iterate_executables_fn_t) {
-    export((), || GLOBAL.set_executable_iterator(iterate))
+    export((), || api::set_executable_iterator(iterate))
 }
 
 /// Captures the replay state of `agent`: its tracked allocations and the
@@ -102,8 +104,8 @@ pub extern "C" fn kr_set_executable_iterator(iterate: kr_iterate_executables_fn_
 #[no_mangle]
 pub extern "C" fn kr_snap(agent: hsa_agent_t) -> *mut kr_snapshot_t {
     export(std::ptr::null_mut(), || {
-        let snapshot = memory_snapshot::snap(&GLOBAL, agent);
-        crate::fallible::leak(kr_snapshot { inner: snapshot }).unwrap_or(std::ptr::null_mut())
+        let inner = api::snap_either(agent);
+        crate::support::fallible::leak(kr_snapshot { inner }).unwrap_or(std::ptr::null_mut())
     })
 }
 
@@ -113,8 +115,8 @@ pub extern "C" fn kr_snap(agent: hsa_agent_t) -> *mut kr_snapshot_t {
 /// `snapshot` is NULL or a live snapshot from `kr_snap`.
 #[no_mangle]
 pub unsafe extern "C" fn kr_snapshot_ok(snapshot: *const kr_snapshot_t) -> bool {
-    // SAFETY: the caller's promise.
     export(false, || {
+        // SAFETY: the caller's promise.
         unsafe { borrow(snapshot) }.is_some_and(|s| s.inner.ok())
     })
 }
@@ -127,12 +129,13 @@ pub unsafe extern "C" fn kr_snapshot_ok(snapshot: *const kr_snapshot_t) -> bool 
 #[no_mangle]
 pub unsafe extern "C" fn kr_snapshot_decline_reason(
     snapshot: *const kr_snapshot_t,
-) -> kr_decline_reason_t {
-    export(kr_decline_reason_t::KR_DECLINE_METADATA_MEMORY, || {
+) -> kr_decline_reason_arg {
+    let metadata = api::DeclineReason::MetadataMemory.code();
+    export(metadata, || {
         // SAFETY: the caller's promise.
         match unsafe { borrow(snapshot) } {
-            Some(s) => s.inner.decline_reason().into(),
-            None => kr_decline_reason_t::KR_DECLINE_METADATA_MEMORY,
+            Some(s) => decline_code(s.inner.decline_reason()),
+            None => metadata,
         }
     })
 }
@@ -143,8 +146,8 @@ pub unsafe extern "C" fn kr_snapshot_decline_reason(
 /// `snapshot` is NULL or a live snapshot from `kr_snap`.
 #[no_mangle]
 pub unsafe extern "C" fn kr_snapshot_region_count(snapshot: *const kr_snapshot_t) -> usize {
-    // SAFETY: the caller's promise.
     export(0, || {
+        // SAFETY: the caller's promise.
         unsafe { borrow(snapshot) }.map_or(0, |s| s.inner.regions().len())
     })
 }
@@ -155,8 +158,8 @@ pub unsafe extern "C" fn kr_snapshot_region_count(snapshot: *const kr_snapshot_t
 /// `snapshot` is NULL or a live snapshot from `kr_snap`.
 #[no_mangle]
 pub unsafe extern "C" fn kr_snapshot_byte_count(snapshot: *const kr_snapshot_t) -> u64 {
-    // SAFETY: the caller's promise.
     export(0, || {
+        // SAFETY: the caller's promise.
         unsafe { borrow(snapshot) }.map_or(0, |s| s.inner.byte_count())
     })
 }
@@ -187,7 +190,7 @@ pub unsafe extern "C" fn kr_restore_with_report(
     export(0, || {
         // SAFETY: the caller's promise.
         let outcome = match unsafe { borrow(snapshot) } {
-            Some(s) => memory_snapshot::restore(&GLOBAL, &s.inner),
+            Some(s) => api::restore_either(&s.inner),
             None => Default::default(),
         };
         // SAFETY: the caller's promise; NULL means no report wanted.
@@ -215,7 +218,7 @@ pub unsafe extern "C" fn kr_restore_all(snapshot: *const kr_snapshot_t) -> bool 
     export(false, || {
         // SAFETY: the caller's promise.
         unsafe { borrow(snapshot) }
-            .is_some_and(|s| s.inner.ok() && memory_snapshot::restore(&GLOBAL, &s.inner).complete())
+            .is_some_and(|s| s.inner.ok() && api::restore_either(&s.inner).complete())
     })
 }
 
@@ -238,14 +241,14 @@ pub unsafe extern "C" fn kr_snapshot_free(snapshot: *mut kr_snapshot_t) {
 /// `KR_DECLINE_HOST_MEMORY`.
 #[no_mangle]
 pub extern "C" fn kr_set_host_budget(bytes: u64) {
-    export((), || GLOBAL.storage.host.set_limit(bytes))
+    export((), || api::set_host_budget((bytes != 0).then_some(bytes)))
 }
 
 /// Host memory held for snapshots: live snapshots' buffers and arenas, and
 /// pinned and pageable arenas retained for reuse.
 #[no_mangle]
 pub extern "C" fn kr_host_bytes_in_use() -> u64 {
-    export(0, || GLOBAL.storage.host.in_use())
+    export(0, api::host_bytes_in_use)
 }
 
 /// Sets the storage policy (`kr_storage_policy_t`); returns false, changing
@@ -253,9 +256,9 @@ pub extern "C" fn kr_host_bytes_in_use() -> u64 {
 /// `KERNEL_REPLAY_STORAGE` (auto, device, pinned, pageable, baseline).
 #[no_mangle]
 pub extern "C" fn kr_set_storage_policy(policy: kr_storage_policy_arg) -> bool {
-    export(false, || match StoragePolicy::from_u32(policy) {
+    export(false, || match StoragePolicy::from_code(policy) {
         Some(policy) => {
-            GLOBAL.storage.policy.set(policy);
+            api::set_storage_policy(policy);
             true
         }
         None => false,
@@ -264,10 +267,8 @@ pub extern "C" fn kr_set_storage_policy(policy: kr_storage_policy_arg) -> bool {
 
 /// The storage policy in force.
 #[no_mangle]
-pub extern "C" fn kr_storage_policy() -> kr_storage_policy_t {
-    export(kr_storage_policy_t::KR_STORAGE_AUTO, || {
-        GLOBAL.storage.policy.get().into()
-    })
+pub extern "C" fn kr_storage_policy() -> StoragePolicy {
+    export(StoragePolicy::Auto, api::storage_policy)
 }
 
 /// Caps the device memory snapshots of one agent may hold (leased and
@@ -276,7 +277,12 @@ pub extern "C" fn kr_storage_policy() -> kr_storage_policy_t {
 /// 0 keeps `auto` off the device tier.
 #[no_mangle]
 pub extern "C" fn kr_set_device_budget(bytes: u64) {
-    export((), || GLOBAL.storage.device_budget.set(bytes))
+    export((), || {
+        api::set_device_budget(match bytes {
+            KR_DEVICE_BUDGET_AUTO => DeviceBudget::Auto,
+            bytes => DeviceBudget::Bytes(bytes),
+        })
+    })
 }
 
 /// Chooses the pools snapshots of `agent` allocate from, instead of the
@@ -293,26 +299,14 @@ pub extern "C" fn kr_set_storage_pools(
     host_agent: hsa_agent_t,
 ) -> bool {
     export(false, || {
-        let (Some(_), Some(amd)) = (GLOBAL.core(), GLOBAL.amd()) else {
-            return false;
-        };
-        let pool = |handle| hsa_amd_memory_pool_t { handle };
-        let sized = |handle| {
-            (
-                pool(handle),
-                pools::pool_size(amd, pool(handle)).unwrap_or(0),
-            )
-        };
-        let pools = AgentPools {
-            is_gpu: true,
-            device_pool: (device_pool != 0).then(|| sized(device_pool)),
-            host_pool: (host_pool != 0).then(|| HostPool {
-                pool: pool(host_pool),
-                cpu_agent: host_agent,
-            }),
-        };
-        GLOBAL.storage.set_pools(agent, Some(pools));
-        true
+        let pool = |handle| (handle != 0).then_some(hsa_amd_memory_pool_t { handle });
+        api::set_storage_pools(
+            agent,
+            StoragePools {
+                device_pool: pool(device_pool),
+                host_pool: pool(host_pool).map(|pool| (pool, host_agent)),
+            },
+        )
     })
 }
 
@@ -321,20 +315,20 @@ pub extern "C" fn kr_set_storage_pools(
 /// blocking copy per region.
 #[no_mangle]
 pub extern "C" fn kr_set_batched_copies(enabled: bool) {
-    export((), || GLOBAL.set_batch_copies(enabled))
+    export((), || api::set_batched_copies(enabled))
 }
 
 /// Releases the arenas retained for reuse by later snapshots; returns the
 /// bytes released. Arenas of live snapshots are not touched.
 #[no_mangle]
 pub extern "C" fn kr_trim_retained() -> u64 {
-    export(0, || GLOBAL.storage.trim(&GLOBAL))
+    export(0, api::trim_retained)
 }
 
 /// Device memory held for snapshots, all agents (leased and retained arenas).
 #[no_mangle]
 pub extern "C" fn kr_device_bytes_in_use() -> u64 {
-    export(0, || GLOBAL.storage.held()[Tier::Device.index()])
+    export(0, api::device_bytes_in_use)
 }
 
 /// Bytes of the snapshot's regions kept in `tier` (`kr_storage_tier_t`); 0
@@ -348,7 +342,7 @@ pub unsafe extern "C" fn kr_snapshot_tier_bytes(
     tier: kr_storage_tier_arg,
 ) -> u64 {
     export(0, || {
-        let tier = Tier::ALL.into_iter().find(|t| t.index() as u32 == tier);
+        let tier = Tier::from_code(tier);
         // SAFETY: the caller's promise.
         match (unsafe { borrow(snapshot) }, tier) {
             (Some(s), Some(tier)) => s.inner.tier_bytes(tier),
@@ -367,13 +361,14 @@ pub unsafe extern "C" fn kr_get_stats(stats: *mut kr_stats_t) {
     export((), || {
         // SAFETY: the caller's promise; NULL means nothing wanted.
         if let Some(out) = unsafe { stats.as_mut() } {
-            *out = stats_v1(&GLOBAL.stats.read());
+            *out = stats_v1(&api::stats());
         }
     })
 }
 
 /// The counters as `kr_stats_t` reports them, with what is held now.
-fn stats_v1(counters: &crate::stats::StatsSnapshot) -> kr_stats_t {
+fn stats_v1(stats: &api::Stats) -> kr_stats_t {
+    let counters = &stats.counters;
     kr_stats_t {
         snapshots: counters.snapshots,
         declines: std::array::from_fn(|i| counters.declines[i]),
@@ -385,8 +380,8 @@ fn stats_v1(counters: &crate::stats::StatsSnapshot) -> kr_stats_t {
         regions_failed: counters.regions_failed,
         bytes_restored: counters.bytes_restored,
         restore_ns: counters.restore_ns,
-        held_bytes: GLOBAL.storage.held(),
-        retained_bytes: GLOBAL.storage.retained(),
+        held_bytes: stats.held_bytes,
+        retained_bytes: stats.retained_bytes,
     }
 }
 
@@ -404,10 +399,11 @@ pub unsafe extern "C" fn kr_get_stats2(stats: *mut kr_stats2_t) {
         }
         // SAFETY: the caller's promise: the size field is readable.
         let size = unsafe { std::ptr::addr_of!((*stats).struct_size).read_unaligned() };
-        let counters = GLOBAL.stats.read();
+        let now = api::stats();
+        let counters = &now.counters;
         let full = kr_stats2_t {
             struct_size: size,
-            base: stats_v1(&counters),
+            base: stats_v1(&now),
             declines: std::array::from_fn(|i| counters.declines.get(i).copied().unwrap_or(0)),
             fenced_copies: counters.fenced_copies,
             fence_waits: counters.fence_waits,
@@ -440,11 +436,7 @@ pub unsafe extern "C" fn kr_get_stats2(stats: *mut kr_stats2_t) {
 /// the agent's free memory.
 #[no_mangle]
 pub extern "C" fn kr_untracked_device_bytes(agent: hsa_agent_t) -> u64 {
-    export(0, || {
-        crate::memory_snapshot::coverage::untracked(&GLOBAL, agent)
-            .bytes
-            .unwrap_or(0)
-    })
+    export(0, || api::untracked(agent).bytes.unwrap_or(0))
 }
 
 /// As `kr_untracked_device_bytes`, with whether the runtime reports it and
@@ -452,30 +444,24 @@ pub extern "C" fn kr_untracked_device_bytes(agent: hsa_agent_t) -> u64 {
 #[no_mangle]
 pub extern "C" fn kr_untracked_summary(agent: hsa_agent_t) -> kr_untracked_t {
     export(kr_untracked_t::default(), || {
-        let untracked = crate::memory_snapshot::coverage::untracked(&GLOBAL, agent);
+        let untracked = api::untracked(agent);
         kr_untracked_t {
             bytes: untracked.bytes.unwrap_or(0),
             known: untracked.bytes.is_some(),
-            vmem_bytes: untracked.vmem_bytes,
-            vmem_regions: untracked.vmem_regions,
+            vmem_bytes: untracked.mapping_bytes,
+            vmem_regions: untracked.mappings,
         }
     })
 }
 
 /// The bytes and regions a snapshot of `agent` would take now: its tracked
-/// allocations and mappings and the module variables discovered for it so
-/// far (by an earlier snapshot; none under the baseline policy, which keeps
-/// no discovery cache), so that a tool can admit or refuse a replay before
-/// capturing.
+/// allocations and mappings and the module variables of loaded executables
+/// discovered for it so far (by an earlier snapshot; none under the baseline
+/// policy, which keeps no discovery cache), so that a tool can admit or
+/// refuse a replay before capturing.
 #[no_mangle]
-pub extern "C" fn kr_estimate_footprint(agent: hsa_agent_t) -> kr_footprint_t {
-    export(kr_footprint_t::default(), || {
-        let footprint = crate::memory_snapshot::coverage::estimate_footprint(&GLOBAL, agent);
-        kr_footprint_t {
-            bytes: footprint.bytes,
-            regions: footprint.regions,
-        }
-    })
+pub extern "C" fn kr_estimate_footprint(agent: hsa_agent_t) -> api::Footprint {
+    export(api::Footprint::default(), || api::estimate_footprint(agent))
 }
 
 /// How long a snapshot or restore waits for application async copies in
@@ -485,28 +471,26 @@ pub extern "C" fn kr_estimate_footprint(agent: hsa_agent_t) -> kr_footprint_t {
 #[no_mangle]
 pub extern "C" fn kr_set_copy_fence_timeout(nanoseconds: u64) {
     export((), || {
-        GLOBAL
-            .fences
-            .set_timeout(std::time::Duration::from_nanos(nanoseconds))
+        api::set_copy_fence_timeout(Duration::from_nanos(nanoseconds))
     })
 }
 
 /// Zeroes the cumulative counters (not what is held).
 #[no_mangle]
 pub extern "C" fn kr_reset_stats() {
-    export((), || GLOBAL.stats.reset())
+    export((), api::reset_stats)
 }
 
 /// Number of tracked allocations owned by `agent`.
 #[no_mangle]
 pub extern "C" fn kr_tracked_count(agent: hsa_agent_t) -> usize {
-    export(0, || GLOBAL.inventory.agent_totals(agent.handle).0)
+    export(0, || api::tracked(agent).regions)
 }
 
 /// Bytes of the tracked allocations owned by `agent`.
 #[no_mangle]
 pub extern "C" fn kr_tracked_bytes(agent: hsa_agent_t) -> u64 {
-    export(0, || GLOBAL.inventory.agent_totals(agent.handle).1)
+    export(0, || api::tracked(agent).bytes)
 }
 
 /// Runs one replay window the way rocprofiler-sdk's `queue.cpp` does: with
@@ -527,7 +511,7 @@ pub unsafe extern "C" fn kr_replay(
     let nothing = kr_replay_result_t {
         replayed: false,
         passes_run: 0,
-        decline_reason: kr_decline_reason_t::KR_DECLINE_NONE,
+        decline_reason: 0,
         restore_failures: 0,
     };
     export(nothing, || {
@@ -536,10 +520,7 @@ pub unsafe extern "C" fn kr_replay(
             return nothing;
         };
         // SAFETY: the caller's promise about run_pass and user_data.
-        replay::replay(&GLOBAL, agent, passes, |pass| unsafe {
-            run_pass(pass, user_data)
-        })
-        .into()
+        api::replay(agent, passes, |pass| unsafe { run_pass(pass, user_data) }).into()
     })
 }
 
@@ -553,7 +534,7 @@ pub extern "C" fn kr_replay_gate(
     graph_launch_active: bool,
 ) -> bool {
     export(false, || {
-        replay::replay_gate(&GLOBAL, packet_count, dispatch_count, graph_launch_active)
+        api::replay_gate(packet_count, dispatch_count, graph_launch_active)
     })
 }
 
@@ -574,13 +555,14 @@ pub extern "C" fn kr_set_log_callback(callback: kr_log_callback_t, user_data: *m
 #[no_mangle]
 pub extern "C" fn kr_set_log_level(max_level: kr_log_level_arg) {
     export((), || {
-        logging::set_level(kr_log_level_t::filter_from_arg(max_level))
+        logging::set_level(LogLevel::filter_from_code(max_level))
     })
 }
 
 /// The library version, e.g. "0.1.0". Static storage.
 #[no_mangle]
 pub extern "C" fn kr_version() -> *const c_char {
+    // The same string as `api::version`, NUL-terminated.
     const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "\0");
     VERSION.as_ptr().cast()
 }

@@ -22,6 +22,7 @@ use super::{
 pub type MemoryAllocateFn =
     unsafe extern "C" fn(hsa_region_t, usize, *mut *mut c_void) -> hsa_status_t;
 pub type MemoryFreeFn = unsafe extern "C" fn(*mut c_void) -> hsa_status_t;
+/// `hsa_memory_copy`.
 pub type MemoryCopyFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize) -> hsa_status_t;
 pub type SymbolCallback = unsafe extern "C" fn(
     hsa_executable_t,
@@ -65,7 +66,6 @@ pub type SignalCreateFn = unsafe extern "C" fn(
     *mut hsa_signal_t,
 ) -> hsa_status_t;
 pub type SignalDestroyFn = unsafe extern "C" fn(hsa_signal_t) -> hsa_status_t;
-pub type SignalLoadFn = unsafe extern "C" fn(hsa_signal_t) -> hsa_signal_value_t;
 pub type SignalStoreFn = unsafe extern "C" fn(hsa_signal_t, hsa_signal_value_t);
 pub type SignalSubtractFn = unsafe extern "C" fn(hsa_signal_t, hsa_signal_value_t);
 pub type SignalWaitFn = unsafe extern "C" fn(
@@ -118,6 +118,7 @@ pub type SignalAsyncHandlerFn = unsafe extern "C" fn(
     Option<SignalHandler>,
     *mut c_void,
 ) -> hsa_status_t;
+/// `hsa_amd_memory_async_copy`.
 pub type AsyncCopyFn = unsafe extern "C" fn(
     *mut c_void,
     hsa_agent_t,
@@ -181,7 +182,6 @@ pub struct OptionalCore {
     pub agent_get_info: Option<AgentGetInfoFn>,
     pub signal_create: Option<SignalCreateFn>,
     pub signal_destroy: Option<SignalDestroyFn>,
-    pub signal_load: Option<SignalLoadFn>,
     pub signal_store: Option<SignalStoreFn>,
     pub signal_subtract: Option<SignalSubtractFn>,
     pub signal_wait: Option<SignalWaitFn>,
@@ -240,7 +240,6 @@ impl CoreEntries {
                 agent_get_info: read_optional!(table, CoreApiTable, hsa_agent_get_info_fn),
                 signal_create: read_optional!(table, CoreApiTable, hsa_signal_create_fn),
                 signal_destroy: read_optional!(table, CoreApiTable, hsa_signal_destroy_fn),
-                signal_load: read_optional!(table, CoreApiTable, hsa_signal_load_scacquire_fn),
                 signal_store: read_optional!(table, CoreApiTable, hsa_signal_store_screlease_fn),
                 signal_subtract: read_optional!(
                     table,
@@ -383,7 +382,10 @@ pub fn check(status: hsa_status_t) -> Result<(), hsa_status_t> {
 
 /// The loader-style executable iterator a tool hands to the library (the
 /// shape of `hsa_ven_amd_loader_iterate_executables`).
+/// Called by an executable iterator once per loaded executable.
 pub type ExecutableCallback = unsafe extern "C" fn(hsa_executable_t, *mut c_void) -> hsa_status_t;
+/// Lists the loaded executables (the shape of the AMD loader extension's
+/// `hsa_ven_amd_loader_iterate_executables`).
 pub type IterateExecutablesFn =
     unsafe extern "C" fn(Option<ExecutableCallback>, *mut c_void) -> hsa_status_t;
 

@@ -10,7 +10,7 @@ use super::sys::{
     hsa_amd_memory_pool_info_t, hsa_amd_memory_pool_t, hsa_device_type_t, HSA_AGENT_INFO_DEVICE,
 };
 use super::{hsa_agent_t, hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_SUCCESS};
-use crate::ffi::boundary::catch_panic;
+use crate::support::unwind::catch_panic;
 
 /// The agent's device type.
 pub fn device_type(core: &CoreEntries, agent: hsa_agent_t) -> Option<hsa_device_type_t> {

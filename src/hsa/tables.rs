@@ -30,7 +30,9 @@ use super::{AmdExtTable, CoreApiTable};
 
 /// One table entry the library reads or replaces.
 pub struct UsedEntry {
+    /// The field's name in the table struct.
     pub name: &'static str,
+    /// Its offset in the table.
     pub offset: usize,
 }
 
@@ -63,27 +65,39 @@ pub const AMD_EXT_ENTRIES_USED: &[UsedEntry] = used_entries!(AmdExtTable:
 pub enum TableError {
     /// `version.major_id` differs from the headers the library was built with.
     MajorVersion {
+        /// The table's struct name.
         table: &'static str,
+        /// `version.major_id` as the runtime wrote it.
         found: u32,
+        /// The headers' major version.
         expected: u32,
     },
     /// A major-1 table whose size (`version.minor_id`) is not the size of
     /// the headers' table: another 5.x layout.
     SizeMismatch {
+        /// The table's struct name.
         table: &'static str,
+        /// `version.minor_id`: the runtime's table size.
         size: u32,
+        /// The headers' table size.
         expected: usize,
     },
     /// `version.minor_id` (the table's size) ends before an entry we use.
     TooSmall {
+        /// The table's struct name.
         table: &'static str,
+        /// `version.minor_id`: the runtime's table size.
         size: u32,
+        /// The first entry it does not reach.
         entry: &'static str,
+        /// The size that entry needs.
         needed: usize,
     },
     /// An entry we use is NULL in the table.
     MissingEntry {
+        /// The table's struct name.
         table: &'static str,
+        /// The entry's field name.
         entry: &'static str,
     },
 }

@@ -10,15 +10,90 @@
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::context::Context;
 use crate::hsa::entries::{AsyncCopyFn, CoreEntries, SignalStoreFn, SignalWaitFn};
 use crate::hsa::sys::{hsa_signal_t, HSA_SIGNAL_CONDITION_LT, HSA_WAIT_STATE_BLOCKED};
 use crate::hsa::{hsa_agent_t, hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_SUCCESS};
+use crate::memory_snapshot::state::Env;
+
+/// The copy engine's completion signals, created once and reused (a
+/// runtime limits interrupt-capable signals, and creating one is a syscall).
+pub struct SignalPool(Mutex<Vec<hsa_signal_t>>);
+
+impl SignalPool {
+    /// No signal yet.
+    pub const fn new() -> Self {
+        SignalPool(Mutex::new(Vec::new()))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<hsa_signal_t>> {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Takes `count` completion signals (value 1), creating what the pool
+    /// lacks; fewer (possibly none) if the runtime cannot create them.
+    pub fn take(&self, core: &CoreEntries, count: usize) -> Vec<hsa_signal_t> {
+        let mut taken = Vec::new();
+        if taken.try_reserve_exact(count).is_err() {
+            return taken;
+        }
+        {
+            let mut pool = self.lock();
+            while taken.len() < count {
+                match pool.pop() {
+                    Some(signal) => taken.push(signal),
+                    None => break,
+                }
+            }
+        }
+        let Some(create) = core.optional.signal_create else {
+            return taken;
+        };
+        while taken.len() < count {
+            let mut signal = hsa_signal_t { handle: 0 };
+            // SAFETY: a writable out-parameter; no consumer agents.
+            let status = unsafe { create(1, 0, std::ptr::null(), &mut signal) };
+            if status != HSA_STATUS_SUCCESS {
+                break;
+            }
+            taken.push(signal);
+        }
+        taken
+    }
+
+    /// Returns completion signals to the pool.
+    pub fn give_back(&self, signals: impl IntoIterator<Item = hsa_signal_t>) {
+        let mut pool = self.lock();
+        for signal in signals {
+            if pool.try_reserve(1).is_err() {
+                return;
+            }
+            pool.push(signal);
+        }
+    }
+
+    /// Destroys the pooled signals (finalize).
+    pub fn destroy(&self, core: &CoreEntries) {
+        let signals = std::mem::take(&mut *self.lock());
+        if let Some(destroy) = core.optional.signal_destroy {
+            for signal in signals {
+                // SAFETY: a signal this library created and no longer uses.
+                unsafe { destroy(signal) };
+            }
+        }
+    }
+}
+
+impl Default for SignalPool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
 
 /// Copies in flight at once. Each holds one signal: a small, fixed number,
 /// since runtimes limit interrupt-capable signals.
-pub const WINDOW: usize = 64;
+pub(crate) const WINDOW: usize = 64;
 
 /// One region's copy.
 #[derive(Debug, Clone, Copy)]
@@ -67,7 +142,7 @@ struct Batched {
 
 /// Runs a set of transfers; see the module documentation.
 pub struct Copier<'a> {
-    ctx: &'a Context,
+    env: Env,
     core: &'a CoreEntries,
     batched: Option<Batched>,
     finished: Finished,
@@ -76,16 +151,16 @@ pub struct Copier<'a> {
 impl<'a> Copier<'a> {
     /// A copier for up to `count` transfers, batched when `batch` and the
     /// runtime supports it. Fails only if its bookkeeping cannot be allocated.
-    pub fn new(ctx: &'a Context, core: &'a CoreEntries, count: usize, batch: bool) -> Option<Self> {
+    pub fn new(env: Env, core: &'a CoreEntries, count: usize, batch: bool) -> Option<Self> {
         let mut failures = Vec::new();
         failures.try_reserve_exact(count).ok()?;
         let batched = if batch {
-            Self::batched(ctx, core, count)
+            Self::batched(env, core, count)
         } else {
             None
         };
         Some(Copier {
-            ctx,
+            env,
             core,
             batched,
             finished: Finished {
@@ -95,17 +170,17 @@ impl<'a> Copier<'a> {
         })
     }
 
-    fn batched(ctx: &Context, core: &CoreEntries, count: usize) -> Option<Batched> {
-        let async_copy = ctx.amd()?.optional.async_copy?;
+    fn batched(env: Env, core: &CoreEntries, count: usize) -> Option<Batched> {
+        let async_copy = env.amd()?.optional.async_copy?;
         let (store, wait) = (core.optional.signal_store?, core.optional.signal_wait?);
         core.optional.signal_create?;
-        let signals = ctx.storage.take_signals(ctx, count.clamp(1, WINDOW));
+        let signals = env.state.signals.take(core, count.clamp(1, WINDOW));
         if signals.is_empty() {
             return None;
         }
         let mut idle = Vec::new();
         if idle.try_reserve_exact(signals.len()).is_err() {
-            ctx.storage.return_signals(signals);
+            env.state.signals.give_back(signals);
             return None;
         }
         for signal in signals {
@@ -118,8 +193,9 @@ impl<'a> Copier<'a> {
         }
         let mut in_flight = VecDeque::new();
         if in_flight.try_reserve(idle.len()).is_err() {
-            ctx.storage
-                .return_signals(idle.into_iter().map(|slot| slot.signal).collect());
+            env.state
+                .signals
+                .give_back(idle.into_iter().map(|slot| slot.signal));
             return None;
         }
         Some(Batched {
@@ -129,11 +205,6 @@ impl<'a> Copier<'a> {
             idle,
             in_flight,
         })
-    }
-
-    /// True when transfers may run asynchronously.
-    pub fn is_batched(&self) -> bool {
-        self.batched.is_some()
     }
 
     /// Copies (or queues) one transfer.
@@ -260,7 +331,7 @@ impl Drop for Copier<'_> {
         self.drain();
         if let Some(batched) = self.batched.take() {
             let signals = batched.idle.into_iter().map(|slot| slot.signal);
-            self.ctx.storage.return_signals(signals.collect());
+            self.env.state.signals.give_back(signals);
         }
     }
 }

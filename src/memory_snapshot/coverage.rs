@@ -17,12 +17,12 @@ use log::warn;
 
 use super::storage::pools::memory_available;
 use super::storage::Tier;
-use crate::context::Context;
 use crate::hsa::hsa_agent_t;
+use crate::memory_snapshot::state::Env;
 use crate::memory_tracker::inventory::TrackedRegion;
 
 /// Untracked device memory above this is logged (once per agent).
-pub const LOG_THRESHOLD: u64 = 64 << 20;
+pub(crate) const LOG_THRESHOLD: u64 = 64 << 20;
 
 /// Device memory in use on an agent that snapshots do not cover.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -38,18 +38,22 @@ pub struct Untracked {
     pub vmem_bytes: u64,
 }
 
-/// What a snapshot of an agent would take now.
+/// Bytes and regions: what a snapshot of an agent would take now
+/// (`kr_estimate_footprint`), or what is tracked for it.
+#[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Footprint {
+    /// Bytes of the regions (before the 256-byte alignment of the arenas).
     pub bytes: u64,
+    /// Number of regions.
     pub regions: usize,
 }
 
 /// The untracked device memory of `agent`, given the bytes tracked for it.
-fn untracked_with(ctx: &Context, agent: hsa_agent_t, tracked_bytes: u64) -> Untracked {
-    let view = ctx.storage.view(ctx, agent);
+fn untracked_with(env: Env, agent: hsa_agent_t, tracked_bytes: u64) -> Untracked {
+    let view = env.state.storage.view(env, agent);
     let bytes = view.pools.device_pool.and_then(|(_, pool_size)| {
-        let available = memory_available(ctx.core()?, agent)?;
+        let available = memory_available(env.core()?, agent)?;
         let in_use = pool_size.saturating_sub(available);
         Some(
             in_use
@@ -58,7 +62,7 @@ fn untracked_with(ctx: &Context, agent: hsa_agent_t, tracked_bytes: u64) -> Untr
         )
     });
     #[cfg(hsa_vmem)]
-    let (vmem_regions, vmem_bytes) = ctx.mappings.uncaptured(ctx, agent.handle);
+    let (vmem_regions, vmem_bytes) = env.tracker.mappings.uncaptured(env.tracker, agent.handle);
     #[cfg(not(hsa_vmem))]
     let (vmem_regions, vmem_bytes) = (0, 0);
     Untracked {
@@ -69,17 +73,24 @@ fn untracked_with(ctx: &Context, agent: hsa_agent_t, tracked_bytes: u64) -> Untr
 }
 
 /// Device memory in use on `agent` that the inventory does not cover.
-pub fn untracked(ctx: &Context, agent: hsa_agent_t) -> Untracked {
-    untracked_with(ctx, agent, ctx.inventory.agent_totals(agent.handle).1)
+pub fn untracked(env: Env, agent: hsa_agent_t) -> Untracked {
+    untracked_with(
+        env,
+        agent,
+        env.tracker.inventory.agent_totals(agent.handle).1,
+    )
 }
 
 /// The bytes and regions a snapshot of `agent` would take now: its tracked
 /// allocations and mappings, and the module variables already discovered
 /// for it (an executable loaded since the last snapshot is not counted
-/// until a snapshot walks it).
-pub fn estimate_footprint(ctx: &Context, agent: hsa_agent_t) -> Footprint {
-    let (regions, bytes) = ctx.inventory.agent_totals(agent.handle);
-    let (variables, variable_bytes) = ctx.discovery_cache.agent_totals(agent.handle);
+/// until a snapshot walks it; one unloaded since is no longer counted).
+pub fn estimate_footprint(env: Env, agent: hsa_agent_t) -> Footprint {
+    let (regions, bytes) = env.tracker.inventory.agent_totals(agent.handle);
+    let (variables, variable_bytes) = env
+        .state
+        .discovery_cache
+        .agent_totals(agent.handle, &env.tracker.executables.live_view());
     Footprint {
         bytes: bytes + variable_bytes,
         regions: regions + variables,
@@ -91,11 +102,12 @@ static LOGGED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 
 /// At a snapshot: records the untracked memory of `agent` in the stats and
 /// logs it the first time it passes the threshold.
-pub fn note_untracked(ctx: &Context, agent: hsa_agent_t, tracked: &[TrackedRegion]) {
+pub fn note_untracked(env: Env, agent: hsa_agent_t, tracked: &[TrackedRegion]) {
     let tracked_bytes = tracked.iter().map(|r| r.size as u64).sum();
-    let untracked = untracked_with(ctx, agent, tracked_bytes);
+    let untracked = untracked_with(env, agent, tracked_bytes);
     let bytes = untracked.bytes.unwrap_or(0);
-    ctx.stats
+    env.tracker
+        .stats
         .untracked_device_bytes
         .store(bytes, std::sync::atomic::Ordering::Relaxed);
     if bytes <= LOG_THRESHOLD {

@@ -11,50 +11,41 @@ use super::storage::arena::AcquireError;
 use super::storage::layout::LayoutError;
 use crate::hsa::hsa_status_t;
 
-/// Why a snapshot declined replay.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DeclineReason {
-    /// No core table was installed: there is no copy entry to capture with.
-    NotInitialized,
-    /// The teardown guard is set.
-    Finalized,
-    /// No executable iterator (none set, none from the runtime's loader
-    /// extension), so module variables cannot be found.
-    NoExecutableIterator,
-    /// The executable iterator, a symbol walk or a symbol query failed.
-    SymbolEnumeration,
-    /// The snapshot's own bookkeeping could not be allocated.
-    MetadataMemory,
-    /// A host buffer could not be allocated, or would pass the host budget.
-    HostMemory,
-    /// A device-to-host copy failed.
-    CopyFailed,
-    /// A forced device tier could not be had (budget, pool or allocation).
-    DeviceMemory,
-    /// The allocation wrappers were taken out of the tables they were
-    /// installed into: frees may have gone unseen, so the inventory was
-    /// dropped (until `kr_memory_tracker_init` installs them again).
-    WrappersRemoved,
-    /// Application async copies on the agent's tracked memory were still
-    /// in flight when the fence's timeout ran out.
-    CopiesInFlight,
-}
-
-impl DeclineReason {
-    /// The `kr_decline_reason_t` value.
-    pub fn code(self) -> u32 {
-        match self {
-            DeclineReason::NotInitialized => 1,
-            DeclineReason::Finalized => 2,
-            DeclineReason::NoExecutableIterator => 3,
-            DeclineReason::SymbolEnumeration => 4,
-            DeclineReason::MetadataMemory => 5,
-            DeclineReason::HostMemory => 6,
-            DeclineReason::CopyFailed => 7,
-            DeclineReason::DeviceMemory => 8,
-            DeclineReason::WrappersRemoved => 9,
-            DeclineReason::CopiesInFlight => 10,
-        }
+crate::c_enum! {
+    /// Why a snapshot declined replay (`KR_DECLINE_NONE` for a complete one).
+    /// Codes are only ever appended, never renumbered.
+    pub enum DeclineReason: "kr_decline_reason_t", "KR_DECLINE_", c_only [
+        /// Not declined: the snapshot is complete.
+        "NONE" = 0,
+    ] {
+        /// No core table installed (`kr_memory_tracker_init`).
+        NotInitialized = 1 => "NOT_INITIALIZED",
+        /// `kr_finalize` was called.
+        Finalized = 2 => "FINALIZED",
+        /// No way to enumerate loaded executables: no iterator was set with
+        /// `kr_set_executable_iterator`, and the runtime has no AMD loader
+        /// extension table with `hsa_ven_amd_loader_iterate_executables`.
+        NoExecutableIterator = 3 => "NO_EXECUTABLE_ITERATOR",
+        /// The executable iterator, a symbol walk or a symbol query failed.
+        SymbolEnumeration = 4 => "SYMBOL_ENUMERATION",
+        /// The snapshot's bookkeeping could not be allocated.
+        MetadataMemory = 5 => "METADATA_MEMORY",
+        /// A host copy could not be allocated or would pass the host budget.
+        HostMemory = 6 => "HOST_MEMORY",
+        /// A device-to-host copy failed.
+        CopyFailed = 7 => "COPY_FAILED",
+        /// The storage policy forces the device tier and the snapshot does not
+        /// fit the device budget or cannot be allocated there.
+        DeviceMemory = 8 => "DEVICE_MEMORY",
+        /// The allocation wrappers were taken out of the HSA tables they were
+        /// installed into (a tool restored the runtime's entries): frees may have
+        /// gone unseen, so what was tracked is dropped. Snapshots decline until
+        /// `kr_memory_tracker_init` installs the wrappers again.
+        WrappersRemoved = 9 => "WRAPPERS_REMOVED",
+        /// Application async copies (`hsa_amd_memory_async_copy` and its
+        /// variants) touching the agent's tracked memory were still in flight
+        /// when the copy fence's timeout ran out (`kr_set_copy_fence_timeout`).
+        CopiesInFlight = 10 => "COPIES_IN_FLIGHT",
     }
 }
 

@@ -22,8 +22,6 @@ use std::fmt;
 
 use log::warn;
 
-use crate::context::Context;
-use crate::ffi::boundary::catch_panic;
 use crate::hsa::entries::{CoreEntries, IterateExecutablesFn};
 use crate::hsa::sys::{
     hsa_executable_symbol_info_t, hsa_executable_symbol_t, hsa_symbol_kind_t,
@@ -33,12 +31,14 @@ use crate::hsa::sys::{
 use crate::hsa::{
     hsa_agent_t, hsa_executable_t, hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_SUCCESS,
 };
+use crate::memory_snapshot::state::Env;
 use crate::memory_tracker::executables::{Identity, LoadedExecutable};
+use crate::support::unwind::catch_panic;
 
 /// Variables larger than this are skipped with a warning: no real module
 /// variable is that large, and capturing one would double a gigabyte of host
 /// memory on a likely bogus symbol.
-pub const MODULE_VARIABLE_SIZE_CAP: u64 = 1 << 30;
+pub(crate) const MODULE_VARIABLE_SIZE_CAP: u64 = 1 << 30;
 
 /// One module-scope variable visible to the replaying agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -99,16 +99,17 @@ pub struct DiscoveredVariable {
 /// an executable walked completely before (and still the same loaded
 /// executable) is not walked again.
 pub fn module_variables(
-    ctx: &Context,
+    env: Env,
     core: &CoreEntries,
     iterate: IterateExecutablesFn,
     agent: hsa_agent_t,
     use_cache: bool,
 ) -> Result<Vec<DiscoveredVariable>, DiscoveryError> {
-    let listed = loaded_executables(ctx, iterate)?;
+    let listed = loaded_executables(env, iterate)?;
     if use_cache {
-        ctx.discovery_cache
-            .forget_unloaded(&ctx.executables.live_view());
+        env.state
+            .discovery_cache
+            .forget_unloaded(&env.tracker.executables.live_view());
     }
     let mut found: Vec<DiscoveredVariable> = Vec::new();
     let mut add = |variables: &[ModuleVariable], executable| {
@@ -135,7 +136,8 @@ pub fn module_variables(
             Identity::Unloading => continue,
         };
         if use_cache {
-            let cached = ctx
+            let cached = env
+                .state
                 .discovery_cache
                 .with_cached(exe, agent.handle, |v| add(v, Some(exe)));
             if let Some(added) = cached {
@@ -147,14 +149,16 @@ pub fn module_variables(
         // wrapper waits for the view. One being destroyed since it was
         // listed has no variables in this snapshot.
         let walked = {
-            let loaded = ctx.executables.live_view();
+            let loaded = env.tracker.executables.live_view();
             if !loaded.contains(exe) {
                 continue;
             }
             walk_symbols(core, hsa_executable_t { handle: exe.handle }, agent)?
         };
         if use_cache {
-            ctx.discovery_cache.remember(exe, agent.handle, &walked);
+            env.state
+                .discovery_cache
+                .remember(exe, agent.handle, &walked);
         }
         add(&walked, Some(exe))?;
     }
@@ -168,11 +172,11 @@ pub fn module_variables(
 /// across the callbacks, so a listed executable is loaded while it is
 /// admitted, and one whose destroy has begun is left out.
 fn loaded_executables(
-    ctx: &Context,
+    env: Env,
     iterate: IterateExecutablesFn,
 ) -> Result<Vec<Identity>, DiscoveryError> {
     let mut list = Listing {
-        ctx,
+        env,
         identities: Vec::new(),
         out_of_memory: false,
     };
@@ -187,8 +191,8 @@ fn loaded_executables(
     Ok(list.identities)
 }
 
-struct Listing<'a> {
-    ctx: &'a Context,
+struct Listing {
+    env: Env,
     identities: Vec<Identity>,
     out_of_memory: bool,
 }
@@ -205,7 +209,7 @@ unsafe extern "C" fn on_executable(
             list.out_of_memory = true;
             return HSA_STATUS_ERROR;
         }
-        match list.ctx.executables.identify(executable.handle) {
+        match list.env.tracker.executables.identify(executable.handle) {
             Identity::Unloading => {}
             identity => list.identities.push(identity),
         }

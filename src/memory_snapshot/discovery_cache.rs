@@ -70,25 +70,23 @@ impl DiscoveryCache {
         self.lock().retain(|((exe, _), _)| loaded.contains(*exe));
     }
 
-    /// Variables cached for `agent` (of executables still loaded when last
-    /// discovered): count and bytes.
-    pub fn agent_totals(&self, agent: u64) -> (usize, u64) {
+    /// Variables cached for `agent` of the executables still loaded (an
+    /// unloaded one's entries stay until the next discovery drops them):
+    /// count and bytes.
+    pub fn agent_totals(&self, agent: u64, loaded: &LiveExecutables<'_>) -> (usize, u64) {
         self.lock()
             .iter()
-            .filter(|((_, cached_agent), _)| *cached_agent == agent)
+            .filter(|((exe, cached_agent), _)| *cached_agent == agent && loaded.contains(*exe))
             .flat_map(|(_, variables)| variables.iter())
             .fold((0, 0), |(count, bytes), v| {
                 (count + 1, bytes + v.size as u64)
             })
     }
 
-    /// Entries in the cache.
-    pub fn len(&self) -> usize {
-        self.lock().len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
+    /// Whether the cache holds nothing (its tests look).
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.lock().is_empty()
     }
 
     /// Drops everything, memory included (finalize).

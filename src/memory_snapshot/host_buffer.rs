@@ -12,13 +12,16 @@ use super::storage::budget::HostBudget;
 /// Why a host buffer could not be had.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HostBufferError {
+    /// It would pass the host budget.
     OverBudget,
+    /// The allocation failed.
     OutOfMemory,
 }
 
-/// A pageable host buffer of exactly `len` bytes. Its contents are written
-/// only by the runtime's device-to-host copy; until that copy succeeded the
-/// buffer is never read.
+/// A pageable host buffer of exactly `len` bytes: raw memory (the `Vec`'s
+/// capacity, its length staying 0) written only by the runtime's
+/// device-to-host copy and read only by the host-to-device copy of a
+/// snapshot whose capture succeeded.
 pub struct HostBuffer {
     bytes: Vec<u8>,
     len: usize,
@@ -26,6 +29,7 @@ pub struct HostBuffer {
 }
 
 impl HostBuffer {
+    /// Claims `len` bytes of the budget and allocates them.
     pub fn try_new(len: usize, budget: &'static HostBudget) -> Result<Self, HostBufferError> {
         if !budget.claim(len as u64) {
             return Err(HostBufferError::OverBudget);
@@ -40,12 +44,9 @@ impl HostBuffer {
         Ok(HostBuffer { bytes, len, budget })
     }
 
+    /// The buffer's size.
     pub fn len(&self) -> usize {
         self.len
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 
     /// Destination of the device-to-host copy.
@@ -53,21 +54,9 @@ impl HostBuffer {
         self.bytes.as_mut_ptr()
     }
 
-    /// Marks the buffer filled. Called once the copy into it succeeded.
-    pub fn mark_filled(&mut self) {
-        // SAFETY: capacity is at least `len` (reserved in try_new) and the
-        // runtime's successful copy wrote all `len` bytes.
-        unsafe { self.bytes.set_len(self.len) }
-    }
-
-    /// Source of the host-to-device copy; only valid once filled.
+    /// Source of the host-to-device copy.
     pub fn as_ptr(&self) -> *const u8 {
         self.bytes.as_ptr()
-    }
-
-    /// The captured bytes (empty until filled).
-    pub fn contents(&self) -> &[u8] {
-        &self.bytes
     }
 }
 

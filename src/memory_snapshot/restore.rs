@@ -16,14 +16,15 @@ use std::time::Instant;
 
 use log::warn;
 
-use super::copy::Copier;
-use super::{is_live, Captured, Origin, Region, Snapshot};
-use crate::context::Context;
+use super::capture::fence_window;
+use super::snapshot::{copy_live_regions, Captured, Origin, Region, Snapshot};
 use crate::hsa::hsa_status_t;
+use crate::memory_snapshot::state::Env;
 
 /// What one restore did, region by region.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct RestoreReport {
+    /// Regions written back.
     pub restored: usize,
     /// Tracked regions no longer the captured allocation (freed, or the
     /// address reused), variables of an unloaded executable, or everything
@@ -35,7 +36,7 @@ pub struct RestoreReport {
     /// declined snapshot, after `kr_finalize`, and when the wrappers were
     /// found taken out of the tables (frees may have gone unseen, so
     /// nothing tracked could be proven live and nothing tracked was written).
-    pub vouched: bool,
+    pub(crate) vouched: bool,
 }
 
 impl RestoreReport {
@@ -52,7 +53,7 @@ impl RestoreReport {
 const LOGGED_REGIONS: usize = 8;
 
 /// Writes every region of `snapshot` back. A declined snapshot writes nothing.
-pub fn restore(ctx: &Context, snapshot: &Snapshot) -> RestoreReport {
+pub fn restore(env: Env, snapshot: &Snapshot) -> RestoreReport {
     let Ok(captured) = &snapshot.outcome else {
         return RestoreReport::default();
     };
@@ -62,7 +63,7 @@ pub fn restore(ctx: &Context, snapshot: &Snapshot) -> RestoreReport {
         ..RestoreReport::default()
     };
     let mut log = Log::default();
-    if ctx.gate.finalized() {
+    if env.tracker.gate.finalized() {
         report.vouched = false;
         // After the teardown guard the free wrappers no longer retire, so a
         // tracked region can no longer be proven live.
@@ -77,26 +78,26 @@ pub fn restore(ctx: &Context, snapshot: &Snapshot) -> RestoreReport {
     }
     // Wrappers taken out: what was tracked is dropped, so every tracked
     // region is skipped below, unwritten, and the skips cannot be vouched for.
-    report.vouched = crate::memory_tracker::wrappers_in_place(ctx);
+    report.vouched = crate::memory_tracker::wrappers_in_place(env.tracker);
     // No application copy may write the agent's tracked memory while it is
     // restored; if those in flight do not finish in time, nothing is
     // written (a pass on half-restored memory would count wrong).
-    let Ok(_window) = super::fence_window(ctx, snapshot.agent) else {
+    let Ok(_window) = fence_window(env, snapshot.agent) else {
         report.vouched = false;
         report.failed = captured.regions.len();
         warn!(
             "restore of agent {:#x} not done: application async copies on its tracked memory \
              were still in flight after {} ms",
             snapshot.agent.handle,
-            ctx.fences.timeout().as_millis()
+            env.tracker.fences.timeout().as_millis()
         );
         return report;
     };
     let batched =
-        captured.batch && restore_batched(ctx, snapshot, captured, &mut report, &mut log).is_some();
+        captured.batch && restore_batched(env, snapshot, captured, &mut report, &mut log).is_some();
     if !batched {
         for region in &captured.regions {
-            let outcome = restore_one(ctx, snapshot, captured, region);
+            let outcome = restore_one(env, snapshot, captured, region);
             log.record(region, outcome, &mut report);
         }
     }
@@ -106,7 +107,7 @@ pub fn restore(ctx: &Context, snapshot: &Snapshot) -> RestoreReport {
         .iter()
         .map(|r| r.size() as u64)
         .sum::<u64>();
-    ctx.stats.restored(
+    env.tracker.stats.restored(
         report.restored,
         report.skipped_not_live,
         report.failed,
@@ -118,7 +119,7 @@ pub fn restore(ctx: &Context, snapshot: &Snapshot) -> RestoreReport {
 
 /// One region, blocking, with its own validation under the lock.
 fn restore_one(
-    ctx: &Context,
+    env: Env,
     snapshot: &Snapshot,
     captured: &Captured,
     region: &Region,
@@ -136,9 +137,9 @@ fn restore_one(
         }
     };
     match region.origin {
-        Origin::Tracked(ref tracked) => ctx.inventory.with_live(tracked, write),
+        Origin::Tracked(ref tracked) => env.tracker.inventory.with_live(tracked, write),
         Origin::ModuleVariable(Some(exe)) => {
-            let loaded = ctx.executables.live_view();
+            let loaded = env.tracker.executables.live_view();
             loaded.contains(exe).then(write)
         }
         Origin::ModuleVariable(None) => Some(write()),
@@ -149,31 +150,15 @@ fn restore_one(
 /// finished. `None` if the batch could not be set up (no memory for its
 /// bookkeeping): the caller then restores region by region.
 fn restore_batched(
-    ctx: &Context,
+    env: Env,
     snapshot: &Snapshot,
     captured: &Captured,
     report: &mut RestoreReport,
     log: &mut Log,
 ) -> Option<()> {
-    let mut copier = Copier::new(ctx, &captured.core, captured.regions.len(), true)?;
-    let outcomes = {
-        let live = ctx.inventory.live_view();
-        let mut live = live.cursor();
-        let loaded = ctx.executables.live_view();
-        for (index, region) in captured.regions.iter().enumerate() {
-            let still_there = is_live(&region.origin, &mut live, &loaded);
-            if still_there {
-                let transfer = captured.transfer(snapshot.agent, region, true);
-                // SAFETY: the source is the snapshot's own copy; the
-                // destination stays live while the views are held, and the
-                // copier finishes every copy before they are dropped.
-                unsafe { copier.copy(index, &transfer) };
-            } else {
-                log.record(region, None, report);
-            }
-        }
-        copier.finish()
-    };
+    let outcomes = copy_live_regions(env, captured, snapshot.agent, true, true, |index| {
+        log.record(&captured.regions[index], None, report)
+    })?;
     report.restored += outcomes.succeeded;
     for (index, status) in outcomes.failures {
         if let Some(region) = captured.regions.get(index) {

@@ -26,7 +26,7 @@
 
 use std::sync::atomic::Ordering;
 
-use crate::sync::AtomicBool;
+use crate::support::sync::AtomicBool;
 
 use super::registry::{Admission, LiveView, Origin, Registry};
 

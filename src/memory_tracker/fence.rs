@@ -30,7 +30,7 @@ use crate::hsa::sys::{hsa_signal_t, hsa_signal_value_t, HSA_SIGNAL_CONDITION_LT}
 use crate::hsa::HSA_STATUS_SUCCESS;
 
 /// The default bound on a window's wait.
-pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Copies in flight and open windows of one agent.
 struct AgentFence {
@@ -270,7 +270,7 @@ pub fn fenced_copy(
     let Some(proxy) = fences.take_proxy(core) else {
         return submit(application_signal);
     };
-    let Some(state) = crate::fallible::leak(InFlight {
+    let Some(state) = crate::support::fallible::leak(InFlight {
         fences,
         core: *core,
         agents,
@@ -335,7 +335,7 @@ impl InFlight {
 /// The proxy's handler: forwards the copy's completion to the application's
 /// signal as the runtime would have done it, ends the count.
 unsafe extern "C" fn on_copy_done(value: hsa_signal_value_t, arg: *mut c_void) -> bool {
-    crate::ffi::boundary::catch_panic(false, || {
+    crate::support::unwind::catch_panic(false, || {
         // SAFETY: the state leaked by fenced_copy for this handler, which
         // runs once (it returns false: not re-armed).
         let state = unsafe { Box::from_raw(arg.cast::<InFlight>()) };

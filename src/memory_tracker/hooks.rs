@@ -119,7 +119,7 @@ impl<E: 'static> Hooks<E> {
         {
             return false;
         }
-        let Some(leaked) = crate::fallible::leak(entries) else {
+        let Some(leaked) = crate::support::fallible::leak(entries) else {
             return false;
         };
         let previous = self.entries.load(Ordering::Acquire);
@@ -180,7 +180,9 @@ impl<E: 'static> Default for Hooks<E> {
     }
 }
 
-/// glibc's `Dl_info`.
+/// glibc's `Dl_info`. (Not part of the C header: `cbindgen:ignore`.)
+///
+/// cbindgen:ignore
 #[repr(C)]
 struct DlInfo {
     fname: *const c_char,
@@ -189,6 +191,10 @@ struct DlInfo {
     saddr: *mut c_void,
 }
 
+// glibc's dladdr, for `object_of`; not part of the C header (cbindgen skips
+// an item documented exactly "cbindgen:ignore").
+#[allow(unused_doc_comments)]
+/// cbindgen:ignore
 extern "C" {
     fn dladdr(address: *const c_void, info: *mut DlInfo) -> c_int;
 }

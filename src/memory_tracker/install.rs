@@ -17,7 +17,7 @@ use log::{info, warn};
 
 use std::mem::offset_of;
 
-use crate::context::GLOBAL;
+use super::TRACKER;
 #[cfg(hsa_vmem)]
 use crate::hsa::entries::{vmem, AsyncCopyOnEngineFn};
 use crate::hsa::entries::{
@@ -27,6 +27,7 @@ use crate::hsa::entries::{
 use crate::hsa::tables::{self, TableError};
 use crate::hsa::{AmdExtTable, CoreApiTable};
 use crate::memory_tracker::hooks::{Hooked, Hooks, Placement};
+use crate::memory_tracker::process_marker::{self, Owner};
 use crate::memory_tracker::{forget_unseen, wrappers};
 
 /// What an installation attempt did.
@@ -36,7 +37,8 @@ pub enum InstallOutcome {
     Installed,
     /// Not the first library instance; nothing touched.
     Skipped,
-    /// Every table passed was of a kind already installed; nothing touched.
+    /// Every table passed was of a kind already installed, or another copy
+    /// of the library installed first in this process; nothing touched.
     AlreadyInstalled,
     /// Both tables NULL.
     InvalidArgument,
@@ -65,11 +67,12 @@ pub unsafe fn install(
         info!("library instance {lib_instance}: wrappers are installed only by instance 0");
         return InstallOutcome::Skipped;
     }
+    // One copy per process (see `process_marker`), before anything is touched.
+    if let Owner::Other { version } = process_marker::owner() {
+        warn!("another copy of kernel-replay (version {version}) installed its wrappers in this process first; this copy installs nothing");
+        return InstallOutcome::AlreadyInstalled;
+    }
     let _serialised = INSTALL.lock().unwrap_or_else(PoisonError::into_inner);
-    // Settings from the environment are read now, not at the first snapshot:
-    // reading them allocates, and a snapshot may run under memory pressure.
-    GLOBAL.storage.policy.get();
-    GLOBAL.batch_copies();
 
     // Every table is checked before anything is changed.
     let checks = [
@@ -95,6 +98,7 @@ pub unsafe fn install(
         warn!("allocation wrappers installed again: they had been taken out of the HSA tables");
     }
     if installed(Kind::Installed) || installed(Kind::Reinstalled) {
+        process_marker::claim();
         info!("allocation wrappers installed (core table: {core_outcome:?}, AMD table: {amd_outcome:?})");
         InstallOutcome::Installed
     } else {
@@ -130,6 +134,7 @@ unsafe fn may_install<E>(hooks: &Hooks<E>, table: *mut u8) -> Option<Kind> {
         // first (one installation per kind at a time).
         // SAFETY: the caller's promise.
         match unsafe { hooks.placement() } {
+            // SAFETY: as above.
             Some(Placement::TakenOut) => unsafe { hooks.placement_in(table) },
             _ => Placement::Ours,
         }
@@ -253,7 +258,7 @@ unsafe fn put_in<E>(
         return Kind::Refused;
     }
     if reinstall {
-        forget_unseen(&GLOBAL);
+        forget_unseen(&TRACKER);
     }
     for hooked in chain.hooked() {
         // SAFETY: the caller's promise; the entries are recorded first, so
@@ -276,7 +281,7 @@ unsafe fn put_in<E>(
 /// # Safety
 /// `table` passed `tables::validate`.
 unsafe fn install_core(table: *mut CoreApiTable) -> Kind {
-    let hooks = &GLOBAL.core_hooks;
+    let hooks = &TRACKER.core_hooks;
     let raw = table.cast::<u8>();
     // SAFETY: forwarded.
     if let Some(kind) = unsafe { may_install(hooks, raw) } {
@@ -315,7 +320,7 @@ unsafe fn install_core(table: *mut CoreApiTable) -> Kind {
     // SAFETY: validated; every hooked entry was captured from the table.
     let kind = unsafe { put_in(hooks, raw, entries, &chain, previous.is_some()) };
     if tracks_destroys && matches!(kind, Kind::Installed | Kind::Reinstalled) {
-        GLOBAL.executables.start_tracking_destroys();
+        TRACKER.executables.start_tracking_destroys();
     }
     kind
 }
@@ -323,7 +328,7 @@ unsafe fn install_core(table: *mut CoreApiTable) -> Kind {
 /// # Safety
 /// `table` passed `tables::validate`.
 unsafe fn install_amd(table: *mut AmdExtTable) -> Kind {
-    let hooks = &GLOBAL.amd_hooks;
+    let hooks = &TRACKER.amd_hooks;
     let raw = table.cast::<u8>();
     // SAFETY: forwarded.
     if let Some(kind) = unsafe { may_install(hooks, raw) } {

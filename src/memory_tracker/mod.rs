@@ -4,17 +4,22 @@
 //!
 //! - [`install`] validates the tables and puts the wrappers in (once per
 //!   table kind per process).
+//! - [`process_marker`] keeps a second copy of the library in the process
+//!   from installing over the first.
 //! - [`wrappers`] are what the host's allocations now go through.
 //! - [`inventory`] holds the live trackable allocations with generations.
 //! - [`gate`] decides whether allocations are recorded, and finalizes.
 
+pub mod classifier;
 pub mod executables;
 pub mod fence;
 pub mod gate;
 pub mod hooks;
 pub mod install;
 pub mod inventory;
+pub mod process_marker;
 pub mod registry;
+pub mod tracker;
 #[cfg(hsa_vmem)]
 pub mod vmem;
 pub(crate) mod wrappers;
@@ -23,8 +28,7 @@ use std::ffi::c_void;
 
 use log::trace;
 
-use crate::classifier;
-use crate::context::Context;
+pub use tracker::{Tracker, TRACKER};
 
 /// Records a fresh allocation if it is trackable; returns its generation.
 ///
@@ -32,17 +36,17 @@ use crate::context::Context;
 /// said to record. Without the AMD table there is no pointer query, so
 /// nothing can be classified and nothing is recorded.
 pub fn record_allocation(
-    ctx: &Context,
+    tracker: &Tracker,
     base: *mut c_void,
     size: usize,
     pool_flags: Option<u32>,
 ) -> Option<u64> {
-    if base.is_null() || !ctx.gate.recording() {
+    if base.is_null() || !tracker.gate.recording() {
         return None;
     }
-    let amd = ctx.amd()?;
+    let amd = tracker.amd()?;
     match classifier::classify(amd, base as usize, pool_flags) {
-        Ok(agent) => Some(ctx.inventory.record(base as usize, size, agent)),
+        Ok(agent) => Some(tracker.inventory.record(base as usize, size, agent)),
         Err(why) => {
             trace!("allocation {base:p} ({size} bytes) not tracked: {why:?}");
             None
@@ -53,34 +57,31 @@ pub fn record_allocation(
 /// The teardown guard: from now on nothing is recorded, every snapshot
 /// declines and restores write nothing. Clearing the inventory (under its
 /// write lock, so after any in-flight region copy) leaves the free wrappers
-/// nothing to retire: they only chain.
-pub fn finalize(ctx: &Context) {
-    ctx.gate.finalize();
-    ctx.inventory.clear();
-    ctx.executables.clear();
-    ctx.discovery_cache.clear();
+/// nothing to retire: they only chain. (The snapshot layer gives its
+/// retained arenas back itself.)
+pub fn finalize(tracker: &Tracker) {
+    tracker.gate.finalize();
+    tracker.inventory.clear();
+    tracker.executables.clear();
     #[cfg(hsa_vmem)]
-    ctx.mappings.clear();
-    if let Some(core) = ctx.core() {
-        ctx.fences.destroy_proxies(core);
+    tracker.mappings.clear();
+    if let Some(core) = tracker.core() {
+        tracker.fences.destroy_proxies(core);
     }
-    // Retained arenas and pooled signals go back to the runtime now; arenas
-    // still leased go back when their snapshots are freed.
-    ctx.storage.trim(ctx);
-    ctx.storage.destroy_signals(ctx);
 }
 
-/// Drops what the inventory, the executable registry and the discovery cache
-/// recorded: the wrappers were taken out of the tables for a while, so frees
-/// and unloads may have gone unseen, and no entry can be trusted any more.
-pub fn forget_unseen(ctx: &Context) {
-    let dropped = ctx.inventory.len();
-    let had_executables = !ctx.executables.is_empty();
-    ctx.inventory.clear();
-    ctx.executables.clear();
-    ctx.discovery_cache.clear();
+/// Drops what the inventory and the executable registry recorded: the
+/// wrappers were taken out of the tables for a while, so frees and unloads
+/// may have gone unseen, and no entry can be trusted any more. (What the
+/// snapshot layer cached of executables is keyed by their generations, so
+/// it goes unused from here on.)
+pub fn forget_unseen(tracker: &Tracker) {
+    let dropped = tracker.inventory.len();
+    let had_executables = !tracker.executables.is_empty();
+    tracker.inventory.clear();
+    tracker.executables.clear();
     #[cfg(hsa_vmem)]
-    ctx.mappings.clear();
+    tracker.mappings.clear();
     if dropped == 0 && !had_executables {
         return;
     }
@@ -95,16 +96,17 @@ pub fn forget_unseen(ctx: &Context) {
 /// installed into (see `hooks.rs`). When they are not, what was recorded is
 /// dropped ([`forget_unseen`]) and the answer is false until a new
 /// `kr_memory_tracker_init` puts them back.
-pub fn wrappers_in_place(ctx: &Context) -> bool {
+pub fn wrappers_in_place(tracker: &Tracker) -> bool {
     use hooks::Placement::TakenOut;
     // SAFETY: the tables the wrappers went into are the runtime's, which
     // live as long as the process (the documented contract of
     // kr_memory_tracker_init).
     let taken_out = unsafe {
-        ctx.core_hooks.placement() == Some(TakenOut) || ctx.amd_hooks.placement() == Some(TakenOut)
+        tracker.core_hooks.placement() == Some(TakenOut)
+            || tracker.amd_hooks.placement() == Some(TakenOut)
     };
     if taken_out {
-        forget_unseen(ctx);
+        forget_unseen(tracker);
     }
     !taken_out
 }

@@ -35,7 +35,7 @@ use std::collections::TryReserveError;
 use std::sync::atomic::Ordering;
 use std::sync::PoisonError;
 
-use crate::sync::{AtomicU64, AtomicUsize, RwLock, RwLockReadGuard, RwLockWriteGuard};
+use crate::support::sync::{AtomicU64, AtomicUsize, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 /// One registered thing: the kind's payload, its generation, and whether
 /// its free is in flight.

@@ -36,7 +36,7 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use log::trace;
 
 use super::inventory::RegionKind;
-use crate::context::Context;
+use super::Tracker;
 use crate::hsa::entries::vmem::VmemEntries;
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::query::{pool_info, pool_owner};
@@ -141,13 +141,13 @@ impl Mappings {
     /// Mappings (count, bytes) owned by `agent` that are not tracked
     /// regions: fine-grained or classified as not replay state, without
     /// access for their owner, or made while tracking was off.
-    pub fn uncaptured(&self, ctx: &Context, agent: u64) -> (usize, u64) {
+    pub fn uncaptured(&self, tracker: &Tracker, agent: u64) -> (usize, u64) {
         let state = self.lock();
         state
             .mappings
             .iter()
             .filter(|(_, m)| m.backing.is_some_and(|b| b.agent == agent))
-            .filter(|(&base, _)| !ctx.inventory.is_live(base))
+            .filter(|(&base, _)| !tracker.inventory.is_live(base))
             .fold((0, 0), |(count, bytes), (_, m)| {
                 (count + 1, bytes + m.size as u64)
             })
@@ -228,37 +228,42 @@ fn owner_may_write(vmem: &VmemEntries, va: usize, agent: u64) -> bool {
 /// retired first (it may revoke it); afterwards every replay-state mapping
 /// in the range whose owner may write it is tracked (again).
 pub fn set_access(
-    ctx: &Context,
+    tracker: &Tracker,
     vmem: &VmemEntries,
     va: usize,
     size: usize,
     descriptors: &[hsa_amd_memory_access_desc_t],
     call_runtime: impl FnOnce() -> hsa_status_t,
 ) -> hsa_status_t {
-    let (Some(core), Some(amd)) = (ctx.core(), ctx.amd()) else {
+    let (Some(core), Some(amd)) = (tracker.core(), tracker.amd()) else {
         return call_runtime();
     };
-    let Some(mut affected) = ctx.mappings.overlapping(va, size) else {
+    let Some(mut affected) = tracker.mappings.overlapping(va, size) else {
         // No memory to list them: stop tracking the range before the call.
-        ctx.inventory.forget_range(va, size);
+        tracker.inventory.forget_range(va, size);
         return call_runtime();
     };
     for (base, mapping) in affected.iter_mut() {
         if mapping.backing.is_none() {
-            mapping.backing = ctx.mappings.classify(core, amd, vmem, mapping.handle);
-            ctx.mappings.set_backing(*base, mapping.backing);
+            mapping.backing = tracker.mappings.classify(core, amd, vmem, mapping.handle);
+            tracker.mappings.set_backing(*base, mapping.backing);
         }
     }
+    // Only a call whose every descriptor for the owner grants read-write
+    // access cannot take it away: the runtime applies descriptors in order,
+    // so a later one for the same agent overrides an earlier grant.
     let grants_owner = |backing: Backing| {
-        descriptors.iter().any(|d| {
-            d.agent_handle.handle == backing.agent && d.permissions == HSA_ACCESS_PERMISSION_RW
-        })
+        let mut for_owner = descriptors
+            .iter()
+            .filter(|d| d.agent_handle.handle == backing.agent)
+            .peekable();
+        for_owner.peek().is_some() && for_owner.all(|d| d.permissions == HSA_ACCESS_PERMISSION_RW)
     };
     // Mappings that may lose their owner's access are retired first (kept in
     // the list, so it needs no second allocation).
     let mut at_risk = Vec::new();
     if at_risk.try_reserve_exact(affected.len()).is_err() {
-        ctx.inventory.forget_range(va, size);
+        tracker.inventory.forget_range(va, size);
         return call_runtime();
     }
     at_risk.extend(
@@ -277,20 +282,24 @@ pub fn set_access(
             .find(|(b, _)| *b == base)
             .and_then(|(_, m)| m.backing)
     };
-    let status = ctx
+    let status = tracker
         .inventory
         .retire_all_then_free(&at_risk, call_runtime, |s, base| {
             *s == HSA_STATUS_SUCCESS
                 && !owner_of(base).is_some_and(|b| owner_may_write(vmem, base, b.agent))
         });
-    if status == HSA_STATUS_SUCCESS && ctx.gate.recording() {
+    if status == HSA_STATUS_SUCCESS && tracker.gate.recording() {
         for (base, mapping) in &affected {
             let Some(backing) = mapping.backing.filter(|b| b.trackable) else {
                 continue;
             };
-            if !ctx.inventory.is_live(*base) && owner_may_write(vmem, *base, backing.agent) {
-                ctx.inventory
-                    .record_kind(*base, mapping.size, backing.agent, RegionKind::Mapping);
+            if !tracker.inventory.is_live(*base) && owner_may_write(vmem, *base, backing.agent) {
+                tracker.inventory.record_kind(
+                    *base,
+                    mapping.size,
+                    backing.agent,
+                    RegionKind::Mapping,
+                );
             }
         }
     }
@@ -301,36 +310,36 @@ pub fn set_access(
 /// the mapping is noted. Nothing tracked can live there (the runtime just
 /// mapped fresh memory): a region the inventory still holds in the range
 /// was released behind the wrappers' back and is dropped.
-pub fn mapped(ctx: &Context, va: usize, size: usize, handle: u64) {
-    if !ctx.inventory.is_empty() {
-        ctx.inventory.forget_range(va, size);
+pub fn mapped(tracker: &Tracker, va: usize, size: usize, handle: u64) {
+    if !tracker.inventory.is_empty() {
+        tracker.inventory.forget_range(va, size);
     }
-    ctx.mappings.mapped(va, size, handle);
+    tracker.mappings.mapped(va, size, handle);
 }
 
 /// What the unmap wrapper does around the runtime's call: every tracked
 /// mapping it overlaps is retired first.
 pub fn unmap(
-    ctx: &Context,
+    tracker: &Tracker,
     va: usize,
     size: usize,
     call_runtime: impl FnOnce() -> hsa_status_t,
 ) -> hsa_status_t {
-    let Some(affected) = ctx.mappings.overlapping(va, size) else {
-        ctx.inventory.forget_range(va, size);
+    let Some(affected) = tracker.mappings.overlapping(va, size) else {
+        tracker.inventory.forget_range(va, size);
         return call_runtime();
     };
     let mut bases = Vec::new();
     if bases.try_reserve_exact(affected.len()).is_err() {
-        ctx.inventory.forget_range(va, size);
+        tracker.inventory.forget_range(va, size);
         return call_runtime();
     }
     bases.extend(affected.iter().map(|&(base, _)| base));
-    let status = ctx
+    let status = tracker
         .inventory
         .retire_all_then_free(&bases, call_runtime, |s, _| *s == HSA_STATUS_SUCCESS);
     if status == HSA_STATUS_SUCCESS {
-        ctx.mappings.forget(&bases);
+        tracker.mappings.forget(&bases);
     }
     status
 }

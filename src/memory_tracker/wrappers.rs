@@ -18,8 +18,7 @@
 
 use std::ffi::c_void;
 
-use crate::context::GLOBAL;
-use crate::ffi::boundary::catch_panic;
+use super::TRACKER;
 use crate::hsa::entries::MemoryFreeFn;
 use crate::hsa::hsa_executable_t;
 use crate::hsa::sys::{
@@ -31,6 +30,7 @@ use crate::hsa::{
     HSA_STATUS_SUCCESS,
 };
 use crate::memory_tracker::{fence, record_allocation};
+use crate::support::unwind::catch_panic;
 
 /// `HSA_STATUS_ERROR_OUT_OF_RESOURCES`: the runtime had no memory.
 const OUT_OF_RESOURCES: hsa_status_t = crate::hsa::sys::HSA_STATUS_ERROR_OUT_OF_RESOURCES;
@@ -54,9 +54,7 @@ fn retry_after_releasing_arenas(
     mut call: impl FnMut() -> hsa_status_t,
     status: hsa_status_t,
 ) -> hsa_status_t {
-    let released = catch_panic(0, || {
-        crate::context::release_retained_for_application(&GLOBAL, pool)
-    });
+    let released = catch_panic(0, || TRACKER.make_room(pool));
     if released == 0 {
         return status;
     }
@@ -70,7 +68,7 @@ pub(crate) unsafe extern "C" fn pool_allocate(
     flags: u32,
     ptr: *mut *mut c_void,
 ) -> hsa_status_t {
-    let Some(amd) = GLOBAL.amd() else {
+    let Some(amd) = TRACKER.amd() else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     // SAFETY: the caller's arguments go unchanged to the entry this wrapper
@@ -78,7 +76,7 @@ pub(crate) unsafe extern "C" fn pool_allocate(
     let call = || unsafe { (amd.pool_allocate)(pool, size, flags, ptr) };
     let status = allocate_or_make_room(pool.handle, call);
     // Not recording: the call, the gate's one relaxed load on top.
-    if status == HSA_STATUS_SUCCESS && GLOBAL.gate.recording() && !ptr.is_null() {
+    if status == HSA_STATUS_SUCCESS && TRACKER.gate.recording() && !ptr.is_null() {
         // SAFETY: the runtime succeeded, so it stored the new pointer in *ptr.
         note_allocation(unsafe { *ptr }, size, Some(flags));
     }
@@ -87,7 +85,7 @@ pub(crate) unsafe extern "C" fn pool_allocate(
 
 /// Replaces `hsa_amd_memory_pool_free`.
 pub(crate) unsafe extern "C" fn pool_free(ptr: *mut c_void) -> hsa_status_t {
-    let Some(amd) = GLOBAL.amd() else {
+    let Some(amd) = TRACKER.amd() else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     // SAFETY: forwarded to the replaced entry with the caller's pointer.
@@ -100,14 +98,14 @@ pub(crate) unsafe extern "C" fn memory_allocate(
     size: usize,
     ptr: *mut *mut c_void,
 ) -> hsa_status_t {
-    let Some(core) = GLOBAL.core() else {
+    let Some(core) = TRACKER.core() else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     // SAFETY: the caller's arguments go unchanged to the replaced entry.
     let call = || unsafe { (core.memory_allocate)(region, size, ptr) };
     // A region has the handle of the pool of the same memory.
     let status = allocate_or_make_room(region.handle, call);
-    if status == HSA_STATUS_SUCCESS && GLOBAL.gate.recording() && !ptr.is_null() {
+    if status == HSA_STATUS_SUCCESS && TRACKER.gate.recording() && !ptr.is_null() {
         // SAFETY: the runtime succeeded, so it stored the new pointer in *ptr.
         note_allocation(unsafe { *ptr }, size, None);
     }
@@ -116,7 +114,7 @@ pub(crate) unsafe extern "C" fn memory_allocate(
 
 /// Replaces `hsa_memory_free`.
 pub(crate) unsafe extern "C" fn memory_free(ptr: *mut c_void) -> hsa_status_t {
-    let Some(core) = GLOBAL.core() else {
+    let Some(core) = TRACKER.core() else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     // SAFETY: forwarded to the replaced entry with the caller's pointer.
@@ -127,7 +125,7 @@ pub(crate) unsafe extern "C" fn memory_free(ptr: *mut c_void) -> hsa_status_t {
 /// executable is retired, waiting for any in-flight copy of its variables,
 /// before the runtime unloads it. See `executables.rs`.
 pub(crate) unsafe extern "C" fn executable_destroy(executable: hsa_executable_t) -> hsa_status_t {
-    let Some(destroy) = GLOBAL
+    let Some(destroy) = TRACKER
         .core()
         .and_then(|core| core.optional.executable_destroy)
     else {
@@ -136,7 +134,7 @@ pub(crate) unsafe extern "C" fn executable_destroy(executable: hsa_executable_t)
     // SAFETY: the caller's handle goes unchanged to the replaced entry.
     let call_runtime = || unsafe { destroy(executable) };
     catch_panic(HSA_STATUS_ERROR, || {
-        GLOBAL
+        TRACKER
             .executables
             .retire_then_destroy(executable.handle, call_runtime, |s| {
                 *s == HSA_STATUS_SUCCESS
@@ -149,7 +147,7 @@ pub(crate) unsafe extern "C" fn executable_destroy(executable: hsa_executable_t)
 #[inline(never)]
 fn note_allocation(base: *mut c_void, size: usize, pool_flags: Option<u32>) {
     catch_panic((), || {
-        record_allocation(&GLOBAL, base, size, pool_flags);
+        record_allocation(&TRACKER, base, size, pool_flags);
     });
 }
 
@@ -165,7 +163,7 @@ fn note_allocation(base: *mut c_void, size: usize, pool_flags: Option<u32>) {
 unsafe fn retire_then_free(ptr: *mut c_void, free: MemoryFreeFn) -> hsa_status_t {
     // Fast path: nothing tracked (tracking never on, or finalized), so
     // nothing to retire: one load on top of the chained call.
-    if GLOBAL.inventory.is_empty() {
+    if TRACKER.inventory.is_empty() {
         // SAFETY: see the function's contract.
         return unsafe { free(ptr) };
     }
@@ -183,7 +181,7 @@ unsafe fn retire_then_free_tracked(ptr: *mut c_void, free: MemoryFreeFn) -> hsa_
     // Nothing in the inventory's bookkeeping is expected to panic; if it ever
     // did, the caller gets an error instead of an unwind into C.
     catch_panic(HSA_STATUS_ERROR, || {
-        GLOBAL
+        TRACKER
             .inventory
             .retire_then_free(ptr as usize, call_runtime, |s| *s == HSA_STATUS_SUCCESS)
     })
@@ -196,7 +194,7 @@ unsafe fn retire_then_free_tracked(ptr: *mut c_void, free: MemoryFreeFn) -> hsa_
 /// touches tracked memory).
 #[inline(always)]
 fn tracked_owners(ranges: [(usize, usize); 2]) -> Option<[Option<u64>; 2]> {
-    if GLOBAL.inventory.is_empty() {
+    if TRACKER.inventory.is_empty() {
         return None;
     }
     touched_owners(ranges)
@@ -206,7 +204,7 @@ fn tracked_owners(ranges: [(usize, usize); 2]) -> Option<[Option<u64>; 2]> {
 #[inline(never)]
 fn touched_owners(ranges: [(usize, usize); 2]) -> Option<[Option<u64>; 2]> {
     catch_panic(None, || {
-        let owners = ranges.map(|(address, len)| GLOBAL.inventory.owner_of_range(address, len));
+        let owners = ranges.map(|(address, len)| TRACKER.inventory.owner_of_range(address, len));
         match owners {
             [None, None] => None,
             [Some(a), Some(b)] if a == b => Some([Some(a), None]),
@@ -224,17 +222,17 @@ fn fence_copy(
 ) -> hsa_status_t {
     let (Some(owners), Some(core), Some(amd)) = (
         tracked_owners(ranges).filter(|_| completion.handle != 0),
-        GLOBAL.core(),
-        GLOBAL.amd(),
+        TRACKER.core(),
+        TRACKER.amd(),
     ) else {
         return submit(completion);
     };
-    GLOBAL
+    TRACKER
         .stats
         .fenced_copies
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     fence::fenced_copy(
-        &GLOBAL.fences,
+        &TRACKER.fences,
         core,
         amd.optional.signal_async_handler,
         owners,
@@ -255,7 +253,7 @@ pub(crate) unsafe extern "C" fn async_copy(
     dep_signals: *const hsa_signal_t,
     completion_signal: hsa_signal_t,
 ) -> hsa_status_t {
-    let Some(copy) = GLOBAL.amd().and_then(|amd| amd.optional.async_copy) else {
+    let Some(copy) = TRACKER.amd().and_then(|amd| amd.optional.async_copy) else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     let ranges = [(dst as usize, size), (src as usize, size)];
@@ -324,7 +322,7 @@ pub(crate) unsafe extern "C" fn async_copy_rect(
     dep_signals: *const hsa_signal_t,
     completion_signal: hsa_signal_t,
 ) -> hsa_status_t {
-    let Some(copy) = GLOBAL.amd().and_then(|amd| amd.optional.async_copy_rect) else {
+    let Some(copy) = TRACKER.amd().and_then(|amd| amd.optional.async_copy_rect) else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     // SAFETY: the caller's descriptors, read only.
@@ -368,7 +366,7 @@ pub(crate) unsafe extern "C" fn async_copy_on_engine(
     engine_id: crate::hsa::sys::hsa_amd_sdma_engine_id_t,
     force_copy_on_sdma: bool,
 ) -> hsa_status_t {
-    let Some(copy) = GLOBAL
+    let Some(copy) = TRACKER
         .amd()
         .and_then(|amd| amd.optional.async_copy_on_engine)
     else {
@@ -403,8 +401,7 @@ pub(crate) use vmem_wrappers::*;
 mod vmem_wrappers {
     use std::ffi::c_void;
 
-    use super::{allocate_or_make_room, GLOBAL};
-    use crate::ffi::boundary::catch_panic;
+    use super::{allocate_or_make_room, TRACKER};
     use crate::hsa::entries::vmem::VmemEntries;
     use crate::hsa::sys::{
         hsa_amd_memory_access_desc_t, hsa_amd_memory_pool_t, hsa_amd_memory_type_t,
@@ -412,9 +409,10 @@ mod vmem_wrappers {
     };
     use crate::hsa::{hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_ERROR_NOT_INITIALIZED};
     use crate::memory_tracker::vmem;
+    use crate::support::unwind::catch_panic;
 
     fn entries() -> Option<&'static VmemEntries> {
-        GLOBAL.amd().and_then(|amd| amd.optional.vmem.as_ref())
+        TRACKER.amd().and_then(|amd| amd.optional.vmem.as_ref())
     }
 
     /// Replaces `hsa_amd_vmem_handle_create`: only the retry for lack of
@@ -450,7 +448,7 @@ mod vmem_wrappers {
         let status = unsafe { (vmem.map)(va, size, in_offset, handle, flags) };
         if status == crate::hsa::HSA_STATUS_SUCCESS {
             catch_panic((), || {
-                vmem::mapped(&GLOBAL, va as usize, size, handle.handle)
+                vmem::mapped(&TRACKER, va as usize, size, handle.handle)
             });
         }
         status
@@ -464,7 +462,7 @@ mod vmem_wrappers {
         // SAFETY: the caller's arguments go unchanged to the replaced entry.
         let call_runtime = || unsafe { (vmem.unmap)(va, size) };
         catch_panic(HSA_STATUS_ERROR, || {
-            vmem::unmap(&GLOBAL, va as usize, size, call_runtime)
+            vmem::unmap(&TRACKER, va as usize, size, call_runtime)
         })
     }
 
@@ -488,7 +486,7 @@ mod vmem_wrappers {
             unsafe { std::slice::from_raw_parts(desc, desc_cnt) }
         };
         catch_panic(HSA_STATUS_ERROR, || {
-            vmem::set_access(&GLOBAL, vmem, va as usize, size, descriptors, call_runtime)
+            vmem::set_access(&TRACKER, vmem, va as usize, size, descriptors, call_runtime)
         })
     }
 }

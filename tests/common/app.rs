@@ -7,7 +7,6 @@
 use std::ffi::c_void;
 
 use hsa_sim::{Agent, Pool, Region};
-use kernel_replay::ffi::types::*;
 use kernel_replay::hsa::sys::{hsa_amd_memory_pool_t, hsa_region_t};
 use kernel_replay::hsa::{hsa_agent_t, hsa_status_t, AmdExtTable, CoreApiTable};
 
@@ -125,13 +124,13 @@ extern "C" {
     // The runtime's loader-style iterator, declared with the library's types
     // (the sim crate declares it with its own, layout-identical ones).
     fn hsa_sim_iterate_executables(
-        callback: kr_executable_callback_t,
+        callback: Option<kernel_replay::ExecutableCallback>,
         data: *mut c_void,
     ) -> hsa_status_t;
 }
 
 /// The loader-style executable iterator, as a tool passes it.
-pub fn sim_iterator() -> kr_iterate_executables_fn_t {
+pub fn sim_iterator() -> Option<kernel_replay::IterateExecutablesFn> {
     Some(hsa_sim_iterate_executables)
 }
 
@@ -466,7 +465,7 @@ pub fn memory_avail(gpu: Agent) -> u64 {
             .hsa_agent_get_info_fn
             .expect("agent info entry")(
             agent(gpu),
-            kernel_replay::memory_snapshot::storage::pools::AGENT_INFO_MEMORY_AVAIL,
+            kernel_replay::hsa::sys::AGENT_INFO_MEMORY_AVAIL,
             (&mut avail as *mut u64).cast(),
         )
     };

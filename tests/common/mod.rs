@@ -8,12 +8,12 @@
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::cell::Cell;
-use std::ffi::{c_char, c_void, CStr};
 use std::sync::{Mutex, Once, PoisonError};
 
 use hsa_sim::{Agent, NotingAllocator};
-use kernel_replay::ffi::types::*;
-use kernel_replay::ffi::*;
+use kernel_replay::{
+    DeclineReason, Declined, DeviceBudget, LogLevel, RestoreReport, Snapshot, StoragePolicy, Tier,
+};
 
 mod app;
 pub use app::*;
@@ -52,9 +52,10 @@ pub fn all(ptr: *const u8, size: usize, byte: u8) -> bool {
 pub fn install() {
     static ONCE: Once = Once::new();
     ONCE.call_once(|| {
+        capture_logs(LogLevel::Warn);
         // SAFETY: the runtime's own tables.
-        let status = unsafe { kr_memory_tracker_init(core_table(), amd_table(), 0) };
-        assert_eq!(status, kr_status_t::KR_STATUS_SUCCESS);
+        let installed = unsafe { kernel_replay::install(core_table(), amd_table(), 0) };
+        assert_eq!(installed, Ok(kernel_replay::Installed::Installed));
     });
 }
 
@@ -67,69 +68,55 @@ pub fn session(gpus: u32) -> hsa_sim::SimSession {
     // topology: release them before the reset frees that memory.
     let sim = hsa_sim::continue_session();
     install();
-    kr_trim_retained();
+    kernel_replay::trim_retained();
     sim.reset(gpus);
     // The reset released every allocation and mapping behind the wrappers'
     // back (as a runtime torn down and started again would): what the
     // library recorded in the last session is dropped the way it drops what
     // it can no longer trust.
-    kernel_replay::memory_tracker::forget_unseen(&kernel_replay::context::GLOBAL);
-    kr_set_executable_iterator(None);
-    kr_set_host_budget(0);
-    kr_set_device_budget(kernel_replay::ffi::types::KR_DEVICE_BUDGET_AUTO);
-    assert!(kr_set_tracking_enabled(true));
-    capture_logs(kr_log_level_t::KR_LOG_WARN);
+    kernel_replay::testing::forget_tracked();
+    kernel_replay::set_executable_iterator(None);
+    kernel_replay::set_host_budget(None);
+    kernel_replay::set_device_budget(DeviceBudget::Auto);
+    assert!(kernel_replay::set_tracking(true));
+    capture_logs(LogLevel::Warn);
     logs_clear();
     sim
 }
 
 // ---- snapshots ------------------------------------------------------------
 
-/// An owned `kr_snapshot_t`.
-pub struct Snap(pub *mut kr_snapshot_t);
+/// A snapshot, taken or declined.
+pub struct Snap(pub Result<Snapshot, Declined>);
 
 impl Snap {
     pub fn of(gpu: Agent) -> Snap {
-        let ptr = kr_snap(agent(gpu));
-        assert!(!ptr.is_null(), "kr_snap returns a handle");
-        Snap(ptr)
+        Snap(kernel_replay::snap(agent(gpu)))
     }
     pub fn ok(&self) -> bool {
-        // SAFETY: a live snapshot.
-        unsafe { kr_snapshot_ok(self.0) }
+        self.0.is_ok()
     }
-    pub fn reason(&self) -> kr_decline_reason_t {
-        // SAFETY: a live snapshot.
-        unsafe { kr_snapshot_decline_reason(self.0) }
+    /// Why it declined (`None`: complete).
+    pub fn reason(&self) -> Option<DeclineReason> {
+        self.0.as_ref().err().map(Declined::reason)
     }
     pub fn regions(&self) -> usize {
-        // SAFETY: a live snapshot.
-        unsafe { kr_snapshot_region_count(self.0) }
+        self.0.as_ref().map_or(0, Snapshot::region_count)
     }
     pub fn bytes(&self) -> u64 {
-        // SAFETY: a live snapshot.
-        unsafe { kr_snapshot_byte_count(self.0) }
+        self.0.as_ref().map_or(0, Snapshot::byte_count)
     }
-    pub fn restore(&self) -> kr_restore_report_t {
-        let mut report = kr_restore_report_t {
-            restored: 99,
-            skipped_not_live: 99,
-            failed: 99,
-        };
-        // SAFETY: a live snapshot and a writable report.
-        let restored = unsafe { kr_restore_with_report(self.0, &mut report) };
-        assert_eq!(
-            restored, report.restored,
-            "return value is the restored count"
-        );
-        report
+    /// Restores it; a declined snapshot restores nothing.
+    pub fn restore(&self) -> RestoreReport {
+        self.0.as_ref().map(Snapshot::restore).unwrap_or_default()
     }
-}
-
-impl Drop for Snap {
-    fn drop(&mut self) {
-        // SAFETY: owned, freed once.
-        unsafe { kr_snapshot_free(self.0) }
+    /// rocprofiler-sdk's `restore`: restored whole (false when declined).
+    pub fn restore_all(&self) -> bool {
+        self.0.as_ref().is_ok_and(|s| s.restore().complete())
+    }
+    /// Bytes the snapshot keeps in `tier`.
+    pub fn tier_bytes(&self, tier: Tier) -> u64 {
+        self.0.as_ref().map_or(0, |s| s.tier_bytes(tier))
     }
 }
 
@@ -167,37 +154,47 @@ pub fn in_child_with(test: &str, envs: &[(&str, &str)]) -> bool {
 
 // ---- log capture ------------------------------------------------------------
 
-static LOGS: Mutex<Vec<(kr_log_level_t, String)>> = Mutex::new(Vec::new());
+static LOGS: Mutex<Vec<(LogLevel, String)>> = Mutex::new(Vec::new());
 
-pub unsafe extern "C" fn capture_log(
-    level: kr_log_level_t,
-    message: *const c_char,
-    _: *mut c_void,
-) {
-    // The capture is the test's, not the library's: it may allocate even
-    // inside a section where the library's allocations are made to fail.
-    let failing = FAIL_AT_OR_ABOVE.try_with(|t| t.replace(0)).unwrap_or(0);
-    // SAFETY: the library passes a NUL-terminated message valid for the call.
-    let text = unsafe { CStr::from_ptr(message) }
-        .to_string_lossy()
-        .into_owned();
-    LOGS.lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .push((level, text));
-    let _ = FAIL_AT_OR_ABOVE.try_with(|t| t.set(failing));
+/// The test binaries' logger: the library logs through the `log` facade, so
+/// a program that installed its own logger receives its messages.
+struct Capture;
+
+impl log::Log for Capture {
+    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
+        metadata.level() <= log::max_level()
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        if !self.enabled(record.metadata()) {
+            return;
+        }
+        // The capture is the test's, not the library's: it may allocate even
+        // inside a section where the library's allocations are made to fail.
+        let failing = FAIL_AT_OR_ABOVE.try_with(|t| t.replace(0)).unwrap_or(0);
+        let text = record.args().to_string();
+        LOGS.lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((LogLevel::of(record.level()), text));
+        let _ = FAIL_AT_OR_ABOVE.try_with(|t| t.set(failing));
+    }
+
+    fn flush(&self) {}
 }
 
 /// Routes the library's log into the capture buffer, at `level`.
-pub fn capture_logs(level: kr_log_level_t) {
-    kr_set_log_callback(Some(capture_log), std::ptr::null_mut());
-    kr_set_log_level(level as u32);
+pub fn capture_logs(level: LogLevel) {
+    static CAPTURE: Capture = Capture;
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| log::set_logger(&CAPTURE).expect("the first logger"));
+    kernel_replay::set_log_level(Some(level));
 }
 
 pub fn logs_clear() {
     LOGS.lock().unwrap_or_else(PoisonError::into_inner).clear();
 }
 
-pub fn logs() -> Vec<(kr_log_level_t, String)> {
+pub fn logs() -> Vec<(LogLevel, String)> {
     LOGS.lock().unwrap_or_else(PoisonError::into_inner).clone()
 }
 
@@ -286,12 +283,12 @@ static ALLOCATOR: FailingAllocator = FailingAllocator;
 // assertions hold for every policy. These helpers say what differs.
 
 /// The policy the process runs under.
-pub fn policy() -> kr_storage_policy_t {
-    kr_storage_policy()
+pub fn policy() -> StoragePolicy {
+    kernel_replay::storage_policy()
 }
 
 pub fn is_baseline() -> bool {
-    policy() == kr_storage_policy_t::KR_STORAGE_BASELINE
+    policy() == StoragePolicy::Baseline
 }
 
 /// Every copy the runtime performed or refused, whatever its direction (a
@@ -306,20 +303,20 @@ pub fn copies(sim: &hsa_sim::SimSession) -> u64 {
 
 /// Memory the library holds for snapshots, host and device.
 pub fn held() -> u64 {
-    kr_host_bytes_in_use() + kr_device_bytes_in_use()
+    kernel_replay::host_bytes_in_use() + kernel_replay::device_bytes_in_use()
 }
 
 /// Once retained arenas are trimmed, nothing is held unless a snapshot is
 /// alive: this fails if a snapshot leaked its memory.
 pub fn assert_nothing_held() {
-    kr_trim_retained();
+    kernel_replay::trim_retained();
     assert_eq!(
-        kr_host_bytes_in_use(),
+        kernel_replay::host_bytes_in_use(),
         0,
         "host bytes held with no live snapshot"
     );
     assert_eq!(
-        kr_device_bytes_in_use(),
+        kernel_replay::device_bytes_in_use(),
         0,
         "device bytes held with no live snapshot"
     );
@@ -327,36 +324,25 @@ pub fn assert_nothing_held() {
 
 /// Runs the rest of a test under `policy`, restoring the process's policy
 /// when dropped.
-pub struct PolicyGuard(kr_storage_policy_t);
+pub struct PolicyGuard(StoragePolicy);
 
 impl PolicyGuard {
-    pub fn set(policy: kr_storage_policy_t) -> PolicyGuard {
-        let previous = kr_storage_policy();
-        assert!(kr_set_storage_policy(policy as u32));
+    pub fn set(policy: StoragePolicy) -> PolicyGuard {
+        let previous = kernel_replay::storage_policy();
+        kernel_replay::set_storage_policy(policy);
         PolicyGuard(previous)
     }
 }
 
 impl Drop for PolicyGuard {
     fn drop(&mut self) {
-        kr_set_storage_policy(self.0 as u32);
+        kernel_replay::set_storage_policy(self.0);
     }
 }
 
 /// The library's counters.
-pub fn stats() -> kr_stats_t {
-    let mut stats = kr_stats_t::default();
-    // SAFETY: a writable struct.
-    unsafe { kr_get_stats(&mut stats) };
-    stats
-}
-
-impl Snap {
-    /// Bytes the snapshot keeps in `tier`.
-    pub fn tier_bytes(&self, tier: kr_storage_tier_t) -> u64 {
-        // SAFETY: a live snapshot.
-        unsafe { kr_snapshot_tier_bytes(self.0, tier as u32) }
-    }
+pub fn stats() -> kernel_replay::Stats {
+    kernel_replay::stats()
 }
 
 /// Whether the process batches copies by default (`KERNEL_REPLAY_COPY`).
@@ -370,26 +356,20 @@ pub struct BatchGuard;
 
 impl BatchGuard {
     pub fn set(enabled: bool) -> BatchGuard {
-        kr_set_batched_copies(enabled);
+        kernel_replay::set_batched_copies(enabled);
         BatchGuard
     }
 }
 
 impl Drop for BatchGuard {
     fn drop(&mut self) {
-        kr_set_batched_copies(batched_by_default());
+        kernel_replay::set_batched_copies(batched_by_default());
     }
 }
 
-/// The library's extended statistics.
-pub fn stats2() -> kr_stats2_t {
-    let mut stats = kr_stats2_t {
-        struct_size: std::mem::size_of::<kr_stats2_t>(),
-        ..kr_stats2_t::default()
-    };
-    // SAFETY: a writable struct of the size it declares.
-    unsafe { kr_get_stats2(&mut stats) };
-    stats
+/// The library's counters (every one).
+pub fn stats2() -> kernel_replay::Counters {
+    kernel_replay::stats().counters
 }
 
 /// A device left with too little free memory for what its retained arena
@@ -400,7 +380,7 @@ pub struct NearlyFull {
     /// Free device memory once the arena is released.
     pub after_release: u64,
     /// The statistics before anything was refused.
-    pub stats: kr_stats2_t,
+    pub stats: kernel_replay::Counters,
     /// Arenas exist under the automatic policy (whatever the process's is).
     _policy: PolicyGuard,
 }
@@ -412,25 +392,22 @@ pub struct NearlyFull {
 /// the software runtime commits only the arena.
 pub fn device_nearly_full(sim: &hsa_sim::SimSession, gpu: Agent) -> NearlyFull {
     const BUFFER: usize = 256 << 20;
-    let policy = PolicyGuard::set(kr_storage_policy_t::KR_STORAGE_AUTO);
+    let policy = PolicyGuard::set(StoragePolicy::Auto);
     let pool = sim.pool(gpu, hsa_sim::PoolKind::DeviceCoarse);
     pool_allocate(pool, BUFFER, 0).expect("buffer");
     // Not tracked (as memory allocated before tracking began), so that the
     // snapshot captures only the buffer.
-    assert!(!kr_set_tracking_enabled(false));
+    assert!(!kernel_replay::set_tracking(false));
     for _ in 0..14 {
         pool_allocate(pool, 1 << 30, 0).expect("filler");
     }
-    assert!(kr_set_tracking_enabled(true));
+    assert!(kernel_replay::set_tracking(true));
     {
         let snap = Snap::of(gpu);
         assert!(snap.ok());
-        assert_eq!(
-            snap.tier_bytes(kr_storage_tier_t::KR_TIER_DEVICE),
-            BUFFER as u64
-        );
+        assert_eq!(snap.tier_bytes(Tier::Device), BUFFER as u64);
     }
-    let arena = kr_device_bytes_in_use();
+    let arena = kernel_replay::device_bytes_in_use();
     assert!(arena >= BUFFER as u64, "the arena is retained");
     NearlyFull {
         arena,

@@ -16,13 +16,12 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use super::budget::{DeviceBudget, HostBudget};
 use super::pools::{self, AgentPools};
 use super::{PolicySetting, Tier};
-use crate::context::Context;
 use crate::hsa::hsa_agent_t;
-use crate::hsa::sys::hsa_signal_t;
+use crate::memory_snapshot::state::Env;
 
 /// Region offsets inside an arena are aligned to this, so every copy starts
 /// on a boundary DMA engines like.
-pub const REGION_ALIGNMENT: usize = 256;
+pub(crate) const REGION_ALIGNMENT: usize = 256;
 
 /// The memory behind one arena.
 pub enum Backing {
@@ -79,45 +78,36 @@ pub enum AcquireError {
     Allocation,
 }
 
-/// All storage state: policy, budgets, per-agent arenas, completion signals.
+/// All storage state: policy, budgets, per-agent arenas.
 pub struct Storage {
     pub policy: PolicySetting,
     pub device_budget: DeviceBudget,
     pub host: HostBudget,
     agents: Mutex<Vec<AgentStorage>>,
-    /// Completion signals for batched copies, created once and reused.
-    signals: Mutex<Vec<hsa_signal_t>>,
 }
 
 /// An arena leased to one snapshot; returned for reuse when dropped.
 pub struct Lease {
-    ctx: &'static Context,
+    env: Env,
     agent: u64,
     tier: Tier,
     backing: Option<Backing>,
 }
 
 impl Lease {
-    pub fn tier(&self) -> Tier {
-        self.tier
-    }
-
     /// Address of the arena's first byte.
     pub fn base(&mut self) -> usize {
         self.backing.as_mut().map_or(0, Backing::base)
-    }
-
-    pub fn capacity(&self) -> usize {
-        self.backing.as_ref().map_or(0, Backing::capacity)
     }
 
     /// Releases the arena now instead of retaining it (a declined snapshot
     /// gives back everything it took).
     pub fn discard(mut self) {
         if let Some(backing) = self.backing.take() {
-            self.ctx
+            self.env
+                .state
                 .storage
-                .release_now(self.ctx, self.agent, self.tier, backing);
+                .release_now(self.env, self.agent, self.tier, backing);
         }
     }
 }
@@ -125,9 +115,10 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         if let Some(backing) = self.backing.take() {
-            self.ctx
+            self.env
+                .state
                 .storage
-                .give_back(self.ctx, self.agent, self.tier, backing);
+                .give_back(self.env, self.agent, self.tier, backing);
         }
     }
 }
@@ -139,7 +130,6 @@ impl Storage {
             device_budget: DeviceBudget::new(),
             host: HostBudget::new(),
             agents: Mutex::new(Vec::new()),
-            signals: Mutex::new(Vec::new()),
         }
     }
 
@@ -148,11 +138,11 @@ impl Storage {
     }
 
     /// The agent's entry, created (with its pools discovered) on first use.
-    fn entry<'a>(
-        ctx: &Context,
-        agents: &'a mut Vec<AgentStorage>,
+    fn entry(
+        env: Env,
+        agents: &mut Vec<AgentStorage>,
         agent: hsa_agent_t,
-    ) -> Option<&'a mut AgentStorage> {
+    ) -> Option<&mut AgentStorage> {
         let index = match agents.iter().position(|a| a.agent == agent.handle) {
             Some(index) => index,
             None => {
@@ -168,7 +158,7 @@ impl Storage {
         };
         let entry = &mut agents[index];
         if entry.pools.is_none() {
-            entry.pools = Some(match (ctx.core(), ctx.amd()) {
+            entry.pools = Some(match (env.core(), env.amd()) {
                 (Some(core), Some(amd)) => pools::discover(core, amd, agent),
                 _ => AgentPools::default(),
             });
@@ -177,9 +167,9 @@ impl Storage {
     }
 
     /// Pools, retained capacities and held bytes of `agent`.
-    pub fn view(&self, ctx: &Context, agent: hsa_agent_t) -> AgentView {
+    pub fn view(&self, env: Env, agent: hsa_agent_t) -> AgentView {
         let mut agents = self.agents();
-        match Self::entry(ctx, &mut agents, agent) {
+        match Self::entry(env, &mut agents, agent) {
             Some(entry) => AgentView {
                 pools: entry.pools.unwrap_or_default(),
                 retained: [0, 1, 2]
@@ -216,13 +206,13 @@ impl Storage {
     /// too-small retained arena is released first).
     pub fn acquire(
         &self,
-        ctx: &'static Context,
+        env: Env,
         agent: hsa_agent_t,
         tier: Tier,
         bytes: usize,
     ) -> Result<Lease, AcquireError> {
         let mut agents = self.agents();
-        let entry = Self::entry(ctx, &mut agents, agent).ok_or(AcquireError::Allocation)?;
+        let entry = Self::entry(env, &mut agents, agent).ok_or(AcquireError::Allocation)?;
         let slot = tier.index();
         if entry.retained[slot]
             .as_ref()
@@ -230,14 +220,14 @@ impl Storage {
         {
             let backing = entry.retained[slot].take();
             return Ok(Lease {
-                ctx,
+                env,
                 agent: agent.handle,
                 tier,
                 backing,
             });
         }
         if let Some(small) = entry.retained[slot].take() {
-            release(ctx, entry, tier, small);
+            release(env, entry, tier, small);
         }
         // Exactly what the layout needs: budgets are checked against it, and
         // a steady workload asks for the same size every time.
@@ -245,7 +235,7 @@ impl Storage {
         if tier != Tier::Device && !self.host.claim(capacity as u64) {
             return Err(AcquireError::OverBudget);
         }
-        let backing = allocate(ctx, agent, entry.pools.unwrap_or_default(), tier, capacity);
+        let backing = allocate(env, agent, entry.pools.unwrap_or_default(), tier, capacity);
         match backing {
             Some(backing) => {
                 entry.held[slot] += backing.capacity() as u64;
@@ -255,12 +245,12 @@ impl Storage {
                     if extra > 0 && !self.host.claim(extra) {
                         self.host.release(capacity as u64);
                         entry.held[slot] -= backing.capacity() as u64;
-                        free(ctx, tier, backing);
+                        free(env, tier, backing);
                         return Err(AcquireError::OverBudget);
                     }
                 }
                 Ok(Lease {
-                    ctx,
+                    env,
                     agent: agent.handle,
                     tier,
                     backing: Some(backing),
@@ -277,53 +267,53 @@ impl Storage {
 
     /// Takes back a snapshot's arena: retained if it is the agent's largest
     /// of that tier (and the library is not finalized), released otherwise.
-    fn give_back(&self, ctx: &'static Context, agent: u64, tier: Tier, backing: Backing) {
+    fn give_back(&self, env: Env, agent: u64, tier: Tier, backing: Backing) {
         let mut agents = self.agents();
         let Some(entry) = agents.iter_mut().find(|a| a.agent == agent) else {
-            free(ctx, tier, backing);
+            free(env, tier, backing);
             return;
         };
         let slot = tier.index();
-        let keep = !ctx.gate.finalized()
+        let keep = !env.tracker.gate.finalized()
             && entry.retained[slot]
                 .as_ref()
                 .is_none_or(|r| r.capacity() < backing.capacity());
         if keep {
             if let Some(smaller) = entry.retained[slot].replace(backing) {
-                release(ctx, entry, tier, smaller);
+                release(env, entry, tier, smaller);
             }
         } else {
-            release(ctx, entry, tier, backing);
+            release(env, entry, tier, backing);
         }
     }
 
     /// Frees a backing without retaining it.
-    fn release_now(&self, ctx: &'static Context, agent: u64, tier: Tier, backing: Backing) {
+    fn release_now(&self, env: Env, agent: u64, tier: Tier, backing: Backing) {
         let mut agents = self.agents();
         match agents.iter_mut().find(|a| a.agent == agent) {
-            Some(entry) => release(ctx, entry, tier, backing),
-            None => free(ctx, tier, backing),
+            Some(entry) => release(env, entry, tier, backing),
+            None => free(env, tier, backing),
         }
     }
 
     /// Releases every retained arena; returns the bytes released.
-    pub fn trim(&self, ctx: &Context) -> u64 {
-        self.trim_where(ctx, |_, _| true)
+    pub fn trim(&self, env: Env) -> u64 {
+        self.trim_where(env, |_, _| true)
     }
 
     /// Releases the retained arenas of the agents and tiers `which(agent,
     /// tier)` picks; returns the bytes released.
-    pub fn trim_where(&self, ctx: &Context, which: impl Fn(u64, Tier) -> bool) -> u64 {
+    pub fn trim_where(&self, env: Env, which: impl Fn(u64, Tier) -> bool) -> u64 {
         let mut agents = self.agents();
         let mut released = 0;
         for entry in agents.iter_mut() {
-            for tier in Tier::ALL {
+            for &tier in Tier::ALL {
                 if !which(entry.agent, tier) {
                     continue;
                 }
                 if let Some(backing) = entry.retained[tier.index()].take() {
                     released += backing.capacity() as u64;
-                    release(ctx, entry, tier, backing);
+                    release(env, entry, tier, backing);
                 }
             }
         }
@@ -345,57 +335,6 @@ impl Storage {
             [0, 1, 2].map(|t| sum[t] + a.retained[t].as_ref().map_or(0, |b| b.capacity() as u64))
         })
     }
-
-    /// Takes `count` completion signals (value 1), creating what the pool
-    /// lacks; fewer (possibly none) if the runtime cannot create them.
-    pub fn take_signals(&self, ctx: &Context, count: usize) -> Vec<hsa_signal_t> {
-        let mut taken = Vec::new();
-        if taken.try_reserve_exact(count).is_err() {
-            return taken;
-        }
-        {
-            let mut pool = self.signals.lock().unwrap_or_else(PoisonError::into_inner);
-            while taken.len() < count {
-                match pool.pop() {
-                    Some(signal) => taken.push(signal),
-                    None => break,
-                }
-            }
-        }
-        let Some(create) = ctx.core().and_then(|c| c.optional.signal_create) else {
-            return taken;
-        };
-        while taken.len() < count {
-            let mut signal = hsa_signal_t { handle: 0 };
-            // SAFETY: a writable out-parameter; no consumer agents.
-            let status = unsafe { create(1, 0, std::ptr::null(), &mut signal) };
-            if status != crate::hsa::HSA_STATUS_SUCCESS {
-                break;
-            }
-            taken.push(signal);
-        }
-        taken
-    }
-
-    /// Returns completion signals to the pool.
-    pub fn return_signals(&self, signals: Vec<hsa_signal_t>) {
-        let mut pool = self.signals.lock().unwrap_or_else(PoisonError::into_inner);
-        if pool.try_reserve(signals.len()).is_ok() {
-            pool.extend(signals);
-        }
-    }
-
-    /// Destroys the pooled signals (finalize).
-    pub fn destroy_signals(&self, ctx: &Context) {
-        let signals =
-            std::mem::take(&mut *self.signals.lock().unwrap_or_else(PoisonError::into_inner));
-        if let Some(destroy) = ctx.core().and_then(|c| c.optional.signal_destroy) {
-            for signal in signals {
-                // SAFETY: a signal this library created and no longer uses.
-                unsafe { destroy(signal) };
-            }
-        }
-    }
 }
 
 impl Default for Storage {
@@ -405,18 +344,18 @@ impl Default for Storage {
 }
 
 /// Frees a backing and takes it off the agent's (and the host budget's) books.
-fn release(ctx: &Context, entry: &mut AgentStorage, tier: Tier, backing: Backing) {
+fn release(env: Env, entry: &mut AgentStorage, tier: Tier, backing: Backing) {
     let capacity = backing.capacity() as u64;
     entry.held[tier.index()] -= capacity;
     if tier != Tier::Device {
-        ctx.storage.host.release(capacity);
+        env.state.storage.host.release(capacity);
     }
-    free(ctx, tier, backing);
+    free(env, tier, backing);
 }
 
-fn free(ctx: &Context, _tier: Tier, backing: Backing) {
+fn free(env: Env, _tier: Tier, backing: Backing) {
     if let Backing::Runtime { base, .. } = backing {
-        if let Some(amd) = ctx.amd() {
+        if let Some(amd) = env.amd() {
             // SAFETY: memory this library allocated from the same runtime
             // through the un-wrapped entry, no longer leased or retained.
             unsafe { (amd.pool_free)(base as *mut c_void) };
@@ -428,7 +367,7 @@ fn free(ctx: &Context, _tier: Tier, backing: Backing) {
 /// pool allocator (so never tracked, never captured), pinned memory made
 /// accessible to the replayed agent; pageable memory fallibly.
 fn allocate(
-    ctx: &Context,
+    env: Env,
     agent: hsa_agent_t,
     pools: AgentPools,
     tier: Tier,
@@ -443,7 +382,7 @@ fn allocate(
         Tier::Device => pools.device_pool?.0,
         Tier::Pinned => pools.host_pool?.pool,
     };
-    let amd = ctx.amd()?;
+    let amd = env.amd()?;
     let mut ptr = std::ptr::null_mut();
     // SAFETY: a pool the runtime reported, a writable out-parameter.
     let status = unsafe { (amd.pool_allocate)(pool, capacity, 0, &mut ptr) };

@@ -68,7 +68,7 @@ impl Default for HostBudget {
 pub struct DeviceBudget(AtomicU64);
 
 /// The agent's free device memory less a safety margin (the default).
-pub const DEVICE_BUDGET_AUTO: u64 = u64::MAX;
+pub(crate) const DEVICE_BUDGET_AUTO: u64 = u64::MAX;
 
 /// The safety margin `auto` leaves free: a sixteenth of the device pool, at
 /// least 256 MiB, so the application's own allocations keep room to grow.

@@ -5,8 +5,8 @@ use super::arena::{AcquireError, AgentView, Lease, REGION_ALIGNMENT};
 use super::budget::{device_safety_margin, DEVICE_BUDGET_AUTO};
 use super::pools::memory_available;
 use super::{StoragePolicy, Tier};
-use crate::context::Context;
 use crate::hsa::hsa_agent_t;
+use crate::memory_snapshot::state::Env;
 
 /// Where every region of one snapshot goes, with the leased arenas.
 pub struct Layout {
@@ -36,15 +36,15 @@ pub enum LayoutError {
 
 /// Plans and leases storage for regions of `sizes` bytes.
 pub fn lay_out(
-    ctx: &'static Context,
+    env: Env,
     agent: hsa_agent_t,
     sizes: &[usize],
     policy: StoragePolicy,
 ) -> Result<Layout, LayoutError> {
-    let view = ctx.storage.view(ctx, agent);
+    let view = env.state.storage.view(env, agent);
     let device_usable = view.pools.is_gpu && view.pools.device_pool.is_some();
     let pinned_usable = view.pools.host_pool.is_some()
-        && ctx
+        && env
             .amd()
             .is_some_and(|amd| amd.optional.allow_access.is_some());
     let mut allowed = match policy.forced_tier() {
@@ -82,11 +82,12 @@ pub fn lay_out(
     loop {
         let rooms = Rooms {
             device: if allowed[0] && device_usable {
-                device_room(ctx, agent, &view, all_device)
+                device_room(env, agent, &view, all_device)
             } else {
                 0
             },
-            host: ctx
+            host: env
+                .state
                 .storage
                 .host
                 .room()
@@ -107,12 +108,12 @@ pub fn lay_out(
         })?;
         let mut leases: [Option<Lease>; 3] = [None, None, None];
         let mut retry = false;
-        for tier in Tier::ALL {
+        for &tier in Tier::ALL {
             let bytes = totals[tier.index()];
             if bytes == 0 {
                 continue;
             }
-            match ctx.storage.acquire(ctx, agent, tier, bytes as usize) {
+            match env.state.storage.acquire(env, agent, tier, bytes as usize) {
                 Ok(lease) => leases[tier.index()] = Some(lease),
                 // Auto degrades to the next tier; a forced tier declines.
                 Err(_) if policy == StoragePolicy::Auto && tier != Tier::Pageable => {
@@ -175,7 +176,8 @@ fn assign(sizes: &[usize], allowed: [bool; 3], rooms: Rooms) -> Result<Assignmen
             }
         };
         let tier = Tier::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|&t| allowed[t.index()] && fits(t, &used))
             .ok_or(AssignError::NoRoom(used.iter().sum::<u64>() + aligned))?;
         places.push((tier, used[tier.index()] as usize));
@@ -188,22 +190,22 @@ fn assign(sizes: &[usize], allowed: [bool; 3], rooms: Rooms) -> Result<Assignmen
 /// what other snapshots of the agent hold, or (auto) the agent's free memory
 /// less the safety margin, plus the retained arena this snapshot can reuse.
 /// Under auto, a retained arena of at least `wanted` bytes answers at once.
-fn device_room(ctx: &Context, agent: hsa_agent_t, view: &AgentView, wanted: u64) -> u64 {
+fn device_room(env: Env, agent: hsa_agent_t, view: &AgentView, wanted: u64) -> u64 {
     let Some((_, pool_size)) = view.pools.device_pool else {
         return 0;
     };
     let held = view.held[0];
     let retained = view.retained[0] as u64;
-    match ctx.storage.device_budget.get() {
+    match env.state.storage.device_budget.get() {
         DEVICE_BUDGET_AUTO if retained >= wanted => retained,
         DEVICE_BUDGET_AUTO => {
-            let available = ctx
+            let available = env
                 .core()
                 .and_then(|core| memory_available(core, agent))
                 .unwrap_or_else(|| {
                     // A runtime without the free-memory query: the pool size
                     // less what the application and our arenas hold.
-                    let tracked = ctx.inventory.agent_totals(agent.handle).1;
+                    let tracked = env.tracker.inventory.agent_totals(agent.handle).1;
                     pool_size.saturating_sub(tracked).saturating_sub(held)
                 });
             available

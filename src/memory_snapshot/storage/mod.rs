@@ -23,17 +23,20 @@ pub mod pools;
 use std::fmt;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-/// A storage tier.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Tier {
-    Device = 0,
-    Pinned = 1,
-    Pageable = 2,
+crate::c_enum! {
+    /// A storage tier (`kr_snapshot_tier_bytes`, the stats' per-tier figures).
+    pub enum Tier: "kr_storage_tier_t", "KR_TIER_" {
+        /// Device memory of the replayed agent.
+        Device = 0 => "DEVICE",
+        /// Pinned host memory the agent can reach.
+        Pinned = 1 => "PINNED",
+        /// Pageable host memory.
+        Pageable = 2 => "PAGEABLE",
+    }
 }
 
 impl Tier {
-    pub const ALL: [Tier; 3] = [Tier::Device, Tier::Pinned, Tier::Pageable];
-
+    /// The tier's index in per-tier arrays.
     pub fn index(self) -> usize {
         self as usize
     }
@@ -49,34 +52,27 @@ impl fmt::Display for Tier {
     }
 }
 
-/// How a snapshot chooses storage for its regions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StoragePolicy {
-    /// Device up to the device budget, then pinned, then pageable.
-    Auto = 0,
-    /// Device memory only; a snapshot that does not fit declines.
-    Device = 1,
-    /// Pinned host memory only.
-    Pinned = 2,
-    /// Pageable host memory only (still an arena, still batched where it can).
-    Pageable = 3,
-    /// The design's original path: a fresh pageable buffer and one blocking
-    /// copy per region, no arena, no discovery cache.
-    Baseline = 4,
+crate::c_enum! {
+    /// Where snapshots keep their copies (`kr_set_storage_policy`).
+    pub enum StoragePolicy: "kr_storage_policy_t", "KR_STORAGE_" {
+        /// Device memory up to the device budget, then pinned host memory up to
+        /// the host budget, then pageable host memory. The default.
+        Auto = 0 => "AUTO",
+        /// Device memory only; a snapshot that does not fit declines with
+        /// `KR_DECLINE_DEVICE_MEMORY`.
+        Device = 1 => "DEVICE",
+        /// Pinned host memory only.
+        Pinned = 2 => "PINNED",
+        /// Pageable host memory only.
+        Pageable = 3 => "PAGEABLE",
+        /// The original design: a fresh pageable buffer and one blocking copy per
+        /// region, no arena reuse, no discovery cache. For comparison.
+        Baseline = 4 => "BASELINE",
+    }
 }
 
 impl StoragePolicy {
-    pub fn from_u32(value: u32) -> Option<Self> {
-        Some(match value {
-            0 => StoragePolicy::Auto,
-            1 => StoragePolicy::Device,
-            2 => StoragePolicy::Pinned,
-            3 => StoragePolicy::Pageable,
-            4 => StoragePolicy::Baseline,
-            _ => return None,
-        })
-    }
-
+    /// The policy named by `KERNEL_REPLAY_STORAGE`'s value.
     pub fn parse(text: &str) -> Option<Self> {
         Some(match text.trim().to_ascii_lowercase().as_str() {
             "auto" => StoragePolicy::Auto,
@@ -112,7 +108,7 @@ impl PolicySetting {
 
     pub fn get(&self) -> StoragePolicy {
         let value = self.0.load(Ordering::Acquire);
-        if let Some(policy) = StoragePolicy::from_u32(u32::from(value)) {
+        if let Some(policy) = StoragePolicy::from_code(u32::from(value)) {
             return policy;
         }
         let from_env = std::env::var("KERNEL_REPLAY_STORAGE")
@@ -126,7 +122,7 @@ impl PolicySetting {
             Ordering::AcqRel,
             Ordering::Acquire,
         );
-        StoragePolicy::from_u32(u32::from(self.0.load(Ordering::Acquire))).unwrap_or(from_env)
+        StoragePolicy::from_code(u32::from(self.0.load(Ordering::Acquire))).unwrap_or(from_env)
     }
 
     pub fn set(&self, policy: StoragePolicy) {
@@ -155,8 +151,8 @@ mod tests {
             Some(StoragePolicy::Baseline)
         );
         assert_eq!(StoragePolicy::parse("fast"), None);
-        assert_eq!(StoragePolicy::from_u32(2), Some(StoragePolicy::Pinned));
-        assert_eq!(StoragePolicy::from_u32(5), None);
+        assert_eq!(StoragePolicy::from_code(2), Some(StoragePolicy::Pinned));
+        assert_eq!(StoragePolicy::from_code(5), None);
         assert_eq!(StoragePolicy::Auto.forced_tier(), None);
         assert_eq!(StoragePolicy::Pageable.forced_tier(), Some(Tier::Pageable));
     }

@@ -13,11 +13,9 @@ use crate::hsa::sys::{
     HSA_DEVICE_TYPE_CPU, HSA_DEVICE_TYPE_GPU,
 };
 
-/// `HSA_AMD_AGENT_INFO_MEMORY_AVAIL` (uint64_t): free bytes of the agent's
-/// memory. Newer than the ROCm 5.2 headers the library builds against, so
-/// spelled out here; a runtime that predates it answers an error and the
-/// library falls back to the pool size.
-pub const AGENT_INFO_MEMORY_AVAIL: u32 = 0xA015;
+// A runtime that predates HSA_AMD_AGENT_INFO_MEMORY_AVAIL answers an error,
+// and the library falls back to the pool size.
+use crate::hsa::sys::AGENT_INFO_MEMORY_AVAIL;
 
 /// A host pool usable as pinned staging for one GPU agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

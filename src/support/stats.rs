@@ -7,15 +7,15 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use crate::memory_snapshot::DeclineReason;
-
 /// Declines are counted per reason, indexed by `kr_decline_reason_t`. Room
 /// for reasons yet to come: codes are only ever appended.
-pub const DECLINE_SLOTS: usize = 32;
+pub(crate) const DECLINE_SLOTS: usize = 32;
 
 macro_rules! counters {
     ($($(#[$doc:meta])* $name:ident),+ $(,)?) => {
+        /// The counters, updated with relaxed atomics.
         pub struct Stats {
+            /// Declines per reason code.
             pub declines: [AtomicU64; DECLINE_SLOTS],
             $($(#[$doc])* pub $name: AtomicU64,)+
         }
@@ -23,6 +23,8 @@ macro_rules! counters {
         /// A copy of the counters.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub struct StatsSnapshot {
+            /// Declined snapshots per reason, indexed by its code
+            /// (`DeclineReason::code`).
             pub declines: [u64; DECLINE_SLOTS],
             $($(#[$doc])* pub $name: u64,)+
         }
@@ -58,14 +60,21 @@ macro_rules! counters {
 counters! {
     /// Complete snapshots taken.
     snapshots,
+    /// Bytes captured by complete snapshots.
     bytes_captured,
+    /// Nanoseconds spent in snapshots (complete and declined).
     snap_ns,
     /// Restores of complete snapshots.
     restores,
+    /// Regions those restores wrote back.
     regions_restored,
+    /// Regions they skipped: no longer what was captured.
     regions_skipped,
+    /// Regions whose copy failed.
     regions_failed,
+    /// Bytes of the regions those restores covered.
     bytes_restored,
+    /// Nanoseconds spent in restores.
     restore_ns,
     /// Application async copies that went through the fence.
     fenced_copies,
@@ -76,6 +85,7 @@ counters! {
     /// Times the retained arenas were released for an application
     /// allocation the runtime refused for lack of memory.
     application_retries,
+    /// Bytes released for those retries.
     bytes_released_for_application,
     /// Device memory in use on the agent of the last snapshot that its
     /// snapshot did not cover (`kr_untracked_device_bytes`).
@@ -89,8 +99,9 @@ impl Stats {
         self.snap_ns.fetch_add(nanos, Relaxed);
     }
 
-    pub fn snapshot_declined(&self, reason: DeclineReason, nanos: u64) {
-        if let Some(slot) = self.declines.get(reason.code() as usize) {
+    /// A declined snapshot, counted under its reason's code.
+    pub fn snapshot_declined(&self, reason_code: u32, nanos: u64) {
+        if let Some(slot) = self.declines.get(reason_code as usize) {
             slot.fetch_add(1, Relaxed);
         }
         self.snap_ns.fetch_add(nanos, Relaxed);

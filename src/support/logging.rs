@@ -13,12 +13,54 @@ use std::sync::{Once, PoisonError, RwLock};
 
 use log::{LevelFilter, Log, Metadata, Record};
 
-use crate::ffi::types::kr_log_level_t;
+crate::c_enum! {
+    /// Log levels, most severe first.
+    pub enum LogLevel: "kr_log_level_t", "KR_LOG_" {
+        /// Failures the library could not work around.
+        Error = 1 => "ERROR",
+        /// Declines, drops and anything a profiler's user should hear of.
+        Warn = 2 => "WARN",
+        /// Notable events (arenas released for the application, ...).
+        Info = 3 => "INFO",
+        /// What a snapshot or restore did, region by region.
+        Debug = 4 => "DEBUG",
+        /// Everything, including every allocation seen.
+        Trace = 5 => "TRACE",
+    }
+}
+
+impl LogLevel {
+    /// The level of a `log` record.
+    pub fn of(level: log::Level) -> Self {
+        match level {
+            log::Level::Error => LogLevel::Error,
+            log::Level::Warn => LogLevel::Warn,
+            log::Level::Info => LogLevel::Info,
+            log::Level::Debug => LogLevel::Debug,
+            log::Level::Trace => LogLevel::Trace,
+        }
+    }
+
+    /// The filter for a level given as its code: past TRACE clamps to
+    /// TRACE, and 0 turns logging off.
+    pub fn filter_from_code(code: u32) -> LevelFilter {
+        match code {
+            0 => LevelFilter::Off,
+            1 => LevelFilter::Error,
+            2 => LevelFilter::Warn,
+            3 => LevelFilter::Info,
+            4 => LevelFilter::Debug,
+            _ => LevelFilter::Trace,
+        }
+    }
+}
 
 /// A log callback and its user data, as the C caller registered them.
 #[derive(Clone, Copy)]
 pub struct Sink {
-    pub callback: unsafe extern "C" fn(kr_log_level_t, *const c_char, *mut c_void),
+    /// Called with each message that passes the level.
+    pub callback: unsafe extern "C" fn(LogLevel, *const c_char, *mut c_void),
+    /// Passed back to the callback.
     pub user_data: *mut c_void,
 }
 
@@ -87,7 +129,7 @@ impl Log for Backend {
             Some(sink) => {
                 let mut message = MessageBuffer::new();
                 let _ = fmt::write(&mut message, *record.args());
-                let level = kr_log_level_t::from_level(record.level());
+                let level = LogLevel::of(record.level());
                 // SAFETY: a registered C callback with its own user data;
                 // the message is NUL-terminated and outlives the call.
                 unsafe { (sink.callback)(level, message.as_c_str(), sink.user_data) };

@@ -1,0 +1,114 @@
+/* replay_kernels.h: the ABI of kernel-replay's device kernels — the records
+ * they read, their kernel arguments, the block size and the hash — shared
+ * by the kernel source (replay_kernels.cu), the software HSA runtime and
+ * HSA-on-CUDA (which run or launch them), and mirrored by the library
+ * (src/device/abi.rs, checked against the AMD code objects' metadata).
+ *
+ * Plain C: every struct is 8-byte aligned with no padding, so its layout is
+ * the same in C, C++, CUDA, HIP and Rust (#[repr(C)]).
+ *
+ * The hash. A block of KR_BLOCK_BYTES bytes is read as KR_HASH_WORDS
+ * little-endian 32-bit words m[0..] (bytes past the block's length read as
+ * zero) and hashed twice, with two independent random key arrays k0, k1 of
+ * KR_HASH_WORDS values below p = 2^61 - 1:
+ *
+ *     h_lane = ( sum_w k_lane[w] * m[w] ) mod p
+ *
+ * A multilinear hash: for any two different blocks of the same length, over
+ * the random choice of keys, each lane collides with probability 1/p, and
+ * the two lanes independently, so a changed block goes unnoticed with
+ * probability 1/p^2 < 2^-121 (the design asks for at most 2^-64). The keys
+ * are drawn from the OS at the library's first use of the kernels, never
+ * written anywhere a program could read them back predictably. */
+#ifndef KERNEL_REPLAY_KERNELS_H
+#define KERNEL_REPLAY_KERNELS_H
+
+#ifdef __cplusplus
+#include <cstdint>
+#else
+#include <stdint.h>
+#endif
+
+/* Bytes per hashed block (one page). */
+#define KR_BLOCK_BYTES 4096u
+/* 32-bit words per block: the number of keys per hash lane. */
+#define KR_HASH_WORDS (KR_BLOCK_BYTES / 4u)
+/* Work-items per workgroup for every kernel; each workgroup handles one
+ * record or block. The dispatch must use exactly this size. */
+#define KR_WORKGROUP 256u
+/* The largest copy record the library emits (it splits larger regions), so
+ * no workgroup copies for long. */
+#define KR_MAX_RECORD_BYTES (256u * 1024u)
+
+/* kr_compare_copy flags. */
+/* Hash the source (an incremental snapshot: is the live memory still what
+ * the arena holds?) rather than the destination (a restore: is the live
+ * memory still what was captured?). */
+#define KR_COMPARE_HASH_SRC 1u
+/* Store the new hash of a changed block (an incremental snapshot). */
+#define KR_COMPARE_UPDATE_HASH 2u
+
+/* kr_scatter_copy: one copy of `size` bytes (at most KR_MAX_RECORD_BYTES). */
+typedef struct kr_copy_record {
+  uint64_t dst;
+  uint64_t src;
+  uint64_t size;
+} kr_copy_record;
+
+/* kr_hash_blocks: one block of `len` bytes (at most KR_BLOCK_BYTES). */
+typedef struct kr_hash_block {
+  uint64_t addr;
+  uint64_t len;
+} kr_hash_block;
+
+/* kr_compare_copy: one block of `len` bytes (at most KR_BLOCK_BYTES). */
+typedef struct kr_block_pair {
+  uint64_t dst;
+  uint64_t src;
+  uint64_t len;
+} kr_block_pair;
+
+/* Kernel arguments, in the order the kernels take them (the kernarg
+ * segment's layout: the kernels take exactly these fields). */
+typedef struct kr_scatter_copy_args {
+  const kr_copy_record* records;
+  uint64_t count;
+} kr_scatter_copy_args;
+
+typedef struct kr_hash_blocks_args {
+  const kr_hash_block* blocks;
+  uint64_t count;
+  /* 2 * KR_HASH_WORDS keys: lane 0's, then lane 1's. */
+  const uint64_t* keys;
+  /* 2 per block: lane 0, lane 1. */
+  uint64_t* hashes;
+} kr_hash_blocks_args;
+
+typedef struct kr_compare_copy_args {
+  const kr_block_pair* pairs;
+  uint64_t count;
+  const uint64_t* keys;
+  /* In: the hash each block must have; with KR_COMPARE_UPDATE_HASH, out:
+   * the new hash of each changed block. */
+  uint64_t* hashes;
+  /* Incremented once per block copied. */
+  uint64_t* changed;
+  uint32_t flags;
+  uint32_t reserved;
+} kr_compare_copy_args;
+
+/* Host execution, for the software HSA runtime: replay_kernels.cu compiled
+ * as plain C++ (KR_HOST defined) runs one dispatch of `kernel` (the kernel's
+ * symbol name without ".kd") on the CPU over `workgroups` workgroups of
+ * KR_WORKGROUP work-items, reading the arguments from `kernarg`. The same
+ * source as the device builds; only the thread indexing differs. Returns 0,
+ * or -1 for a kernel name it does not know. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+int kr_host_dispatch(const char* kernel, const void* kernarg, uint32_t workgroups);
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* KERNEL_REPLAY_KERNELS_H */

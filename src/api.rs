@@ -1,0 +1,492 @@
+//! The safe Rust API: what a Rust component of a profiler calls, and what
+//! the C ABI (`ffi`) is a thin shell over.
+//!
+//! The library's state is process-wide, as the HSA runtime's tables it hooks
+//! are: one tracker behind the wrappers, one set of storage arenas. So the
+//! API is a set of free functions, plus [`Snapshot`], which owns one
+//! capture. Everything here is thread-safe.
+//!
+//! # Example
+//!
+//! (Run here against the project's software HSA runtime, `hsa_sim`, which
+//! stands in for ROCr; the hidden lines set it up.)
+//!
+//! ```
+//! # use kernel_replay::hsa::{AmdExtTable, CoreApiTable};
+//! # let sim = hsa_sim::session(1);
+//! # let core: *mut CoreApiTable = hsa_sim::core_table_ptr().cast();
+//! # let amd: *mut AmdExtTable = hsa_sim::amd_ext_table_ptr().cast();
+//! # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+//! // In the tool's OnLoad, with the tables ROCr passes:
+//! // SAFETY: the runtime's live API tables.
+//! unsafe { kernel_replay::install(core, amd, 0) }?;
+//! kernel_replay::set_tracking(true);
+//!
+//! // ... the application allocates device memory and writes it ...
+//! # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse);
+//! # let mut buffer = std::ptr::null_mut();
+//! # // SAFETY: the runtime's table; an allocation through the wrappers.
+//! # unsafe {
+//! #     (*amd).hsa_amd_memory_pool_allocate_fn.unwrap()(
+//! #         kernel_replay::hsa::sys::hsa_amd_memory_pool_t { handle: pool.handle }, 4096, 0, &mut buffer)
+//! # };
+//! # let buffer = buffer.cast::<u8>();
+//! # // The software runtime's device memory is host memory: "kernels" write it directly.
+//! # let kernel = |value: u8| unsafe { std::ptr::write_bytes(buffer, value, 4096) };
+//! # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+//! # kernel(1);
+//!
+//! // Around one dispatch replayed three times: every pass sees the inputs
+//! // of the first.
+//! let outcome = kernel_replay::replay(gpu, 3, |pass| {
+//!     // dispatch the kernel
+//! #   assert!(contents().iter().all(|&b| b == 1));
+//! #   kernel(pass as u8 + 7);
+//! });
+//! assert!(outcome.replayed);
+//!
+//! // Or step by step:
+//! let snapshot = kernel_replay::snap(gpu)?;
+//! # kernel(42);
+//! let report = snapshot.restore();
+//! assert!(report.complete());
+//! # assert!(contents().iter().all(|&b| b == 9), "the last pass's bytes are back");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::hsa::sys::hsa_amd_memory_pool_t;
+use crate::hsa::{hsa_agent_t, AmdExtTable, CoreApiTable};
+use crate::memory_snapshot::state::{Env, SNAPSHOTS};
+use crate::memory_snapshot::storage::pools::{self, AgentPools, HostPool};
+use crate::memory_snapshot::{self, coverage, Decline};
+use crate::memory_tracker::install::{self, InstallOutcome};
+use crate::memory_tracker::{self, TRACKER};
+
+pub use crate::hsa::entries::{ExecutableCallback, IterateExecutablesFn};
+pub use crate::hsa::tables::TableError;
+pub use crate::memory_snapshot::coverage::Footprint;
+pub use crate::memory_snapshot::storage::{StoragePolicy, Tier};
+pub use crate::memory_snapshot::{DeclineReason, RestoreReport};
+pub use crate::replay::ReplayOutcome;
+pub use crate::support::logging::LogLevel;
+pub use crate::support::stats::StatsSnapshot as Counters;
+
+// ---- installation --------------------------------------------------------------
+
+/// What [`install`] did when it did not fail.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Installed {
+    /// The wrappers went into at least one table (for the first time, or
+    /// again after a tool had taken them out).
+    Installed,
+    /// Every table passed already leads to the wrappers (or is a second
+    /// table of a kind already installed, or another copy of the library in
+    /// the process installed first); nothing was touched.
+    AlreadyInstalled,
+    /// `lib_instance > 0`: only the first library instance installs (a later
+    /// one would chain the wrappers to themselves); nothing was touched.
+    Skipped,
+}
+
+/// Why [`install`] installed nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum InstallError {
+    /// Both tables were NULL.
+    NoTables,
+    /// A table's version or size does not match the headers the library was
+    /// built against, or an entry it needs is NULL.
+    IncompatibleTable(TableError),
+}
+
+impl fmt::Display for InstallError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            InstallError::NoTables => f.write_str("no HSA API table was passed"),
+            InstallError::IncompatibleTable(error) => {
+                write!(f, "incompatible HSA API table: {error}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for InstallError {}
+
+/// Installs the allocation wrappers into the runtime's API tables and
+/// captures the entries they replace. Call it from the tool's `OnLoad` with
+/// the tables ROCr passes; either may be NULL (not both). Every table is
+/// checked before anything is changed. Calling it again with a table the
+/// wrappers were taken out of installs them again; with a table that still
+/// leads to them, changes nothing.
+///
+/// # Safety
+/// Each non-NULL pointer is the runtime's live API table, readable and
+/// writable for `version.minor_id` bytes, and not patched concurrently by
+/// anyone else.
+pub unsafe fn install(
+    core: *mut CoreApiTable,
+    amd_ext: *mut AmdExtTable,
+    lib_instance: u64,
+) -> Result<Installed, InstallError> {
+    TRACKER.set_make_room(|pool| Env::process().make_room_for_application(pool));
+    // Read now, not at the first snapshot: reading allocates, and a snapshot
+    // may run under memory pressure.
+    SNAPSHOTS.read_environment();
+    // SAFETY: the caller's promise about the tables.
+    match unsafe { install::install(core, amd_ext, lib_instance) } {
+        InstallOutcome::Installed => Ok(Installed::Installed),
+        InstallOutcome::AlreadyInstalled => Ok(Installed::AlreadyInstalled),
+        InstallOutcome::Skipped => Ok(Installed::Skipped),
+        InstallOutcome::InvalidArgument => Err(InstallError::NoTables),
+        InstallOutcome::Incompatible(error) => Err(InstallError::IncompatibleTable(error)),
+    }
+}
+
+/// Turns allocation recording on or off (off by default); returns the state
+/// now in force (always false after [`finalize`]).
+pub fn set_tracking(enabled: bool) -> bool {
+    TRACKER.gate.set_tracking(enabled)
+}
+
+/// Whether allocations are being recorded.
+pub fn tracking() -> bool {
+    TRACKER.gate.tracking()
+}
+
+/// The teardown guard, irreversible: afterwards the wrappers only chain,
+/// nothing is recorded, every snapshot declines with
+/// [`DeclineReason::Finalized`] and restores write nothing. Retained arenas
+/// go back to the runtime. Call it from the tool's finalizer.
+pub fn finalize() {
+    memory_tracker::finalize(&TRACKER);
+    Env::process().finalize();
+}
+
+/// Whether [`finalize`] was called.
+pub fn is_finalized() -> bool {
+    TRACKER.gate.finalized()
+}
+
+/// Sets how snapshots list loaded executables (to find module variables),
+/// instead of the runtime loader's own iterator, which they find through the
+/// installed core table; `None` goes back to that.
+pub fn set_executable_iterator(iterate: Option<IterateExecutablesFn>) {
+    SNAPSHOTS.set_executable_iterator(iterate)
+}
+
+// ---- snapshots -------------------------------------------------------------------
+
+/// A complete capture of one agent's replay state: its tracked allocations
+/// and mappings and the module variables visible to it. Dropping it gives
+/// its storage back (kept for the agent's next snapshot).
+pub struct Snapshot(memory_snapshot::Snapshot);
+
+/// Why a snapshot could not be taken; the dispatch should run once,
+/// unreplayed. Says why in detail through `Display`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Declined {
+    agent: hsa_agent_t,
+    decline: Decline,
+}
+
+impl Declined {
+    /// The reason, as a code the C ABI shares.
+    pub fn reason(&self) -> DeclineReason {
+        self.decline.reason()
+    }
+
+    /// The agent whose snapshot declined.
+    pub fn agent(&self) -> hsa_agent_t {
+        self.agent
+    }
+}
+
+impl fmt::Display for Declined {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "snapshot of agent {:#x} declined ({}): {}",
+            self.agent.handle,
+            self.decline.reason(),
+            self.decline
+        )
+    }
+}
+
+impl std::error::Error for Declined {}
+
+/// Captures the replay state of `agent`. A snapshot that cannot be
+/// completed declines (and logs one warning saying why); it never leaves
+/// anything half-taken.
+pub fn snap(agent: hsa_agent_t) -> Result<Snapshot, Declined> {
+    let snapshot = memory_snapshot::snap(Env::process(), agent);
+    match snapshot.decline() {
+        None => Ok(Snapshot(snapshot)),
+        Some(decline) => Err(Declined { agent, decline }),
+    }
+}
+
+impl Snapshot {
+    /// The agent captured.
+    pub fn agent(&self) -> hsa_agent_t {
+        self.0.agent()
+    }
+
+    /// Regions captured.
+    pub fn region_count(&self) -> usize {
+        self.0.regions().len()
+    }
+
+    /// Bytes captured.
+    pub fn byte_count(&self) -> u64 {
+        self.0.byte_count()
+    }
+
+    /// Bytes kept in `tier`.
+    pub fn tier_bytes(&self, tier: Tier) -> u64 {
+        self.0.tier_bytes(tier)
+    }
+
+    /// Writes the snapshot back: every region that is still the allocation,
+    /// mapping or variable captured; the others are skipped and never
+    /// written. [`RestoreReport::complete`] is rocprofiler-sdk's `restore`
+    /// answer.
+    pub fn restore(&self) -> RestoreReport {
+        memory_snapshot::restore(Env::process(), &self.0)
+    }
+}
+
+impl fmt::Debug for Snapshot {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Snapshot")
+            .field("agent", &self.agent().handle)
+            .field("regions", &self.region_count())
+            .field("bytes", &self.byte_count())
+            .finish()
+    }
+}
+
+/// The internal snapshot of a [`Snapshot`] or a [`Declined`] one, for the
+/// C ABI, whose handles stand for either.
+pub(crate) fn snap_either(agent: hsa_agent_t) -> memory_snapshot::Snapshot {
+    memory_snapshot::snap(Env::process(), agent)
+}
+
+/// Restores an internal snapshot (the C ABI's handles).
+pub(crate) fn restore_either(snapshot: &memory_snapshot::Snapshot) -> RestoreReport {
+    memory_snapshot::restore(Env::process(), snapshot)
+}
+
+// ---- the replay window -----------------------------------------------------------
+
+/// Runs `passes` passes of one dispatch with identical inputs, as
+/// rocprofiler-sdk's `queue.cpp` does: with `passes <= 1`, pass 0 once and
+/// nothing captured; otherwise snapshot — if it declines, pass 0 exactly once
+/// — else passes `0..passes` with a restore before every pass but the first.
+pub fn replay(agent: hsa_agent_t, passes: u32, run_pass: impl FnMut(u32)) -> ReplayOutcome {
+    crate::replay::replay(Env::process(), agent, passes, run_pass)
+}
+
+/// True only for a submission that can be replayed: exactly one packet
+/// holding exactly one dispatch, no graph launch active (a graph launch and
+/// a multi-packet batch each warn once per process).
+pub fn replay_gate(packet_count: u64, dispatch_count: u64, graph_launch_active: bool) -> bool {
+    crate::replay::replay_gate(packet_count, dispatch_count, graph_launch_active)
+}
+
+// ---- storage ---------------------------------------------------------------------
+
+/// How much device memory snapshots of one agent may hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceBudget {
+    /// The agent's free memory less a safety margin (a sixteenth of the
+    /// pool, at least 256 MiB). The default.
+    Auto,
+    /// At most this many bytes (leased and retained arenas); 0 keeps
+    /// snapshots off the device tier.
+    Bytes(u64),
+}
+
+/// Sets the storage policy (default [`StoragePolicy::Auto`], or
+/// `KERNEL_REPLAY_STORAGE`).
+pub fn set_storage_policy(policy: StoragePolicy) {
+    SNAPSHOTS.storage.policy.set(policy)
+}
+
+/// The storage policy in force.
+pub fn storage_policy() -> StoragePolicy {
+    SNAPSHOTS.storage.policy.get()
+}
+
+/// Caps the device memory snapshots of each agent may hold.
+pub fn set_device_budget(budget: DeviceBudget) {
+    SNAPSHOTS.storage.device_budget.set(match budget {
+        DeviceBudget::Auto => crate::memory_snapshot::storage::budget::DEVICE_BUDGET_AUTO,
+        DeviceBudget::Bytes(bytes) => bytes,
+    })
+}
+
+/// Caps the host memory all live snapshots may hold together (`None`, the
+/// default: unlimited). A snapshot that would pass it declines with
+/// [`DeclineReason::HostMemory`].
+pub fn set_host_budget(bytes: Option<u64>) {
+    SNAPSHOTS.storage.host.set_limit(bytes.unwrap_or(0))
+}
+
+/// Host memory held for snapshots: live snapshots' buffers and arenas, and
+/// pinned and pageable arenas retained for reuse.
+pub fn host_bytes_in_use() -> u64 {
+    SNAPSHOTS.storage.host.in_use()
+}
+
+/// Device memory held for snapshots, all agents (leased and retained).
+pub fn device_bytes_in_use() -> u64 {
+    SNAPSHOTS.storage.held()[Tier::Device.index()]
+}
+
+/// The pools snapshots of an agent allocate from, instead of the
+/// discovered ones (see [`set_storage_pools`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoragePools {
+    /// A coarse-grained pool of the agent, or `None`: no device tier.
+    pub device_pool: Option<hsa_amd_memory_pool_t>,
+    /// A host pool the agent can be granted access to, with the CPU agent
+    /// owning it, or `None`: no pinned tier.
+    pub host_pool: Option<(hsa_amd_memory_pool_t, hsa_agent_t)>,
+}
+
+/// Chooses the pools later snapshots of `agent` allocate from; false (and
+/// nothing changed) if the library is not installed into both tables.
+pub fn set_storage_pools(agent: hsa_agent_t, pools: StoragePools) -> bool {
+    let (Some(_), Some(amd)) = (TRACKER.core(), TRACKER.amd()) else {
+        return false;
+    };
+    let pools = AgentPools {
+        is_gpu: true,
+        device_pool: pools
+            .device_pool
+            .map(|pool| (pool, pools::pool_size(amd, pool).unwrap_or(0))),
+        host_pool: pools
+            .host_pool
+            .map(|(pool, cpu_agent)| HostPool { pool, cpu_agent }),
+    };
+    SNAPSHOTS.storage.set_pools(agent, Some(pools));
+    true
+}
+
+/// Batches copies where the runtime has asynchronous copies and signals
+/// (the default, unless `KERNEL_REPLAY_COPY=blocking`); false forces one
+/// blocking copy per region.
+pub fn set_batched_copies(enabled: bool) {
+    SNAPSHOTS.set_batch_copies(enabled)
+}
+
+/// Releases the arenas retained for reuse; returns the bytes released.
+/// Arenas of live snapshots are not touched.
+pub fn trim_retained() -> u64 {
+    SNAPSHOTS.storage.trim(Env::process())
+}
+
+/// How long a snapshot or restore waits for application async copies in
+/// flight on the agent's tracked memory (default 5 s); past it a snapshot
+/// declines with [`DeclineReason::CopiesInFlight`] and a restore writes
+/// nothing.
+pub fn set_copy_fence_timeout(timeout: Duration) {
+    TRACKER.fences.set_timeout(timeout)
+}
+
+// ---- what is covered -----------------------------------------------------------------
+
+/// Device memory in use on an agent that snapshots do not cover.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Untracked {
+    /// In use on the agent (as the runtime reports it, other processes
+    /// included) less what is tracked and less the library's own arenas;
+    /// `None` when the runtime does not report the agent's free memory.
+    pub bytes: Option<u64>,
+    /// Virtual-memory mappings on the agent the wrappers saw but snapshots
+    /// do not capture (fine-grained memory, no write access for the agent,
+    /// or made while tracking was off).
+    pub mappings: usize,
+    /// Their bytes.
+    pub mapping_bytes: u64,
+}
+
+/// What snapshots of `agent` do not cover.
+pub fn untracked(agent: hsa_agent_t) -> Untracked {
+    let found = coverage::untracked(Env::process(), agent);
+    Untracked {
+        bytes: found.bytes,
+        mappings: found.vmem_regions,
+        mapping_bytes: found.vmem_bytes,
+    }
+}
+
+/// The bytes and regions a snapshot of `agent` would take now: its tracked
+/// allocations and mappings and the module variables an earlier snapshot
+/// discovered for it (none under the baseline policy, which keeps no
+/// discovery cache).
+pub fn estimate_footprint(agent: hsa_agent_t) -> Footprint {
+    coverage::estimate_footprint(Env::process(), agent)
+}
+
+/// The tracked allocations and mappings owned by `agent`.
+pub fn tracked(agent: hsa_agent_t) -> Footprint {
+    let (regions, bytes) = TRACKER.inventory.agent_totals(agent.handle);
+    Footprint { bytes, regions }
+}
+
+// ---- statistics ------------------------------------------------------------------------
+
+/// The library's cumulative counters, and what it holds now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stats {
+    /// The counters (see their fields).
+    pub counters: Counters,
+    /// Bytes held now per tier (leased and retained), indexed by
+    /// [`Tier::index`].
+    pub held_bytes: [u64; 3],
+    /// Of those, bytes retained for reuse.
+    pub retained_bytes: [u64; 3],
+}
+
+impl Stats {
+    /// Declined snapshots for `reason`.
+    pub fn declines(&self, reason: DeclineReason) -> u64 {
+        self.counters.declines[reason.code() as usize]
+    }
+}
+
+/// The counters now.
+pub fn stats() -> Stats {
+    Stats {
+        counters: TRACKER.stats.read(),
+        held_bytes: SNAPSHOTS.storage.held(),
+        retained_bytes: SNAPSHOTS.storage.retained(),
+    }
+}
+
+/// Zeroes the cumulative counters (not what is held).
+pub fn reset_stats() {
+    TRACKER.stats.reset()
+}
+
+// ---- logging -----------------------------------------------------------------------------
+
+/// Sets the most verbose level the library logs (default WARN, or
+/// `KERNEL_REPLAY_LOG`); `None` turns logging off. The library logs through
+/// the `log` facade: a Rust program that installed its own logger receives
+/// the messages there.
+pub fn set_log_level(level: Option<LogLevel>) {
+    crate::support::logging::set_level(match level {
+        None => log::LevelFilter::Off,
+        Some(level) => LogLevel::filter_from_code(level.code()),
+    })
+}
+
+/// The library version, e.g. "0.1.0".
+pub fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}

@@ -1,0 +1,333 @@
+//! Capture: the snapshot of one agent's replay state. The region list is
+//! built once — the tracked allocations and mappings, then the module
+//! variables — laid out into the storage tiers, and copied under the
+//! tracker's read views; a region freed meanwhile is dropped, not a failure.
+
+use std::ffi::c_void;
+use std::time::Instant;
+
+use log::warn;
+
+use super::coverage;
+use super::decline::Decline;
+use super::discovery::{self, DiscoveredVariable};
+use super::host_buffer::HostBuffer;
+use super::snapshot::{copy_live_regions, Captured, Origin, Place, Region, Snapshot};
+use super::state::Env;
+use super::storage::arena::Lease;
+use super::storage::layout::{self, Layout, LayoutError};
+use super::storage::StoragePolicy;
+use crate::hsa::entries::CoreEntries;
+use crate::hsa::hsa_agent_t;
+use crate::memory_tracker::inventory::TrackedRegion;
+
+/// Captures the replay state of `agent`.
+///
+/// Never fails outright: a snapshot that could not be completed comes back
+/// declined, with one warning saying why, and holds no memory.
+pub fn snap(env: Env, agent: hsa_agent_t) -> Snapshot {
+    let started = Instant::now();
+    let result = capture(env, agent);
+    let nanos = started.elapsed().as_nanos() as u64;
+    match result {
+        Ok(captured) => {
+            let snapshot = Snapshot {
+                agent,
+                outcome: Ok(captured),
+            };
+            env.tracker
+                .stats
+                .snapshot_taken(snapshot.byte_count(), nanos);
+            snapshot
+        }
+        Err(decline) => {
+            warn!(
+                "snapshot of agent {:#x} declined ({}): {decline}; the dispatch will not be replayed",
+                agent.handle,
+                decline.reason()
+            );
+            env.tracker
+                .stats
+                .snapshot_declined(decline.reason().code(), nanos);
+            Snapshot::declined(agent, decline)
+        }
+    }
+}
+
+fn capture(env: Env, agent: hsa_agent_t) -> Result<Captured, Decline> {
+    let core = *env.core().ok_or(Decline::NotInitialized)?;
+    // Resolved at install (kr_memory_tracker_init), so no allocation here.
+    let policy = env.state.storage.policy.get();
+    if env.tracker.gate.finalized() {
+        return Err(Decline::Finalized);
+    }
+    if !crate::memory_tracker::wrappers_in_place(env.tracker) {
+        return Err(Decline::WrappersRemoved);
+    }
+    let iterate = env
+        .executable_iterator()
+        .ok_or(Decline::NoExecutableIterator)?;
+    let mut tracked = Vec::new();
+    env.tracker
+        .inventory
+        .collect_agent(agent.handle, &mut tracked)
+        .map_err(|_| Decline::RegionList)?;
+    // Discovery calls back into the tool's iterator, which may run anything,
+    // frees included: a tracked region freed from here on is simply dropped
+    // below, when its generation no longer matches.
+    let baseline = policy == StoragePolicy::Baseline;
+    let variables = discovery::module_variables(env, &core, iterate, agent, !baseline)?;
+    coverage::note_untracked(env, agent, &tracked);
+    // No application copy may write the agent's tracked memory while it is
+    // captured: wait for those in flight, hold new ones back.
+    let _window = fence_window(env, agent).map_err(|copies| Decline::CopiesInFlight {
+        copies,
+        timeout_ms: env.tracker.fences.timeout().as_millis() as u64,
+    })?;
+    if baseline {
+        capture_baseline(env, core, &tracked, &variables)
+    } else {
+        capture_into_arenas(env, core, agent, policy, &tracked, &variables)
+    }
+}
+
+/// Opens the async-copy fence's window on `agent` (see
+/// `memory_tracker/fence.rs`), counting in the stats whether it had to wait
+/// and whether the wait ran out; `Err(copies still in flight)` then.
+pub(crate) fn fence_window(
+    env: Env,
+    agent: hsa_agent_t,
+) -> Result<crate::memory_tracker::fence::Window<'static>, u64> {
+    let waiting = env.tracker.fences.in_flight(agent.handle) > 0;
+    let window = env.tracker.fences.open_window(agent.handle);
+    if waiting || window.is_err() {
+        env.tracker.stats.fence_waited(window.is_err());
+    }
+    window
+}
+
+/// The design's original capture: a fresh host buffer and one blocking copy
+/// per region, each tracked copy under the read lock after re-checking the
+/// generation.
+fn capture_baseline(
+    env: Env,
+    core: CoreEntries,
+    tracked: &[TrackedRegion],
+    variables: &[DiscoveredVariable],
+) -> Result<Captured, Decline> {
+    let mut regions = Vec::new();
+    regions
+        .try_reserve_exact(tracked.len() + variables.len())
+        .map_err(|_| Decline::RegionList)?;
+    for region in tracked {
+        let mut host = host_buffer_for(env, region.base, region.size)?;
+        let copied = env.tracker.inventory.with_live(region, || {
+            // SAFETY: the host buffer holds region.size bytes; the device side
+            // is a live allocation of at least that size (checked under the
+            // lock we are holding).
+            unsafe { device_to_host(&core, &mut host, region.base) }
+        });
+        match copied {
+            // Freed since the inventory was read: not part of this snapshot.
+            None => continue,
+            Some(result) => result?,
+        }
+        regions.push(Region {
+            device_address: region.base,
+            origin: Origin::Tracked(*region),
+            size: region.size,
+            place: Place::Owned(host),
+        });
+    }
+    for variable in variables {
+        let (address, size) = (variable.variable.address, variable.variable.size);
+        let mut host = host_buffer_for(env, address, size)?;
+        // With the registry, the copy runs while the executable is provably
+        // still loaded (and the restore will check again); without it, the
+        // design's direct copy.
+        let copied = match variable.executable {
+            Some(exe) => env.tracker.executables.live_view().contains(exe).then(|| {
+                // SAFETY: the variable's executable is loaded and cannot be
+                // unloaded while the view is held.
+                unsafe { device_to_host(&core, &mut host, address) }
+            }),
+            // SAFETY: the runtime reported this variable for the agent; its
+            // storage lives as long as the executable, which is loaded now.
+            None => Some(unsafe { device_to_host(&core, &mut host, address) }),
+        };
+        match copied {
+            // Unloaded since discovery: not part of this snapshot.
+            None => continue,
+            Some(result) => result?,
+        }
+        regions.push(Region {
+            device_address: address,
+            origin: Origin::ModuleVariable(variable.executable),
+            size,
+            place: Place::Owned(host),
+        });
+    }
+    let host_agent = hsa_agent_t { handle: 0 };
+    Ok(Captured {
+        core,
+        regions,
+        leases: [None, None, None],
+        bases: [0; 3],
+        host_agent,
+        batch: false,
+    })
+}
+
+/// Capture into the storage tiers' arenas, with batched copies where the
+/// runtime has them. The region list is built once, laid out (each region
+/// gets its tier and offset), and copied under the tracker's read views
+/// (`copy_live_regions`). A declined capture releases its arenas at once.
+fn capture_into_arenas(
+    env: Env,
+    core: CoreEntries,
+    agent: hsa_agent_t,
+    policy: StoragePolicy,
+    tracked: &[TrackedRegion],
+    variables: &[DiscoveredVariable],
+) -> Result<Captured, Decline> {
+    let listed = list_regions(tracked, variables)?;
+    let mut sizes = Vec::new();
+    sizes
+        .try_reserve_exact(listed.len())
+        .map_err(|_| Decline::RegionList)?;
+    sizes.extend(listed.iter().map(|&(_, size, _)| size));
+    let Layout { places, mut leases } =
+        layout::lay_out(env, agent, &sizes, policy).map_err(Decline::Layout)?;
+    let bases = [0, 1, 2].map(|t| leases[t].as_mut().map_or(0, Lease::base));
+    let mut regions = Vec::new();
+    if regions.try_reserve_exact(listed.len()).is_err() {
+        discard(leases);
+        return Err(Decline::RegionList);
+    }
+    // The layout answers in the order it was asked: one place per listed
+    // region.
+    regions.extend(listed.into_iter().zip(places).map(
+        |((device_address, size, origin), (tier, offset))| Region {
+            device_address,
+            origin,
+            size,
+            place: Place::Arena { tier, offset },
+        },
+    ));
+    let host_agent = env
+        .state
+        .storage
+        .view(env, agent)
+        .pools
+        .host_pool
+        .map_or(hsa_agent_t { handle: 0 }, |h| h.cpu_agent);
+    let mut captured = Captured {
+        core,
+        regions,
+        leases,
+        bases,
+        host_agent,
+        batch: env.state.batch_copies(),
+    };
+    match copy_in(env, &mut captured, agent) {
+        Ok(()) => Ok(captured),
+        Err(decline) => {
+            discard(std::mem::take(&mut captured.leases));
+            Err(decline)
+        }
+    }
+}
+
+/// The regions to capture: each tracked allocation or mapping, then each
+/// module variable, as (device address, size, origin).
+fn list_regions(
+    tracked: &[TrackedRegion],
+    variables: &[DiscoveredVariable],
+) -> Result<Vec<(usize, usize, Origin)>, Decline> {
+    let mut listed = Vec::new();
+    listed
+        .try_reserve_exact(tracked.len() + variables.len())
+        .map_err(|_| Decline::RegionList)?;
+    listed.extend(
+        tracked
+            .iter()
+            .map(|r| (r.base, r.size, Origin::Tracked(*r))),
+    );
+    listed.extend(variables.iter().map(|v| {
+        (
+            v.variable.address,
+            v.variable.size,
+            Origin::ModuleVariable(v.executable),
+        )
+    }));
+    Ok(listed)
+}
+
+/// Gives a declined capture's arenas back at once (not retained).
+fn discard(leases: [Option<Lease>; 3]) {
+    for lease in leases.into_iter().flatten() {
+        lease.discard();
+    }
+}
+
+/// Copies every listed region into its place; a region freed or unloaded
+/// since it was listed is dropped from the snapshot.
+fn copy_in(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Result<(), Decline> {
+    let mut kept = Vec::new();
+    kept.try_reserve_exact(captured.regions.len())
+        .map_err(|_| Decline::RegionList)?;
+    kept.resize(captured.regions.len(), true);
+    let outcomes = copy_live_regions(env, captured, agent, false, captured.batch, |index| {
+        kept[index] = false
+    })
+    .ok_or(Decline::RegionList)?;
+    if let Some(&(index, status)) = outcomes.failures.first() {
+        let region = &captured.regions[index];
+        return Err(Decline::Copy {
+            address: region.device_address,
+            size: region.size,
+            status,
+        });
+    }
+    let mut index = 0;
+    captured.regions.retain(|_| {
+        index += 1;
+        kept[index - 1]
+    });
+    Ok(())
+}
+
+fn host_buffer_for(env: Env, address: usize, size: usize) -> Result<HostBuffer, Decline> {
+    HostBuffer::try_new(size, &env.state.storage.host).map_err(|error| Decline::HostBuffer {
+        address,
+        size,
+        error,
+    })
+}
+
+/// Copies `host.len()` bytes from the device into `host`.
+///
+/// # Safety
+/// `device` must be valid device memory of at least `host.len()` bytes.
+unsafe fn device_to_host(
+    core: &CoreEntries,
+    host: &mut HostBuffer,
+    device: usize,
+) -> Result<(), Decline> {
+    let size = host.len();
+    // SAFETY: the destination is our buffer of `size` bytes, the source the
+    // caller's promise.
+    unsafe { core.copy(host.as_mut_ptr().cast(), device as *const c_void, size) }.map_err(
+        |status| Decline::Copy {
+            address: device,
+            size,
+            status,
+        },
+    )
+}
+
+impl From<LayoutError> for Decline {
+    fn from(error: LayoutError) -> Self {
+        Decline::Layout(error)
+    }
+}

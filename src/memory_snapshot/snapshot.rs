@@ -1,0 +1,213 @@
+//! The snapshot: what was captured, region by region, and where each copy
+//! is kept; and the one routine capture and restore both run, which copies
+//! every region still live under the tracker's read views.
+
+use super::copy::{Copier, Finished, Transfer};
+use super::decline::{Decline, DeclineReason};
+use super::host_buffer::HostBuffer;
+use super::state::Env;
+use super::storage::arena::Lease;
+use super::storage::Tier;
+use crate::hsa::entries::CoreEntries;
+use crate::hsa::hsa_agent_t;
+use crate::memory_tracker::executables::{LiveExecutables, LoadedExecutable};
+use crate::memory_tracker::inventory::{LiveCursor, TrackedRegion};
+
+/// Where a captured region came from, which decides how restore validates it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// A tracked allocation: restored only while it is still that allocation.
+    Tracked(TrackedRegion),
+    /// A module-scope variable. With the executable registry (the library
+    /// wraps `hsa_executable_destroy`), restored only while its executable is
+    /// still loaded; without it, written directly.
+    ModuleVariable(Option<LoadedExecutable>),
+}
+
+/// Where a region's copy is kept.
+pub(super) enum Place {
+    /// The baseline: a buffer of its own.
+    Owned(HostBuffer),
+    /// At `offset` in the snapshot's arena of `tier`.
+    Arena { tier: Tier, offset: usize },
+}
+
+/// One captured region.
+pub struct Region {
+    /// Where the region is on the device.
+    pub device_address: usize,
+    /// What it is, which decides how it is re-validated.
+    pub origin: Origin,
+    pub(super) size: usize,
+    pub(super) place: Place,
+}
+
+impl Region {
+    pub fn size(&self) -> usize {
+        self.size
+    }
+
+    pub fn tier(&self) -> Tier {
+        match self.place {
+            Place::Owned(_) => Tier::Pageable,
+            Place::Arena { tier, .. } => tier,
+        }
+    }
+}
+
+/// A complete capture, or the reason there is none.
+pub struct Snapshot {
+    pub(super) agent: hsa_agent_t,
+    pub(super) outcome: Result<Captured, Decline>,
+}
+
+pub(super) struct Captured {
+    /// The entries the capture used; restore writes back through the same.
+    pub(super) core: CoreEntries,
+    pub(super) regions: Vec<Region>,
+    /// Arenas by tier; dropped (returned for reuse) with the snapshot.
+    pub(super) leases: [Option<Lease>; 3],
+    /// Base address of each tier's arena.
+    pub(super) bases: [usize; 3],
+    /// The host-side agent of pinned copies (the host pool's CPU agent).
+    pub(super) host_agent: hsa_agent_t,
+    /// Whether copies may be batched (false: the baseline, or forced blocking).
+    pub(super) batch: bool,
+}
+
+impl Snapshot {
+    pub(super) fn declined(agent: hsa_agent_t, decline: Decline) -> Self {
+        Snapshot {
+            agent,
+            outcome: Err(decline),
+        }
+    }
+
+    pub fn agent(&self) -> hsa_agent_t {
+        self.agent
+    }
+
+    pub fn ok(&self) -> bool {
+        self.outcome.is_ok()
+    }
+
+    pub fn decline_reason(&self) -> Option<DeclineReason> {
+        self.decline().map(|decline| decline.reason())
+    }
+
+    /// Why the snapshot declined, with what its log line said.
+    pub fn decline(&self) -> Option<Decline> {
+        self.outcome.as_ref().err().copied()
+    }
+
+    pub fn regions(&self) -> &[Region] {
+        match &self.outcome {
+            Ok(captured) => &captured.regions,
+            Err(_) => &[],
+        }
+    }
+
+    pub fn byte_count(&self) -> u64 {
+        self.regions().iter().map(|r| r.size() as u64).sum()
+    }
+
+    /// Bytes of the regions kept in `tier`.
+    pub fn tier_bytes(&self, tier: Tier) -> u64 {
+        self.regions()
+            .iter()
+            .filter(|r| r.tier() == tier)
+            .map(|r| r.size() as u64)
+            .sum()
+    }
+}
+
+impl Captured {
+    /// The copy that moves `region`'s bytes between the device and where the
+    /// snapshot keeps them. `to_device`: restore; otherwise capture.
+    pub(super) fn transfer(
+        &self,
+        agent: hsa_agent_t,
+        region: &Region,
+        to_device: bool,
+    ) -> Transfer {
+        let (kept, kept_agent, async_ok) = match region.place {
+            Place::Owned(ref buffer) => (buffer.as_ptr() as usize, self.host_agent, false),
+            Place::Arena { tier, offset } => {
+                let address = self.bases[tier.index()] + offset;
+                match tier {
+                    Tier::Device => (address, agent, true),
+                    Tier::Pinned => (address, self.host_agent, true),
+                    Tier::Pageable => (address, self.host_agent, false),
+                }
+            }
+        };
+        let (device, device_agent) = (region.device_address, agent);
+        if to_device {
+            Transfer {
+                dst: device,
+                dst_agent: device_agent,
+                src: kept,
+                src_agent: kept_agent,
+                size: region.size,
+                async_ok,
+            }
+        } else {
+            Transfer {
+                dst: kept,
+                dst_agent: kept_agent,
+                src: device,
+                src_agent: device_agent,
+                size: region.size,
+                async_ok,
+            }
+        }
+    }
+}
+
+/// Whether a captured region is still what was captured, under the read
+/// views a batch of copies holds: a tracked allocation still that allocation,
+/// a module variable's executable still loaded (when the registry knows it).
+pub(super) fn is_live(
+    origin: &Origin,
+    tracked: &mut LiveCursor<'_>,
+    loaded: &LiveExecutables<'_>,
+) -> bool {
+    match origin {
+        Origin::Tracked(region) => tracked.contains(region),
+        Origin::ModuleVariable(Some(exe)) => loaded.contains(*exe),
+        Origin::ModuleVariable(None) => true,
+    }
+}
+
+/// Copies every region of `captured` that is still what was captured —
+/// device to storage at capture, storage to device at restore
+/// (`to_device`) — all under the inventory's and the executable registry's
+/// read views, and finishes every copy before the views are released, so
+/// nothing copied can be freed or unloaded under a copy. `skipped(index)`
+/// hears of each region that no longer is. `None` when the copier's
+/// bookkeeping cannot be allocated.
+pub(super) fn copy_live_regions(
+    env: Env,
+    captured: &Captured,
+    agent: hsa_agent_t,
+    to_device: bool,
+    batch: bool,
+    mut skipped: impl FnMut(usize),
+) -> Option<Finished> {
+    let mut copier = Copier::new(env, &captured.core, captured.regions.len(), batch)?;
+    let live = env.tracker.inventory.live_view();
+    let mut live = live.cursor();
+    let loaded = env.tracker.executables.live_view();
+    for (index, region) in captured.regions.iter().enumerate() {
+        if is_live(&region.origin, &mut live, &loaded) {
+            let transfer = captured.transfer(agent, region, to_device);
+            // SAFETY: the storage side is the snapshot's own, sized by its
+            // layout; the device side stays live while the views are held,
+            // and the copier finishes every copy before they are dropped.
+            unsafe { copier.copy(index, &transfer) };
+        } else {
+            skipped(index);
+        }
+    }
+    Some(copier.finish())
+}

@@ -1,0 +1,50 @@
+//! Test seams: what the project's own tests, benches and fuzzer reach that
+//! is not API. Not part of the library's interface; see `ARCHITECTURE.md`.
+
+use crate::memory_tracker::TRACKER;
+
+/// The software runtime was reset behind the wrappers' back (every
+/// allocation, mapping and executable gone, as after a runtime restart):
+/// drops what the tracker recorded, as it does when it finds its wrappers
+/// taken out of the tables.
+pub fn forget_tracked() {
+    crate::memory_tracker::forget_unseen(&TRACKER);
+}
+
+/// Whether the inventory holds no region.
+pub fn inventory_is_empty() -> bool {
+    TRACKER.inventory.is_empty()
+}
+
+/// Lets the fuzzer start each input unfinalized (`kr_finalize` is otherwise
+/// irreversible). Only in fuzzing builds (`--cfg fuzzing`).
+#[cfg(fuzzing)]
+pub fn reset_gate_for_fuzzing() {
+    TRACKER.gate.reset_for_fuzzing();
+}
+
+/// The entries of each table the library reads or replaces, as the table
+/// guard checks them.
+pub use crate::hsa::tables::{UsedEntry, AMD_EXT_ENTRIES_USED, CORE_ENTRIES_USED};
+
+/// Entry types the benches call the runtime's copies through.
+pub use crate::hsa::entries::{AsyncCopyFn, MemoryCopyFn};
+
+/// The one-copy-per-process marker (its tests set and read it as another
+/// copy of the library would).
+pub use crate::memory_tracker::process_marker;
+
+/// Application async copies in flight on `agent` (the fence's count).
+pub fn fence_in_flight(agent: u64) -> u64 {
+    TRACKER.fences.in_flight(agent)
+}
+
+/// Bytes of the arenas retained for `agent`, per tier.
+pub fn retained_for(agent: crate::hsa::hsa_agent_t) -> [u64; 3] {
+    use crate::memory_snapshot::state::{Env, SNAPSHOTS};
+    SNAPSHOTS
+        .storage
+        .view(Env::process(), agent)
+        .retained
+        .map(|bytes| bytes as u64)
+}
