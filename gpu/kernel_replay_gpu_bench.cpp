@@ -5,8 +5,11 @@
 //   kernel_replay_gpu_bench --csv OUT.csv [--table OUT.md] [--gpu N] [--quick]
 //                           [--config NAME] [--toolkit "nvcc 13.0 ..."]
 //
-// For each tracked footprint (64 MiB, 1 GiB, 4 GiB, 8 GiB as four regions each, and
-// 10,000 regions of 4 KiB) it measures:
+// For each tracked footprint (64 MiB, 256 MiB, 1 GiB, 4 GiB, 8 GiB as four
+// regions each, 10,000 regions of 4 KiB, and, beside the plain allocations of
+// the same size, 256 MiB and 1 GiB as a hipMallocAsync-style VM heap: 32 MiB
+// chunks of physical memory mapped into one reserved range with
+// hsa_amd_vmem_*, each chunk a tracked region) it measures:
 //   - the library: kr_snap and kr_restore of GPU 0, each timed with the host's
 //     steady clock after cuCtxSynchronize (both calls return only when their
 //     copies have landed), median of N repetitions, N chosen from a warm-up
@@ -49,7 +52,10 @@
 #include <string>
 #include <vector>
 
+#include <hsa/hsa_api_trace.h>
+
 #include "harness.h"
+#include "hsa_common.h"
 
 using harness::bytes_text;
 using harness::cu;
@@ -184,6 +190,10 @@ struct Footprint {
   std::string label;
   uint64_t region_bytes;
   size_t regions;
+  // A VM heap: the regions are chunks (hsa_amd_vmem_handle_create) mapped
+  // back to back into one reservation, with GPU 0 given read-write access,
+  // instead of hsa_amd_memory_pool_allocate blocks.
+  bool vm_heap = false;
   uint64_t bytes() const { return region_bytes * regions; }
 };
 
@@ -255,6 +265,7 @@ class Bench {
 
  private:
   bool fits(const Footprint& f, std::string* why) {
+    if (f.vm_heap && !vm_heap_available(f, why)) return false;
     // Device: the footprint, the D2D scratch region, a margin for the driver.
     const uint64_t device_needed = f.bytes() + f.region_bytes + GiB;
     const uint64_t device_free = harness::free_device_memory(gpu_.agent);
@@ -274,16 +285,78 @@ class Bench {
     return true;
   }
 
+  // Why a VM heap cannot be measured here (rows "skipped"), if it cannot.
+  bool vm_heap_available(const Footprint& f, std::string* why) {
+#if HSA_COMMON_HAVE_VMEM
+    const size_t granularity = hsa_cuda_vmem_granularity(gpu_.agent);
+    AmdExtTable fresh;
+    hsa_cuda_fill_amd_ext_table(&fresh);
+    if (!hsa_cuda_vmem_supported() || granularity == 0) {
+      *why = "the CUDA driver has no virtual memory management";
+    } else if (f.region_bytes % granularity != 0) {
+      *why = "chunks of " + bytes_text(f.region_bytes) + " are not whole granules of " +
+             bytes_text(granularity);
+    } else if (hsa_cuda_amd_ext_table()->hsa_amd_vmem_map_fn == fresh.hsa_amd_vmem_map_fn) {
+      *why = "this libkernel_replay does not track vmem mappings";
+    } else {
+      return true;
+    }
+#else
+    (void)f;
+    *why = "built against ROCm 5.2 headers (no hsa_amd_vmem API)";
+#endif
+    return false;
+  }
+
+  // One region: a pool block, or the next chunk of the VM heap.
+  bool allocate_region(const Footprint& f, size_t index, void** p) {
+    if (!f.vm_heap) {
+      // Through the plain HSA name, so through kernel-replay's wrapper: these
+      // are the tracked regions.
+      return KR_HSA(hsa_amd_memory_pool_allocate(gpu_.vram, f.region_bytes, 0, p));
+    }
+#if HSA_COMMON_HAVE_VMEM
+    if (index == 0 && !KR_HSA(hsa_amd_vmem_address_reserve(&heap_, f.bytes(), 0, 0))) {
+      heap_ = nullptr;
+      return false;
+    }
+    heap_bytes_ = f.bytes();
+    hsa_amd_vmem_alloc_handle_t handle{0};
+    if (!KR_HSA(hsa_amd_vmem_handle_create(gpu_.vram, f.region_bytes, MEMORY_TYPE_NONE, 0,
+                                           &handle))) {
+      return false;
+    }
+    *p = static_cast<char*>(heap_) + index * f.region_bytes;
+    // Released once mapped, as pools do: the mapping keeps the memory.
+    const bool mapped = KR_HSA(hsa_amd_vmem_map(*p, f.region_bytes, 0, handle, 0));
+    KR_HSA(hsa_amd_vmem_handle_release(handle));
+    if (!mapped) return false;
+    hsa_amd_memory_access_desc_t desc;
+    std::memset(&desc, 0, sizeof(desc));
+    desc.agent_handle = gpu_.agent;
+    desc.permissions = HSA_ACCESS_PERMISSION_RW;
+    if (!KR_HSA(hsa_amd_vmem_set_access(*p, f.region_bytes, &desc, 1))) {
+      KR_HSA(hsa_amd_vmem_unmap(*p, f.region_bytes));
+      return false;
+    }
+    return true;
+#else
+    (void)index;
+    (void)p;
+    return false;
+#endif
+  }
+
   bool allocate(const Footprint& f) {
     harness::ContextScope scope(gpu_.context);
     if (!scope.ok()) return false;
     const size_t tracked_before = kr_tracked_count(gpu_.agent);
     regions_.reserve(f.regions);
+    vm_heap_ = f.vm_heap;
+    region_bytes_ = f.region_bytes;
     for (size_t i = 0; i < f.regions; ++i) {
       void* p = nullptr;
-      // Through the plain HSA name, so through kernel-replay's wrapper: these
-      // are the tracked regions.
-      if (!KR_HSA(hsa_amd_memory_pool_allocate(gpu_.vram, f.region_bytes, 0, &p))) return false;
+      if (!allocate_region(f, i, &p)) return false;
       regions_.push_back(p);
       if (!KR_CU(cu().cuMemsetD32(reinterpret_cast<CUdeviceptr>(p), 0x01010101u * (i % 251 + 1),
                                   f.region_bytes / 4))) {
@@ -313,8 +386,18 @@ class Bench {
 
   void release() {
     harness::ContextScope scope(gpu_.context);
+#if HSA_COMMON_HAVE_VMEM
+    if (vm_heap_) {
+      // Unmapping a chunk frees it (its handle was released when mapped).
+      for (void* p : regions_) KR_HSA(hsa_amd_vmem_unmap(p, region_bytes_));
+      if (heap_ != nullptr) KR_HSA(hsa_amd_vmem_address_free(heap_, heap_bytes_));
+      heap_ = nullptr;
+      regions_.clear();
+    }
+#endif
     for (void* p : regions_) KR_HSA(hsa_amd_memory_pool_free(p));
     regions_.clear();
+    vm_heap_ = false;
     if (pinned_ != nullptr) KR_CU(cu().cuMemFreeHost(pinned_));
     pinned_ = nullptr;
     std::free(pageable_);
@@ -481,6 +564,10 @@ class Bench {
   harness::Gpu gpu_;
   std::FILE* csv_;
   std::vector<void*> regions_;
+  bool vm_heap_ = false;     // regions_ are chunks of the heap below
+  uint64_t region_bytes_ = 0;
+  void* heap_ = nullptr;     // the VM heap's reservation
+  uint64_t heap_bytes_ = 0;
   void* pinned_ = nullptr;
   void* pageable_ = nullptr;
   CUdeviceptr scratch_ = 0;
@@ -625,10 +712,17 @@ int main(int argc, char** argv) {
 
   std::vector<Footprint> footprints;
   if (quick) {
-    footprints = {{"64 MiB", 16 * MiB, 4}, {"256 MiB", 64 * MiB, 4}, {"1,000 x 4 KiB", 4 * KiB, 1000}};
-  } else {
     footprints = {{"64 MiB", 16 * MiB, 4},
+                  {"256 MiB", 64 * MiB, 4},
+                  {"256 MiB VM heap", 32 * MiB, 8, true},
+                  {"1,000 x 4 KiB", 4 * KiB, 1000}};
+  } else {
+    // Each VM heap right after the plain allocations of the same size.
+    footprints = {{"64 MiB", 16 * MiB, 4},
+                  {"256 MiB", 64 * MiB, 4},
+                  {"256 MiB VM heap", 32 * MiB, 8, true},
                   {"1 GiB", 256 * MiB, 4},
+                  {"1 GiB VM heap", 32 * MiB, 32, true},
                   {"4 GiB", 1 * GiB, 4},
                   {"8 GiB", 2 * GiB, 4},
                   {"10,000 x 4 KiB", 4 * KiB, 10000}};

@@ -31,6 +31,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <iterator>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -39,6 +40,7 @@
 #include <hsa/hsa_api_trace.h>
 
 #include "harness.h"
+#include "hsa_common.h"
 #include "pattern.h"
 
 using harness::bytes_text;
@@ -1176,10 +1178,830 @@ void test_unloaded_executable(Reporter& r, const Module& m, const char* cubin) {
   verify(r, m, buffer.get(), MiB, 0x700, false, "the buffer next to the unloaded module");
 }
 
+// ---- virtual memory (j, k, l): the application's side ------------------------------------
+
+// Host copies of device bytes, read with cuMemcpy straight from the driver in
+// the GPU's context (which has access to every mapping these tests make).
+bool read_bytes(Reporter& r, const Module& m, const void* p, size_t bytes,
+                std::vector<uint8_t>* out) {
+  harness::ContextScope scope(m.gpu.context);
+  if (!scope.ok()) return false;
+  out->resize(bytes);
+  return T_CU(r, cu().cuMemcpy(reinterpret_cast<CUdeviceptr>(out->data()),
+                               reinterpret_cast<CUdeviceptr>(p), bytes));
+}
+
+#if !HSA_COMMON_HAVE_VMEM
+
+// Why the vmem tests cannot run here.
+const char* vmem_unavailable() {
+  return "built against ROCm 5.2 headers, which have no hsa_amd_vmem API";
+}
+
+#else
+
+// True when the library wrapped the vmem entries in the runtime's table (it
+// tracks mappings: built against 6.0+ headers).
+bool library_wraps_vmem() {
+  AmdExtTable fresh;
+  hsa_cuda_fill_amd_ext_table(&fresh);
+  return hsa_cuda_amd_ext_table()->hsa_amd_vmem_map_fn != fresh.hsa_amd_vmem_map_fn;
+}
+
+// Why a vmem test cannot run here, or NULL.
+const char* vmem_unavailable() {
+  if (!hsa_cuda_vmem_supported()) return "the CUDA driver has no virtual memory management";
+  if (!library_wraps_vmem()) {
+    return "this libkernel_replay does not wrap hsa_amd_vmem_map (built against ROCm 5.2 headers?)";
+  }
+  return nullptr;
+}
+
+// Compares device bytes with an earlier host copy; reports the first
+// differing byte.
+bool same_bytes(Reporter& r, const Module& m, const void* p, const std::vector<uint8_t>& expected,
+                const char* what) {
+  std::vector<uint8_t> now;
+  if (!read_bytes(r, m, p, expected.size(), &now)) return false;
+  if (now == expected) return true;
+  size_t first = 0;
+  while (first < now.size() && now[first] == expected[first]) ++first;
+  r.fail("%s: %s differ from the expected bytes, first at offset %zu", what,
+         bytes_text(expected.size()).c_str(), first);
+  return false;
+}
+
+
+// A reservation of the application's, freed on scope exit (once empty).
+class Reservation {
+ public:
+  Reservation() = default;
+  ~Reservation() {
+    if (base_ != nullptr) KR_HSA(hsa_amd_vmem_address_free(base_, bytes_));
+  }
+  Reservation(const Reservation&) = delete;
+  Reservation& operator=(const Reservation&) = delete;
+  bool reserve(Reporter& r, size_t bytes) {
+    bytes_ = bytes;
+    return T_HSA(r, hsa_amd_vmem_address_reserve(&base_, bytes, 0, 0));
+  }
+  char* at(size_t offset) const { return static_cast<char*>(base_) + offset; }
+
+ private:
+  void* base_ = nullptr;
+  size_t bytes_ = 0;
+};
+
+// Physical memory on a GPU, mapped at one or more addresses with the GPU's
+// read-write access, the way hipMemCreate + hipMemMap + hipMemSetAccess do
+// it; unmapped and released on scope exit (whatever is left).
+class VmemChunk {
+ public:
+  VmemChunk() = default;
+  ~VmemChunk() { reset(); }
+  VmemChunk(const VmemChunk&) = delete;
+  VmemChunk& operator=(const VmemChunk&) = delete;
+  VmemChunk(VmemChunk&& other) noexcept
+      : handle_(other.handle_), bytes_(other.bytes_), held_(other.held_),
+        views_(std::move(other.views_)) {
+    other.held_ = false;
+    other.views_.clear();
+  }
+
+  bool create(Reporter& r, const Module& m, size_t bytes) {
+    bytes_ = bytes;
+    held_ = T_HSA(r, hsa_amd_vmem_handle_create(m.gpu.vram, bytes, MEMORY_TYPE_NONE, 0, &handle_));
+    return held_;
+  }
+  bool map(Reporter& r, const Module& m, void* va) {
+    if (!T_HSA(r, hsa_amd_vmem_map(va, bytes_, 0, handle_, 0))) return false;
+    views_.push_back(va);
+    hsa_amd_memory_access_desc_t desc;
+    std::memset(&desc, 0, sizeof(desc));
+    desc.agent_handle = m.gpu.agent;
+    desc.permissions = HSA_ACCESS_PERMISSION_RW;
+    return T_HSA(r, hsa_amd_vmem_set_access(va, bytes_, &desc, 1));
+  }
+  bool create_and_map(Reporter& r, const Module& m, size_t bytes, void* va) {
+    return create(r, m, bytes) && map(r, m, va);
+  }
+  bool unmap(Reporter& r, void* va) {
+    auto it = std::find(views_.begin(), views_.end(), va);
+    if (it == views_.end()) return false;
+    views_.erase(it);
+    return T_HSA(r, hsa_amd_vmem_unmap(va, bytes_));
+  }
+  // The application's reference; the memory lives while it is mapped.
+  bool release(Reporter& r) {
+    if (!held_) return true;
+    held_ = false;
+    return T_HSA(r, hsa_amd_vmem_handle_release(handle_));
+  }
+  void reset() {
+    for (void* va : views_) KR_HSA(hsa_amd_vmem_unmap(va, bytes_));
+    views_.clear();
+    if (held_) KR_HSA(hsa_amd_vmem_handle_release(handle_));
+    held_ = false;
+  }
+  size_t bytes() const { return bytes_; }
+
+ private:
+  hsa_amd_vmem_alloc_handle_t handle_{0};
+  size_t bytes_ = 0;
+  bool held_ = false;
+  std::vector<void*> views_;
+};
+
+size_t round_up_to(size_t value, size_t granule) { return (value + granule - 1) / granule * granule; }
+
+// ---- (j) a hipMallocAsync-style heap ------------------------------------------------------
+
+// hipMallocAsync's pool maps physical chunks of 32 MiB into one reserved
+// range and hands out sub-blocks of 256-byte granules; kernels write the
+// sub-blocks in place. A chunk trimmed from the pool (unmapped, its handle
+// released) while a snapshot is held must be skipped by the restore, which
+// must write every other chunk back byte for byte and never touch the
+// unmapped range, nor a new chunk mapped there later.
+void test_vm_heap(Reporter& r, const Module& m) {
+  const size_t g = hsa_cuda_vmem_granularity(m.gpu.agent);
+  const size_t chunk = round_up_to(32 * MiB, g);
+  const size_t chunks = g_quick ? 4 : 8;
+  Reservation heap;
+  if (!heap.reserve(r, chunks * chunk)) return;
+  std::vector<VmemChunk> mapped(chunks);
+  const size_t tracked = kr_tracked_count(m.gpu.agent);
+  for (size_t c = 0; c < chunks; ++c) {
+    if (!mapped[c].create_and_map(r, m, chunk, heap.at(c * chunk))) return;
+    // Chunk background, then the sub-blocks with patterns of their own.
+    if (!fill(r, m, heap.at(c * chunk), chunk, 0x900 + uint32_t(c))) return;
+  }
+  r.expect(kr_tracked_count(m.gpu.agent) == tracked + chunks,
+           "kernel-replay tracks %zu new regions, expected one per mapped chunk (%zu)",
+           kr_tracked_count(m.gpu.agent) - tracked, chunks);
+  // The pool's sub-blocks: 256-byte multiples, packed from each chunk's start.
+  struct SubBlock {
+    char* p;
+    size_t bytes;
+    uint32_t seed;
+  };
+  std::vector<SubBlock> blocks;
+  for (size_t c = 0; c < chunks; ++c) {
+    size_t offset = 0;
+    for (uint32_t k = 0; k < 12; ++k) {
+      const size_t bytes = 256 * (1 + (k * 37 + c * 11) % 48);
+      blocks.push_back({heap.at(c * chunk + offset), bytes, 0x9100 + uint32_t(c * 16 + k)});
+      offset += bytes + 256 * (k % 3);  // gaps the pool left free
+    }
+  }
+  for (const SubBlock& b : blocks) {
+    if (!fill(r, m, b.p, b.bytes, b.seed)) return;
+  }
+  std::vector<std::vector<uint8_t>> before(chunks);
+  for (size_t c = 0; c < chunks; ++c) {
+    if (!read_bytes(r, m, heap.at(c * chunk), chunk, &before[c])) return;
+  }
+
+  Snapshot snapshot(kr_snap(m.gpu.agent));
+  if (!expect_complete(r, snapshot, m.gpu.agent)) return;
+  const size_t regions = kr_snapshot_region_count(snapshot.s);
+  // What a tool asks before admitting a replay counts the mapped chunks
+  // exactly as the snapshot took them, and the module variables a snapshot
+  // has discovered into the library's cache. A baseline snapshot fills no
+  // cache: under the baseline policy the estimate is the tracked regions
+  // alone, or with the variables if a snapshot under another policy (an
+  // earlier test's) discovered them.
+  const kr_footprint_t estimate = kr_estimate_footprint(m.gpu.agent);
+  const bool with_variables =
+      estimate.regions == regions && estimate.bytes == kr_snapshot_byte_count(snapshot.s);
+  const bool tracked_only = estimate.regions == kr_tracked_count(m.gpu.agent) &&
+                            estimate.bytes == kr_tracked_bytes(m.gpu.agent);
+  const bool baseline = harness::storage_policy_is_baseline();
+  r.expect(with_variables || (baseline && tracked_only),
+           "kr_estimate_footprint: %zu regions, %" PRIu64 " bytes; the snapshot took %zu, %" PRIu64
+           "%s",
+           estimate.regions, estimate.bytes, regions, kr_snapshot_byte_count(snapshot.s),
+           baseline ? " (baseline: or the tracked regions alone)" : "");
+  // The dispatch: every sub-block written in place.
+  for (const SubBlock& b : blocks) {
+    if (!mutate(r, m, b.p, b.bytes)) return;
+  }
+  for (const SubBlock& b : blocks) {
+    if (!verify(r, m, b.p, b.bytes, b.seed, true, "a mutated sub-block")) return;
+  }
+  // The pool trims chunk 1 while the snapshot is held.
+  const size_t trimmed = 1;
+  void* const trimmed_va = heap.at(trimmed * chunk);
+  if (!mapped[trimmed].unmap(r, trimmed_va) || !mapped[trimmed].release(r)) return;
+  r.expect(kr_tracked_count(m.gpu.agent) == tracked + chunks - 1,
+           "the unmapped chunk is still tracked");
+  const uint64_t violations = hsa_cuda_copy_violations();
+  kr_restore_report_t report{};
+  kr_restore_with_report(snapshot.s, &report);
+  expect_report(r, report, regions - 1, 1);
+  for (size_t c = 0; c < chunks; ++c) {
+    if (c == trimmed) continue;
+    const std::string what = "chunk " + std::to_string(c) + " after the restore";
+    same_bytes(r, m, heap.at(c * chunk), before[c], what.c_str());
+  }
+  r.expect(hsa_cuda_copy_violations() == violations,
+           "the restore copied into the unmapped chunk's range (refused by the runtime)");
+  // The pool grows again at the same address with new memory: the held
+  // snapshot must skip it too and leave the new chunk's data alone.
+  VmemChunk regrown;
+  if (!regrown.create_and_map(r, m, chunk, trimmed_va) ||
+      !fill(r, m, trimmed_va, chunk, 0x9F00)) {
+    return;
+  }
+  kr_restore_with_report(snapshot.s, &report);
+  expect_report(r, report, regions - 1, 1);
+  verify(r, m, trimmed_va, chunk, 0x9F00, false, "the new chunk at the trimmed chunk's address");
+  r.expect(hsa_cuda_copy_violations() == violations, "a restore copy was refused by the runtime");
+  // The pool grows while a tool has tracking off: that chunk is not
+  // captured, and kr_untracked_summary says so.
+  const kr_untracked_t untracked_before = kr_untracked_summary(m.gpu.agent);
+  Reservation more;
+  VmemChunk unseen;
+  kr_set_tracking_enabled(false);
+  const bool mapped_unseen =
+      more.reserve(r, chunk) && unseen.create_and_map(r, m, chunk, more.at(0));
+  kr_set_tracking_enabled(true);
+  if (!mapped_unseen) return;
+  const kr_untracked_t untracked_after = kr_untracked_summary(m.gpu.agent);
+  r.expect(untracked_after.vmem_regions == untracked_before.vmem_regions + 1 &&
+               untracked_after.vmem_bytes == untracked_before.vmem_bytes + chunk,
+           "kr_untracked_summary: %zu mappings, %s not captured (before: %zu, %s); expected one "
+           "more chunk",
+           untracked_after.vmem_regions, bytes_text(untracked_after.vmem_bytes).c_str(),
+           untracked_before.vmem_regions, bytes_text(untracked_before.vmem_bytes).c_str());
+  r.expect(untracked_after.known && untracked_after.bytes >= chunk,
+           "kr_untracked_summary: known %d, %s untracked device memory, at least the chunk (%s) "
+           "expected",
+           int(untracked_after.known), bytes_text(untracked_after.bytes).c_str(),
+           bytes_text(chunk).c_str());
+  {
+    Snapshot without(kr_snap(m.gpu.agent));
+    expect_complete(r, without, m.gpu.agent);  // the tracked regions only
+  }
+  unseen.reset();
+  r.expect(kr_untracked_summary(m.gpu.agent).vmem_regions == untracked_before.vmem_regions,
+           "the unmapped untracked chunk is still reported");
+  r.note("%zu chunks of %s, %zu sub-blocks; chunk %zu unmapped under the snapshot: skipped, the "
+         "others byte-exact; a chunk mapped with tracking off reported as untracked",
+         chunks, bytes_text(chunk).c_str(), blocks.size(), trimmed);
+}
+
+// ---- (k) expandable segments ------------------------------------------------------------------
+
+// PyTorch's expandable segments: one reserved range per stream, grown page by
+// page (2 MiB pages for small blocks, 20 MiB for large), each page mapped and
+// given access as it comes; tensors may span pages; the range shrinks by
+// unmapping its tail pages when the cache is trimmed. Every pass of every
+// dispatch must see byte-identical memory, across growth and shrinking.
+struct SegmentPass {
+  const Module* m = nullptr;
+  const char* base = nullptr;
+  size_t mapped = 0;  // bytes mapped from base, all compared at entry
+  std::vector<uint8_t> expected;
+  std::vector<std::pair<char*, size_t>> tensors;
+  uint32_t passes = 0;
+  std::vector<uint32_t> mismatched_passes;
+  std::vector<std::string> errors;
+};
+
+void segment_pass(uint32_t pass, void* user_data) {
+  auto& s = *static_cast<SegmentPass*>(user_data);
+  ++s.passes;
+  harness::ContextScope scope(s.m->gpu.context);
+  std::vector<uint8_t> entry(s.mapped);
+  CUresult result = cu().cuMemcpy(reinterpret_cast<CUdeviceptr>(entry.data()),
+                                  reinterpret_cast<CUdeviceptr>(s.base), s.mapped);
+  if (result != CUDA_SUCCESS) {
+    s.errors.push_back("pass " + std::to_string(pass) + ": " + harness::cuda_error_text(result));
+    return;
+  }
+  if (entry != s.expected) s.mismatched_passes.push_back(pass);
+  for (const auto& [p, bytes] : s.tensors) {
+    unsigned long long n = bytes / 4;
+    CUdeviceptr ptr = reinterpret_cast<CUdeviceptr>(p);
+    unsigned int salt = kSalt + pass;  // a different write each pass
+    void* params[] = {&ptr, &n, &salt};
+    result = cu().cuLaunchKernel(s.m->mutate, 1024, 1, 1, 256, 1, 1, 0, s.m->stream, params,
+                                 nullptr);
+    if (result == CUDA_SUCCESS) result = cu().cuStreamSynchronize(s.m->stream);
+    if (result != CUDA_SUCCESS) {
+      s.errors.push_back("pass " + std::to_string(pass) + ": mutate: " +
+                         harness::cuda_error_text(result));
+      return;
+    }
+  }
+}
+
+// One replay window over the segment as it is now.
+bool replay_segment(Reporter& r, const Module& m, SegmentPass* s, uint32_t passes,
+                    const char* what) {
+  s->passes = 0;
+  s->mismatched_passes.clear();
+  s->errors.clear();
+  if (!read_bytes(r, m, s->base, s->mapped, &s->expected)) return false;
+  const kr_replay_result_t result = kr_replay(m.gpu.agent, passes, segment_pass, s);
+  bool ok = r.expect(result.replayed && result.passes_run == passes &&
+                         result.restore_failures == 0,
+                     "%s: kr_replay replayed %d, passes %u, restore failures %zu", what,
+                     int(result.replayed), result.passes_run, result.restore_failures);
+  for (const std::string& error : s->errors) r.fail("%s: %s", what, error.c_str());
+  ok &= s->errors.empty();
+  for (uint32_t pass : s->mismatched_passes) {
+    r.fail("%s: pass %u saw memory different from pass 0's", what, pass);
+  }
+  return ok && s->mismatched_passes.empty();
+}
+
+void test_expandable_segments(Reporter& r, const Module& m) {
+  const size_t g = hsa_cuda_vmem_granularity(m.gpu.agent);
+  const size_t small = round_up_to(2 * MiB, g);
+  const size_t large = round_up_to(20 * MiB, g);
+  Reservation segment;
+  if (!segment.reserve(r, 3 * small + 6 * large)) return;
+  // Grown page by page: three small pages, then three large ones.
+  std::vector<VmemChunk> pages;
+  std::vector<size_t> page_at;
+  size_t end = 0;
+  auto grow = [&](size_t bytes) {
+    pages.emplace_back();
+    page_at.push_back(end);
+    if (!pages.back().create_and_map(r, m, bytes, segment.at(end))) return false;
+    end += bytes;
+    return true;
+  };
+  for (size_t bytes : {small, small, small, large, large, large}) {
+    if (!grow(bytes)) return;
+  }
+  if (!fill(r, m, segment.at(0), end, 0xA00)) return;
+  // Tensors written in place: one across pages 0-1, one across 2-4, one in 5.
+  SegmentPass s;
+  s.m = &m;
+  s.base = segment.at(0);
+  s.tensors = {{segment.at(small / 2), small + small / 4},
+               {segment.at(page_at[2] + small / 2), page_at[4] + large / 2 - page_at[2] - small / 2},
+               {segment.at(page_at[5] + large / 4), large / 2}};
+  s.mapped = end;
+  if (!replay_segment(r, m, &s, 4, "dispatch 1 (6 pages)")) return;
+
+  // The cache is trimmed while a snapshot of the whole segment is held: the
+  // tail page goes (its tensor was freed).
+  Snapshot held(kr_snap(m.gpu.agent));
+  if (!expect_complete(r, held, m.gpu.agent)) return;
+  std::vector<uint8_t> at_snapshot;
+  if (!read_bytes(r, m, segment.at(0), page_at[5], &at_snapshot)) return;
+  const size_t tracked = kr_tracked_count(m.gpu.agent);
+  if (!pages[5].unmap(r, segment.at(page_at[5])) || !pages[5].release(r)) return;
+  end = page_at[5];
+  r.expect(kr_tracked_count(m.gpu.agent) == tracked - 1, "the trimmed page is still tracked");
+  if (!mutate(r, m, s.tensors[0].first, s.tensors[0].second)) return;
+  const uint64_t violations = hsa_cuda_copy_violations();
+  kr_restore_report_t report{};
+  kr_restore_with_report(held.s, &report);
+  expect_report(r, report, kr_snapshot_region_count(held.s) - 1, 1);
+  same_bytes(r, m, segment.at(0), at_snapshot, "the 5 pages left, restored from the held snapshot");
+  r.expect(hsa_cuda_copy_violations() == violations,
+           "the restore copied into the trimmed page (refused by the runtime)");
+
+  s.tensors.pop_back();
+  s.mapped = end;
+  if (!replay_segment(r, m, &s, 3, "dispatch 2 (shrunk to 5 pages)")) return;
+
+  // Grown again: a new large page where the old one was, a new tensor in it.
+  if (!grow(large) || !fill(r, m, segment.at(page_at.back()), large, 0xA55)) return;
+  s.tensors.push_back({segment.at(page_at.back() + large / 8), large / 2});
+  s.mapped = end;
+  if (!replay_segment(r, m, &s, 3, "dispatch 3 (grown back to 6 pages)")) return;
+  // The held snapshot predates the new page: it is skipped, untouched.
+  std::vector<uint8_t> new_page;
+  if (!read_bytes(r, m, segment.at(page_at.back()), large, &new_page)) return;
+  kr_restore_with_report(held.s, &report);
+  expect_report(r, report, kr_snapshot_region_count(held.s) - 1, 1);
+  same_bytes(r, m, segment.at(page_at.back()), new_page,
+             "the page mapped after the held snapshot, left alone by its restore");
+  r.expect(hsa_cuda_copy_violations() == violations, "a restore copy was refused by the runtime");
+  r.note("pages of %s and %s (granularity %s); 3 dispatches, grown and shrunk in between",
+         bytes_text(small).c_str(), bytes_text(large).c_str(), bytes_text(g).c_str());
+}
+
+// ---- (l) one handle mapped at two addresses -------------------------------------------------
+
+struct TwoViewPass {
+  const Module* m = nullptr;
+  char* views[2] = {nullptr, nullptr};
+  size_t bytes = 0;
+  std::vector<uint8_t> expected;
+  std::vector<std::string> errors;
+  uint32_t passes = 0;
+};
+
+void two_view_pass(uint32_t pass, void* user_data) {
+  auto& s = *static_cast<TwoViewPass*>(user_data);
+  ++s.passes;
+  harness::ContextScope scope(s.m->gpu.context);
+  for (int v = 0; v < 2; ++v) {
+    std::vector<uint8_t> entry(s.bytes);
+    const CUresult read = cu().cuMemcpy(reinterpret_cast<CUdeviceptr>(entry.data()),
+                                        reinterpret_cast<CUdeviceptr>(s.views[v]), s.bytes);
+    if (read != CUDA_SUCCESS || entry != s.expected) {
+      s.errors.push_back("pass " + std::to_string(pass) + ": view " + std::to_string(v) +
+                         (read != CUDA_SUCCESS ? ": " + harness::cuda_error_text(read)
+                                               : " differs from pass 0's"));
+    }
+  }
+  // The kernel writes through one view, the other view sees it.
+  unsigned long long n = s.bytes / 4;
+  CUdeviceptr ptr = reinterpret_cast<CUdeviceptr>(s.views[pass % 2]);
+  unsigned int salt = kSalt;
+  void* params[] = {&ptr, &n, &salt};
+  CUresult result =
+      cu().cuLaunchKernel(s.m->mutate, 1024, 1, 1, 256, 1, 1, 0, s.m->stream, params, nullptr);
+  if (result == CUDA_SUCCESS) result = cu().cuStreamSynchronize(s.m->stream);
+  if (result != CUDA_SUCCESS) s.errors.push_back("mutate: " + harness::cuda_error_text(result));
+}
+
+void test_two_views(Reporter& r, const Module& m) {
+  const size_t g = hsa_cuda_vmem_granularity(m.gpu.agent);
+  const size_t bytes = round_up_to(4 * MiB, g);
+  Reservation first, second;
+  if (!first.reserve(r, bytes) || !second.reserve(r, bytes)) return;
+  const size_t tracked = kr_tracked_count(m.gpu.agent);
+  const uint64_t tracked_bytes = kr_tracked_bytes(m.gpu.agent);
+  VmemChunk chunk;
+  if (!chunk.create_and_map(r, m, bytes, first.at(0)) || !chunk.map(r, m, second.at(0))) return;
+  r.expect(kr_tracked_count(m.gpu.agent) == tracked + 2 &&
+               kr_tracked_bytes(m.gpu.agent) == tracked_bytes + 2 * bytes,
+           "two views of one handle should be two tracked regions of %s each",
+           bytes_text(bytes).c_str());
+  if (!fill(r, m, first.at(0), bytes, 0xB00)) return;
+  if (!verify(r, m, second.at(0), bytes, 0xB00, false, "the second view after a fill of the first")) {
+    return;
+  }
+  TwoViewPass s;
+  s.m = &m;
+  s.views[0] = first.at(0);
+  s.views[1] = second.at(0);
+  s.bytes = bytes;
+  if (!read_bytes(r, m, first.at(0), bytes, &s.expected)) return;
+  const kr_replay_result_t result = kr_replay(m.gpu.agent, 4, two_view_pass, &s);
+  r.expect(result.replayed && result.passes_run == 4 && result.restore_failures == 0,
+           "kr_replay: replayed %d, passes %u, restore failures %zu", int(result.replayed),
+           result.passes_run, result.restore_failures);
+  for (const std::string& error : s.errors) r.fail("%s", error.c_str());
+  // The second view goes; the first still shows the handle and is restored.
+  Snapshot snapshot(kr_snap(m.gpu.agent));
+  if (!expect_complete(r, snapshot, m.gpu.agent)) return;
+  std::vector<uint8_t> captured;
+  if (!read_bytes(r, m, first.at(0), bytes, &captured)) return;
+  if (!chunk.unmap(r, second.at(0)) || !mutate(r, m, first.at(0), bytes)) return;
+  const uint64_t violations = hsa_cuda_copy_violations();
+  kr_restore_report_t report{};
+  kr_restore_with_report(snapshot.s, &report);
+  expect_report(r, report, kr_snapshot_region_count(snapshot.s) - 1, 1);
+  same_bytes(r, m, first.at(0), captured, "the view still mapped");
+  // Released while mapped: the mapping, and its tracking, live on.
+  if (!chunk.release(r) || !mutate(r, m, first.at(0), bytes)) return;
+  kr_restore_with_report(snapshot.s, &report);
+  expect_report(r, report, kr_snapshot_region_count(snapshot.s) - 1, 1);
+  same_bytes(r, m, first.at(0), captured, "the view of a released handle");
+  r.expect(hsa_cuda_copy_violations() == violations,
+           "a restore copy into the unmapped view was refused by the runtime");
+}
+
+#endif  // HSA_COMMON_HAVE_VMEM
+
+// ---- (m) an application async copy in flight ---------------------------------------------------
+
+// True when the library wrapped hsa_amd_memory_async_copy (the copy fence).
+bool library_fences_copies() {
+  AmdExtTable fresh;
+  hsa_cuda_fill_amd_ext_table(&fresh);
+  return hsa_cuda_amd_ext_table()->hsa_amd_memory_async_copy_fn !=
+         fresh.hsa_amd_memory_async_copy_fn;
+}
+
+kr_stats2_t stats2() {
+  kr_stats2_t stats;
+  std::memset(&stats, 0, sizeof(stats));
+  stats.struct_size = sizeof(stats);
+  kr_get_stats2(&stats);
+  return stats;
+}
+
+// An application copy into a tracked buffer, held by a dependency signal
+// that another thread releases after a delay, as a copy waiting on another
+// stream's work is.
+struct HeldCopy {
+  hsa_signal_t dependency{0};
+  hsa_signal_t completion{0};
+  std::thread releaser;
+
+  bool submit(Reporter& r, const Module& m, void* dst, const void* src, size_t bytes,
+              int release_after_ms) {
+    if (!T_HSA(r, hsa_signal_create(1, 0, nullptr, &dependency)) ||
+        !T_HSA(r, hsa_signal_create(1, 0, nullptr, &completion))) {
+      return false;
+    }
+    const hsa_agent_t cpu = hsa_cuda_cpu_agent();
+    if (!T_HSA(r, hsa_amd_memory_async_copy(dst, m.gpu.agent, src, cpu, bytes, 1, &dependency,
+                                            completion))) {
+      return false;
+    }
+    if (release_after_ms >= 0) {
+      releaser = std::thread([this, release_after_ms] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(release_after_ms));
+        hsa_signal_store_screlease(dependency, 0);
+      });
+    }
+    return true;
+  }
+  void release_now() { hsa_signal_store_screlease(dependency, 0); }
+  // Waits for the copy as the application would; true when it completed.
+  bool wait() {
+    if (releaser.joinable()) releaser.join();
+    if (completion.handle == 0) return true;
+    return hsa_signal_wait_scacquire(completion, HSA_SIGNAL_CONDITION_LT, 1,
+                                     30ull * 1000 * 1000 * 1000, HSA_WAIT_STATE_BLOCKED) == 0;
+  }
+  void destroy() {
+    if (releaser.joinable()) releaser.join();
+    if (dependency.handle != 0) hsa_signal_destroy(dependency);
+    if (completion.handle != 0) hsa_signal_destroy(completion);
+    dependency.handle = 0;
+    completion.handle = 0;
+  }
+  ~HeldCopy() { destroy(); }
+};
+
+struct FencePass {
+  const Module* m = nullptr;
+  void* buffer = nullptr;
+  size_t bytes = 0;
+  const void* source = nullptr;  // pinned host memory the copies read
+  size_t copy_offset = 0;
+  size_t copy_bytes = 0;
+  std::vector<uint8_t> expected;
+  std::unique_ptr<HeldCopy> previous;
+  std::vector<std::string> errors;
+  Reporter* r = nullptr;
+};
+
+constexpr int kCopyDelayMs = 300;
+
+void fence_pass(uint32_t pass, void* user_data) {
+  auto& s = *static_cast<FencePass*>(user_data);
+  // The application waits for its last copy before the next dispatch: had
+  // the restore not waited for it, the copy would land now, over the
+  // restored bytes.
+  if (s.previous != nullptr && !s.previous->wait()) {
+    s.errors.push_back("pass " + std::to_string(pass) + ": the previous copy never completed");
+  }
+  s.previous.reset();
+  harness::ContextScope scope(s.m->gpu.context);
+  std::vector<uint8_t> entry(s.bytes);
+  CUresult result = cu().cuMemcpy(reinterpret_cast<CUdeviceptr>(entry.data()),
+                                  reinterpret_cast<CUdeviceptr>(s.buffer), s.bytes);
+  if (result != CUDA_SUCCESS || entry != s.expected) {
+    s.errors.push_back("pass " + std::to_string(pass) + ": the buffer at entry " +
+                       (result != CUDA_SUCCESS ? harness::cuda_error_text(result)
+                                               : std::string("differs from pass 0's")));
+  }
+  unsigned long long n = s.bytes / 4;
+  CUdeviceptr ptr = reinterpret_cast<CUdeviceptr>(s.buffer);
+  unsigned int salt = kSalt;
+  void* params[] = {&ptr, &n, &salt};
+  result = cu().cuLaunchKernel(s.m->mutate, 1024, 1, 1, 256, 1, 1, 0, s.m->stream, params, nullptr);
+  if (result == CUDA_SUCCESS) result = cu().cuStreamSynchronize(s.m->stream);
+  if (result != CUDA_SUCCESS) s.errors.push_back("mutate: " + harness::cuda_error_text(result));
+  // Then the application starts a copy into the buffer that is still held
+  // when the pass returns (and the restore begins).
+  s.previous = std::make_unique<HeldCopy>();
+  if (!s.previous->submit(*s.r, *s.m, static_cast<char*>(s.buffer) + s.copy_offset, s.source,
+                          s.copy_bytes, kCopyDelayMs)) {
+    s.errors.push_back("pass " + std::to_string(pass) + ": the async copy was refused");
+  }
+}
+
+void test_copy_fence(Reporter& r, const Module& m) {
+  if (!library_fences_copies()) {
+    r.skip("this libkernel_replay does not wrap hsa_amd_memory_async_copy (no copy fence)");
+    return;
+  }
+  const size_t bytes = 4 * MiB;
+  const size_t copy_bytes = MiB;
+  PoolBuffer buffer, source;
+  const hsa_agent_t cpu = hsa_cuda_cpu_agent();
+  if (!buffer.allocate(r, m.gpu.vram, bytes) || !fill(r, m, buffer.get(), bytes, 0xC00) ||
+      !source.allocate(r, hsa_cuda_pool(cpu, HSA_CUDA_POOL_SYSTEM_FINE), copy_bytes)) {
+    return;
+  }
+  auto* words = static_cast<uint32_t*>(source.get());
+  for (size_t i = 0; i < copy_bytes / 4; ++i) words[i] = kr_pattern(0xC01, i);
+
+  // A window of 4 passes, each ending with a copy still held for 300 ms.
+  FencePass s;
+  s.m = &m;
+  s.r = &r;
+  s.buffer = buffer.get();
+  s.bytes = bytes;
+  s.source = source.get();
+  s.copy_offset = MiB;
+  s.copy_bytes = copy_bytes;
+  if (!read_bytes(r, m, buffer.get(), bytes, &s.expected)) return;
+  const kr_stats2_t before = stats2();
+  const uint32_t passes = 4;
+  // HSA-on-CUDA runs one GPU's async copies in order on one stream, so a
+  // restore's batched copies would queue behind the held application copy
+  // and land after it, fence or no fence. Blocking copies do not queue
+  // there: with them only the fence makes the restore wait.
+  kr_set_batched_copies(false);
+  const double started = harness::now_seconds();
+  const kr_replay_result_t result = kr_replay(m.gpu.agent, passes, fence_pass, &s);
+  const double seconds = harness::now_seconds() - started;
+  kr_set_batched_copies(true);
+  const kr_stats2_t after = stats2();
+  r.expect(result.replayed && result.passes_run == passes && result.restore_failures == 0,
+           "kr_replay: replayed %d, passes %u, restore failures %zu", int(result.replayed),
+           result.passes_run, result.restore_failures);
+  for (const std::string& error : s.errors) r.fail("%s", error.c_str());
+  r.expect(after.fenced_copies - before.fenced_copies == passes,
+           "%" PRIu64 " copies went through the fence, expected %u",
+           after.fenced_copies - before.fenced_copies, passes);
+  r.expect(after.fence_waits - before.fence_waits == passes - 1,
+           "%" PRIu64 " restores waited for a copy in flight, expected %u",
+           after.fence_waits - before.fence_waits, passes - 1);
+  r.expect(after.fence_timeouts == before.fence_timeouts, "a fence wait timed out");
+  // The last pass's copy has no restore after it: it lands, completing the
+  // application's signal exactly as the runtime would have.
+  if (!r.expect(s.previous != nullptr && s.previous->wait(),
+                "the last pass's copy never completed")) {
+    return;
+  }
+  std::vector<uint8_t> landed;
+  if (read_bytes(r, m, static_cast<char*>(buffer.get()) + s.copy_offset, copy_bytes, &landed)) {
+    r.expect(std::memcmp(landed.data(), source.get(), copy_bytes) == 0,
+             "the application's last copy did not land");
+  }
+  r.note("%u passes in %.2f s, each restore waiting for a copy held %d ms", passes, seconds,
+         kCopyDelayMs);
+  s.previous.reset();
+
+  // A short timeout: a copy held past it makes a snapshot decline and a
+  // restore write nothing.
+  if (!fill(r, m, buffer.get(), bytes, 0xC00)) return;
+  Snapshot held(kr_snap(m.gpu.agent));
+  if (!expect_complete(r, held, m.gpu.agent)) return;
+  const size_t regions = kr_snapshot_region_count(held.s);
+  if (!mutate(r, m, buffer.get(), bytes)) return;
+  kr_set_copy_fence_timeout(50ull * 1000 * 1000);
+  HeldCopy stuck;
+  if (!stuck.submit(r, m, static_cast<char*>(buffer.get()) + MiB, source.get(), copy_bytes, -1)) {
+    kr_set_copy_fence_timeout(5ull * 1000 * 1000 * 1000);
+    return;
+  }
+  const kr_stats2_t before_timeout = stats2();
+  {
+    Snapshot declined(kr_snap(m.gpu.agent));
+    r.expect(!kr_snapshot_ok(declined.s) &&
+                 kr_snapshot_decline_reason(declined.s) == KR_DECLINE_COPIES_IN_FLIGHT,
+             "a snapshot with a copy held past the timeout: ok %d, reason %d (expected %d)",
+             int(kr_snapshot_ok(declined.s)), int(kr_snapshot_decline_reason(declined.s)),
+             int(KR_DECLINE_COPIES_IN_FLIGHT));
+  }
+  kr_restore_report_t report{};
+  kr_restore_with_report(held.s, &report);
+  r.expect(report.restored == 0 && report.failed == regions,
+           "a restore with a copy held past the timeout: %zu restored, %zu failed (expected 0, "
+           "%zu)",
+           report.restored, report.failed, regions);
+  const kr_stats2_t after_timeout = stats2();
+  r.expect(after_timeout.fence_timeouts - before_timeout.fence_timeouts == 2,
+           "%" PRIu64 " fence timeouts counted, expected 2 (the snapshot and the restore)",
+           after_timeout.fence_timeouts - before_timeout.fence_timeouts);
+  r.expect(after_timeout.declines[KR_DECLINE_COPIES_IN_FLIGHT] ==
+               before_timeout.declines[KR_DECLINE_COPIES_IN_FLIGHT] + 1,
+           "the decline was not counted under KR_DECLINE_COPIES_IN_FLIGHT");
+  // The restore wrote nothing: the buffer is still mutated (outside the
+  // copy's range, which the copy has not written yet).
+  verify(r, m, buffer.get(), MiB, 0xC00, true, "the buffer's first MiB after the declined restore");
+  stuck.release_now();
+  r.expect(stuck.wait(), "the held copy never completed once released");
+  kr_set_copy_fence_timeout(5ull * 1000 * 1000 * 1000);
+  kr_restore_with_report(held.s, &report);
+  expect_report(r, report, regions, 0);
+  verify(r, m, buffer.get(), bytes, 0xC00, false, "the buffer restored once the copy landed");
+}
+
+// ---- (n) the device nearly full ------------------------------------------------------------------
+
+// A retained device arena is memory the application cannot have: when the
+// device is nearly full and an application allocation is refused for lack
+// of memory, the library must release the arena and retry, once.
+void test_device_nearly_full(Reporter& r, const Module& m) {
+  const std::vector<harness::StoragePolicy> policies = harness::storage_policies();
+  int device_policy = -1;
+  for (const auto& policy : policies) {
+    if (policy.name == "device") device_policy = policy.value;
+  }
+  if (device_policy < 0) {
+    r.skip("this libkernel_replay has no device storage tier");
+    return;
+  }
+  harness::trim_retained();
+  harness::set_storage_policy(device_policy);
+  uint64_t pool_bytes = 0;
+  hsa_amd_memory_pool_get_info(m.gpu.vram, HSA_AMD_MEMORY_POOL_INFO_SIZE, &pool_bytes);
+  // The budget may not be what refuses the arena: this device will be full.
+  kr_set_device_budget(pool_bytes);
+  struct Restore {
+    ~Restore() {
+      kr_set_device_budget(KR_DEVICE_BUDGET_AUTO);
+      harness::trim_retained();
+    }
+  } restore_settings;
+
+  const size_t bytes = g_quick ? 64 * MiB : 256 * MiB;
+  PoolBuffer tracked;
+  if (!tracked.allocate(r, m.gpu.vram, bytes) || !fill(r, m, tracked.get(), bytes, 0xD00)) return;
+  {
+    Snapshot snapshot(kr_snap(m.gpu.agent));
+    if (!expect_complete(r, snapshot, m.gpu.agent)) return;
+  }  // freed: its device arena is retained
+  kr_stats_t held{};
+  kr_get_stats(&held);
+  if (!r.expect(held.retained_bytes[KR_TIER_DEVICE] >= bytes,
+                "the snapshot's device arena was not retained (%s retained)",
+                bytes_text(held.retained_bytes[KR_TIER_DEVICE]).c_str())) {
+    return;
+  }
+
+  // The rest of the process fills the device: allocations the library does
+  // not see (the runtime's own table), halving the size on each refusal down
+  // to a granule.
+  AmdExtTable raw;
+  hsa_cuda_fill_amd_ext_table(&raw);
+  std::vector<void*> ballast;
+  uint64_t ballast_bytes = 0;
+  for (uint64_t chunk = GiB; chunk >= 2 * MiB;) {
+    void* p = nullptr;
+    if (raw.hsa_amd_memory_pool_allocate_fn(m.gpu.vram, chunk, 0, &p) == HSA_STATUS_SUCCESS) {
+      ballast.push_back(p);
+      ballast_bytes += chunk;
+    } else {
+      chunk /= 2;
+    }
+  }
+  struct FreeBallast {
+    AmdExtTable* raw;
+    std::vector<void*>* blocks;
+    ~FreeBallast() {
+      for (void* p : *blocks) raw->hsa_amd_memory_pool_free_fn(p);
+    }
+  } free_ballast{&raw, &ballast};
+  r.note("device filled: %s of ballast, %s free, %s retained by the library",
+         bytes_text(ballast_bytes).c_str(),
+         bytes_text(harness::free_device_memory(m.gpu.agent)).c_str(),
+         bytes_text(held.retained_bytes[KR_TIER_DEVICE]).c_str());
+  void* probe = nullptr;
+  if (raw.hsa_amd_memory_pool_allocate_fn(m.gpu.vram, bytes, 0, &probe) == HSA_STATUS_SUCCESS) {
+    raw.hsa_amd_memory_pool_free_fn(probe);
+    r.fail("%s still fit beside the ballast: the device is not full", bytes_text(bytes).c_str());
+    return;
+  }
+
+  const kr_stats2_t before = stats2();
+  PoolBuffer application;
+  const bool granted = application.allocate(r, m.gpu.vram, bytes);
+  const kr_stats2_t after = stats2();
+  r.expect(granted, "the application's allocation failed although the retained arena would make "
+                    "room");
+  r.expect(after.application_retries - before.application_retries == 1,
+           "application_retries went up by %" PRIu64 ", expected 1",
+           after.application_retries - before.application_retries);
+  r.expect(after.bytes_released_for_application - before.bytes_released_for_application >= bytes,
+           "%s released for the application, expected at least %s",
+           bytes_text(after.bytes_released_for_application - before.bytes_released_for_application)
+               .c_str(),
+           bytes_text(bytes).c_str());
+  r.expect(after.base.retained_bytes[KR_TIER_DEVICE] == 0, "%s still retained on the device",
+           bytes_text(after.base.retained_bytes[KR_TIER_DEVICE]).c_str());
+  // Kernels need the device's memory back before they run.
+  for (void* p : ballast) raw.hsa_amd_memory_pool_free_fn(p);
+  ballast.clear();
+  if (granted && fill(r, m, application.get(), bytes, 0xD01)) {
+    verify(r, m, application.get(), bytes, 0xD01, false, "the application's new allocation");
+  }
+  verify(r, m, tracked.get(), bytes, 0xD00, false, "the tracked buffer, untouched");
+}
+
 // ---- final accounting ------------------------------------------------------------------------------
 
 // Runs after kr_finalize and kr_trim_retained: nothing of the library's
-// (arenas, signals, snapshot buffers) may remain in the runtime.
+// (arenas, signals, snapshot buffers) may remain in the runtime, nor any
+// vmem object of the tests'.
 void test_accounting(Reporter& r) {
   r.expect(hsa_cuda_copy_violations() == g_expected_violations,
            "the runtime refused %" PRIu64 " copies (freed or out-of-bounds memory), %" PRIu64
@@ -1195,6 +2017,12 @@ void test_accounting(Reporter& r) {
            hsa_cuda_live_allocation_count());
   r.expect(hsa_cuda_live_signal_count() == 0, "%" PRIu64 " signals still live",
            hsa_cuda_live_signal_count());
+  r.expect(hsa_cuda_vmem_mapping_count() == 0 && hsa_cuda_vmem_handle_count() == 0 &&
+               hsa_cuda_vmem_reservation_count() == 0,
+           "vmem objects left: %" PRIu64 " mappings, %" PRIu64 " handles, %" PRIu64
+           " reservations",
+           hsa_cuda_vmem_mapping_count(), hsa_cuda_vmem_handle_count(),
+           hsa_cuda_vmem_reservation_count());
   r.expect(kr_tracked_count(hsa_cuda_cpu_agent()) == 0, "the CPU agent still has tracked blocks");
   for (const Module& m : g_modules) {
     r.expect(kr_tracked_count(m.gpu.agent) == 0, "%s still has %zu tracked blocks",
@@ -1292,6 +2120,20 @@ int main(int argc, char** argv) {
     r.end();
   };
   const Module& m0 = g_modules[0];
+  // The vmem tests skip, saying why, where the headers, the driver or the
+  // library lack the API.
+#if HSA_COMMON_HAVE_VMEM
+#define KR_VMEM_TEST(test)                     \
+  [&] {                                        \
+    if (const char* why = vmem_unavailable()) { \
+      r.skip("%s", why);                       \
+    } else {                                   \
+      test(r, m0);                             \
+    }                                          \
+  }
+#else
+#define KR_VMEM_TEST(test) [&] { r.skip("%s", vmem_unavailable()); }
+#endif
   run("runtime: pools, pointer info, copies, async copy", [&] { test_runtime(r, m0); });
   run("runtime: a range freed through the runtime is reserved while it is remembered",
       [&] { test_reuse_cache_release(r, m0); });
@@ -1325,9 +2167,26 @@ int main(int argc, char** argv) {
     run("g: a declined snapshot runs the dispatch once" + tag, [&] { test_declined(r, m0); });
     run("i: an executable unloaded between snap and restore is skipped" + tag,
         [&] { test_unloaded_executable(r, m0, cubin); });
+    run("j: a hipMallocAsync-style heap of 32 MiB chunks, one unmapped under a held snapshot" + tag,
+        KR_VMEM_TEST(test_vm_heap));
+    run("k: expandable segments grown by 2 MiB and 20 MiB pages, shrunk between dispatches" + tag,
+        KR_VMEM_TEST(test_expandable_segments));
+    run("l: one handle mapped at two addresses, both views restored" + tag,
+        KR_VMEM_TEST(test_two_views));
     // Arenas kept for reuse go back between policies, so each starts afresh.
     harness::trim_retained();
   }
+
+  // Not per policy: the fence does not depend on where snapshots live, and
+  // the nearly-full device forces the device tier itself.
+  for (const harness::StoragePolicy& policy : policies) {
+    if (policy.name == "auto") harness::set_storage_policy(policy.value);
+  }
+  run("m: an application async copy in flight: restores wait for it, a short timeout declines",
+      [&] { test_copy_fence(r, m0); });
+  run("n: the device nearly full: the retained arena makes room for the application",
+      [&] { test_device_nearly_full(r, m0); });
+  harness::trim_retained();
 
   // Teardown as a tool's finalizer would: the guard first (the library then
   // releases what it keeps), then what the application holds, then the

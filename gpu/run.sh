@@ -20,7 +20,7 @@
 # (sm_XY; default from nvidia-smi, else sm_90), WERROR=1 (add -Werror),
 # SKIP_TESTS=1, SKIP_BENCH=1, BENCH_ARGS (extra bench arguments, e.g.
 # --quick), TEST_ARGS (e.g. "--only f:"), TEST_TIMEOUT (200 s),
-# BENCH_TIMEOUT (300 s).
+# BENCH_TIMEOUT (420 s).
 #
 # Exit status: 0 all passed; 1 a test failed; 2 the build failed; 3 the bench
 # failed (tests passed); 4 the carry folder or a tool is missing.
@@ -33,7 +33,7 @@ OUT=${OUT:-gpu/out}
 BUILD_DIR=${BUILD_DIR:-gpu/.build}
 CXX=${CXX:-g++}
 TEST_TIMEOUT=${TEST_TIMEOUT:-200}
-BENCH_TIMEOUT=${BENCH_TIMEOUT:-300}
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-420}
 STARTED=$(date +%s)
 
 mkdir -p "$OUT" "$BUILD_DIR" || exit 4
@@ -132,7 +132,8 @@ LDFLAGS=(-L "$CARRY/lib" -lkernel_replay "-Wl,-rpath,$BUILD_DIR/lib:$CARRY/lib" 
 # (c_tests/hsa_common: what HSA-on-CUDA shares with the software runtime.)
 SOURCES=(gpu/hsa_cuda/cuda_driver.cpp gpu/hsa_cuda/hsa_cuda_runtime.cpp
          gpu/hsa_cuda/hsa_cuda_memory.cpp gpu/hsa_cuda/hsa_cuda_signals.cpp
-         gpu/hsa_cuda/hsa_cuda_loader.cpp gpu/hsa_cuda/hsa_cuda_tables.cpp
+         gpu/hsa_cuda/hsa_cuda_vmem.cpp gpu/hsa_cuda/hsa_cuda_loader.cpp
+         gpu/hsa_cuda/hsa_cuda_tables.cpp
          gpu/hsa_cuda/hsa_cuda_app.cpp c_tests/hsa_common/hsa_common.cpp
          c_tests/hsa_common/hsa_common_signals.cpp c_tests/hsa_common/hsa_common_app.cpp
          gpu/harness.cpp gpu/kernel_replay_gpu_test.cpp
@@ -157,7 +158,7 @@ done
 [ "$BUILD_FAILED" = 0 ] || die 2 "g++ could not compile the harness (see above)"
 
 RUNTIME_OBJS=()
-for name in cuda_driver hsa_cuda_runtime hsa_cuda_memory hsa_cuda_signals hsa_cuda_loader \
+for name in cuda_driver hsa_cuda_runtime hsa_cuda_memory hsa_cuda_signals hsa_cuda_vmem hsa_cuda_loader \
             hsa_cuda_tables hsa_cuda_app hsa_common hsa_common_signals hsa_common_app; do
   RUNTIME_OBJS+=("$BUILD_DIR/$name.o")
 done

@@ -118,10 +118,10 @@ enum class HandleTag : uint8_t {
   kExecutable = 0xC8,
   kSymbol = 0xD9,
   kSignal = 0xE5,
-  kVmemHandle = 0xF6,  // hsa_amd_vmem_alloc_handle_t (the sim)
-  kIsa = 0x97,              // hsa_isa_t (the sim)
-  kCodeObjectReader = 0x86, // hsa_code_object_reader_t (the sim)
-  kLoadedCodeObject = 0x75, // hsa_loaded_code_object_t (the sim)
+  kVmemHandle = 0xF6,        // hsa_amd_vmem_alloc_handle_t
+  kIsa = 0x97,               // hsa_isa_t (the sim)
+  kCodeObjectReader = 0x86,  // hsa_code_object_reader_t (the sim)
+  kLoadedCodeObject = 0x75,  // hsa_loaded_code_object_t (the sim)
 };
 
 // tag:8 | epoch:EpochBits | payload:(56 - EpochBits). The epoch (the sim's

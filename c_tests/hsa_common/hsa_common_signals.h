@@ -4,7 +4,7 @@
  * hsa_amd_memory_async_copy both run before handing a copy to their own
  * engine (the sim's one worker thread; HSA-on-CUDA's CUDA streams), with
  * those of hsa_amd_memory_async_copy_on_engine and
- * hsa_amd_memory_async_copy_rect (which only the sim implements so far).
+ * hsa_amd_memory_async_copy_rect.
  *
  * A signal is a value under one lock shared by all signals of a table, with
  * one condition variable every change notifies when someone waits; waits

@@ -53,7 +53,38 @@
   ENTRY(AmdExtTable, hsa_amd_agents_allow_access_fn, amd_agents_allow_access)                \
   ENTRY(AmdExtTable, hsa_amd_pointer_info_fn, amd_pointer_info)                              \
   ENTRY(AmdExtTable, hsa_amd_pointer_info_set_userdata_fn, amd_pointer_info_set_userdata)    \
-  ENTRY(AmdExtTable, hsa_amd_memory_async_copy_fn, amd_memory_async_copy)
+  ENTRY(AmdExtTable, hsa_amd_memory_async_copy_fn, amd_memory_async_copy)                    \
+  ENTRY(AmdExtTable, hsa_amd_memory_async_copy_rect_fn, amd_memory_async_copy_rect)          \
+  HSA_COMMON_RUNTIME_VMEM_AMD_ENTRIES(ENTRY)                                                 \
+  HSA_COMMON_RUNTIME_VMEM_ALIGN_AMD_ENTRIES(ENTRY)
+
+// The entries of the generations that have them (hsa_common.h): with 6.0+
+// headers the copy on an engine and the vmem API, with 6.2+ headers the
+// aligned reservation. As ROCr, neither runtime fills
+// export/import_shareable_handle.
+#if HSA_COMMON_HAVE_VMEM
+#define HSA_COMMON_RUNTIME_VMEM_AMD_ENTRIES(ENTRY)                                              \
+  ENTRY(AmdExtTable, hsa_amd_memory_async_copy_on_engine_fn, amd_memory_async_copy_on_engine) \
+  ENTRY(AmdExtTable, hsa_amd_vmem_address_reserve_fn, amd_vmem_address_reserve)              \
+  ENTRY(AmdExtTable, hsa_amd_vmem_address_free_fn, amd_vmem_address_free)                    \
+  ENTRY(AmdExtTable, hsa_amd_vmem_handle_create_fn, amd_vmem_handle_create)                  \
+  ENTRY(AmdExtTable, hsa_amd_vmem_handle_release_fn, amd_vmem_handle_release)                \
+  ENTRY(AmdExtTable, hsa_amd_vmem_map_fn, amd_vmem_map)                                      \
+  ENTRY(AmdExtTable, hsa_amd_vmem_unmap_fn, amd_vmem_unmap)                                  \
+  ENTRY(AmdExtTable, hsa_amd_vmem_set_access_fn, amd_vmem_set_access)                        \
+  ENTRY(AmdExtTable, hsa_amd_vmem_get_access_fn, amd_vmem_get_access)                        \
+  ENTRY(AmdExtTable, hsa_amd_vmem_retain_alloc_handle_fn, amd_vmem_retain_alloc_handle)      \
+  ENTRY(AmdExtTable, hsa_amd_vmem_get_alloc_properties_from_handle_fn,                       \
+        amd_vmem_get_alloc_properties_from_handle)
+#else
+#define HSA_COMMON_RUNTIME_VMEM_AMD_ENTRIES(ENTRY)
+#endif
+#if HSA_COMMON_HAVE_VMEM_RESERVE_ALIGN
+#define HSA_COMMON_RUNTIME_VMEM_ALIGN_AMD_ENTRIES(ENTRY) \
+  ENTRY(AmdExtTable, hsa_amd_vmem_address_reserve_align_fn, amd_vmem_address_reserve_align)
+#else
+#define HSA_COMMON_RUNTIME_VMEM_ALIGN_AMD_ENTRIES(ENTRY)
+#endif
 
 // Declares `function` with exactly the type of Table::field (use inside the
 // runtime's `api` namespace, with the lists above).

@@ -37,6 +37,7 @@ const HEADERS: [&str; 6] = [
     "../hsa_common/hsa_common_signals.h",
     "../hsa_common/hsa_common_tables.h",
     "../../kernels/replay_kernels.h",
+    "../hsa_common/hsa_common_vmem.h",
 ];
 
 /// The library's kernels, built for the CPU (`kr_host_dispatch`, with

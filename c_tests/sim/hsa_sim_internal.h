@@ -44,6 +44,7 @@
 #include "hsa_common.h"
 #include "hsa_common_signals.h"
 #include "hsa_common_tables.h"
+#include "hsa_common_vmem.h"
 #include "hsa_sim.h"
 
 namespace hsa_sim {
@@ -138,11 +139,14 @@ struct QuarantinedBlock {
 
 // ---- virtual memory ----------------------------------------------------------
 
-// A range given out by hsa_amd_vmem_address_reserve(_align): PROT_NONE
-// anonymous memory wherever nothing is mapped.
-struct VmemReservation {
-  size_t size = 0;
-};
+// A range given out by hsa_amd_vmem_address_reserve(_align) (PROT_NONE
+// anonymous memory wherever nothing is mapped) and a mapping made by
+// hsa_amd_vmem_map ([base, base + size) shows the first size bytes of a
+// handle, with the permission of each agent given one; the CPU's is the
+// protection of the user view): the records HSA-on-CUDA keeps too
+// (hsa_common_vmem.h).
+using hsa_common::VmemMapping;
+using hsa_common::VmemReservation;
 
 // Physical memory of hsa_amd_vmem_handle_create: a memfd of `size` bytes,
 // also mapped read-write at `shadow` for the sim's copy engine (which copies
@@ -155,16 +159,6 @@ struct VmemHandle {
   uint8_t* shadow = nullptr;
   uint32_t ref_count = 1;    // create and retain add one, release takes one
   uint32_t map_count = 0;    // mappings of it
-};
-
-// A mapping made by hsa_amd_vmem_map: [base, base + size) shows the first
-// size bytes of a handle. access: the permission of each agent given one
-// (agent index -> hsa_access_permission_t); the CPU's is the protection of
-// the user view.
-struct VmemMapping {
-  size_t size = 0;
-  uint32_t handle_id = 0;
-  std::map<uint32_t, uint32_t> access;
 };
 
 enum class VmemOp : uint32_t { kHandleCreate, kHandleRelease, kMap, kUnmap, kSetAccess, kCount };
@@ -354,8 +348,8 @@ void quarantine_block_locked(State& s, Block block);
 void release_all_memory_locked(State& s);
 
 // Which side of a copy a range is: vmem mappings need a permission that
-// allows reading a source or writing a destination.
-enum class CopyRole { kSource, kDestination };
+// allows reading a source or writing a destination (hsa_common_vmem.h).
+using hsa_common::CopyRole;
 
 // Classifies one side of a copy. Host memory must be mapped, must not run
 // past the end of a block the test program registered
@@ -426,36 +420,6 @@ hsa_common::SignalTable& signal_table();
 
 }  // namespace hsa_sim
 
-// The AmdExtTable entries only this runtime implements (HSA-on-CUDA leaves
-// them NULL), by generation of the headers.
-#if HSA_COMMON_HAVE_VMEM
-#define HSA_SIM_VMEM_AMD_ENTRIES(ENTRY)                                                    \
-  ENTRY(AmdExtTable, hsa_amd_memory_async_copy_on_engine_fn, amd_memory_async_copy_on_engine) \
-  ENTRY(AmdExtTable, hsa_amd_vmem_address_reserve_fn, amd_vmem_address_reserve)            \
-  ENTRY(AmdExtTable, hsa_amd_vmem_address_free_fn, amd_vmem_address_free)                  \
-  ENTRY(AmdExtTable, hsa_amd_vmem_handle_create_fn, amd_vmem_handle_create)                \
-  ENTRY(AmdExtTable, hsa_amd_vmem_handle_release_fn, amd_vmem_handle_release)              \
-  ENTRY(AmdExtTable, hsa_amd_vmem_map_fn, amd_vmem_map)                                    \
-  ENTRY(AmdExtTable, hsa_amd_vmem_unmap_fn, amd_vmem_unmap)                                \
-  ENTRY(AmdExtTable, hsa_amd_vmem_set_access_fn, amd_vmem_set_access)                      \
-  ENTRY(AmdExtTable, hsa_amd_vmem_get_access_fn, amd_vmem_get_access)                      \
-  ENTRY(AmdExtTable, hsa_amd_vmem_retain_alloc_handle_fn, amd_vmem_retain_alloc_handle)    \
-  ENTRY(AmdExtTable, hsa_amd_vmem_get_alloc_properties_from_handle_fn,                     \
-        amd_vmem_get_alloc_properties_from_handle)
-#else
-#define HSA_SIM_VMEM_AMD_ENTRIES(ENTRY)
-#endif
-#if HSA_COMMON_HAVE_VMEM_RESERVE_ALIGN
-#define HSA_SIM_VMEM_ALIGN_AMD_ENTRIES(ENTRY) \
-  ENTRY(AmdExtTable, hsa_amd_vmem_address_reserve_align_fn, amd_vmem_address_reserve_align)
-#else
-#define HSA_SIM_VMEM_ALIGN_AMD_ENTRIES(ENTRY)
-#endif
-#define HSA_SIM_EXTRA_AMD_ENTRIES(ENTRY)                                                   \
-  ENTRY(AmdExtTable, hsa_amd_memory_async_copy_rect_fn, amd_memory_async_copy_rect)        \
-  HSA_SIM_VMEM_AMD_ENTRIES(ENTRY)                                                          \
-  HSA_SIM_VMEM_ALIGN_AMD_ENTRIES(ENTRY)
-
 // The CoreApiTable entries only this runtime implements: ISAs, AQL queues
 // (every memory-order variant of an index operation shares one function, as
 // the signal entries do) and loading code objects. The same fields in every
@@ -497,7 +461,6 @@ namespace hsa_sim::api {
 HSA_COMMON_RUNTIME_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 HSA_SIM_EXTRA_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 HSA_COMMON_RUNTIME_AMD_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
-HSA_SIM_EXTRA_AMD_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 }  // namespace hsa_sim::api
 
 // The signal entries (hsa_common::SignalEntries over the sim's signal table);

@@ -528,12 +528,8 @@ hsa_status_t amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
                                  &list_without_alloc)) {
       if (list_without_alloc) {
         // ROCr 7.x's VMemoryPtrInfo: no alloc call for an empty list.
-        std::memcpy(info, &result, result.size);
-        if (num_agents_accessible != nullptr) *num_agents_accessible = 0;
-        if (alloc != nullptr && num_agents_accessible != nullptr && accessible != nullptr) {
-          *accessible = nullptr;
-        }
-        return HSA_STATUS_SUCCESS;
+        return hsa_common::deliver_vmem_pointer_info_without_agents(
+            result, info, alloc, num_agents_accessible, accessible);
       }
     } else {
       const Block* block = live_block_at_locked(s, reinterpret_cast<uintptr_t>(ptr));

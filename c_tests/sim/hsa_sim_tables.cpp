@@ -193,10 +193,9 @@ extern "C" void hsa_sim_fill_core_table(CoreApiTable* out) {
 
 extern "C" void hsa_sim_fill_amd_ext_table(AmdExtTable* out) {
   if (!hsa_common::begin_table(out)) return;
+  // With the rect copy, and per generation the copy on an engine and the
+  // vmem API (hsa_common_tables.h).
   HSA_COMMON_RUNTIME_AMD_ENTRIES(HSA_SIM_SET_ENTRY)
-  // What only this runtime implements: rect copies, and with 6.0+ headers
-  // copies on an engine and the vmem API (hsa_sim_internal.h).
-  HSA_SIM_EXTRA_AMD_ENTRIES(HSA_SIM_SET_ENTRY)
 #undef HSA_SIM_SET_ENTRY
   hsa_sim::fill_signal_amd_entries(out);
 }

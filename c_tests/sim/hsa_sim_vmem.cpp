@@ -14,9 +14,9 @@
 //     to the user view with mprotect;
 //   unmap puts PROT_NONE anonymous memory back; the handle keeps its bytes.
 // Everything lives in State::vmem under State::mutex. The semantics per
-// header generation are described in hsa_sim.h ("Virtual memory") and
-// hsa_common.h (HSA_COMMON_VMEM_SET_ACCESS_MERGES,
-// HSA_COMMON_HAVE_POINTER_TYPE_HSA_VMEM).
+// header generation are described in hsa_sim.h ("Virtual memory"); the rules
+// HSA-on-CUDA follows too (argument checks, set_access per generation,
+// get_access, copies, pointer info) are hsa_common_vmem.h's.
 //
 // The helpers copies, pointer info and reset use are compiled with every
 // header generation (with 5.2 headers nothing is ever reserved, so they find
@@ -27,7 +27,6 @@
 
 #include <algorithm>
 #include <cstring>
-#include <limits>
 
 #include "hsa_sim_internal.h"
 
@@ -35,24 +34,10 @@ namespace hsa_sim {
 
 namespace {
 
-// hsa_access_permission_t (HSA_ACCESS_PERMISSION_NONE is not in the 5.2
-// headers).
-constexpr uint32_t kPermissionNone = 0;
-constexpr uint32_t kPermissionReadOnly = 1;
-constexpr uint32_t kPermissionWriteOnly = 2;
-constexpr uint32_t kPermissionReadWrite = 3;
-
-using hsa_common::find_containing;
-using hsa_common::range_meets;
-
-constexpr auto kReservationBytes = [](const VmemReservation& r) { return r.size; };
-constexpr auto kMappingBytes = [](const VmemMapping& m) { return m.size; };
-
-bool allows(uint32_t permission, CopyRole role) {
-  return role == CopyRole::kSource
-             ? permission == kPermissionReadOnly || permission == kPermissionReadWrite
-             : permission == kPermissionWriteOnly || permission == kPermissionReadWrite;
-}
+using hsa_common::kPermissionNone;
+using hsa_common::kPermissionReadOnly;
+using hsa_common::kPermissionReadWrite;
+using hsa_common::kPermissionWriteOnly;
 
 void close_handle(VmemHandle& handle) {
   if (handle.shadow != nullptr) munmap(handle.shadow, handle.size);
@@ -66,24 +51,17 @@ void close_handle(VmemHandle& handle) {
 // ---- for copies, pointer info and reset ------------------------------------------
 
 bool vmem_range_meets_locked(const State& s, uintptr_t address, size_t size) {
-  return !s.vmem.reservations.empty() &&
-         range_meets(s.vmem.reservations, address, size, kReservationBytes);
+  return hsa_common::vmem_range_meets(s.vmem.reservations, address, size);
 }
 
 Side vmem_classify_locked(const State& s, uintptr_t address, size_t size, CopyRole role) {
-  auto mapping = find_containing(s.vmem.mappings, address, kMappingBytes);
-  if (mapping == s.vmem.mappings.end()) return Side::kViolation;  // reserved, not mapped
-  const uintptr_t offset = address - mapping->first;
-  if (size > mapping->second.size - offset) return Side::kViolation;  // runs past the mapping
-  for (const auto& grant : mapping->second.access) {
-    if (allows(grant.second, role)) return Side::kDevice;
-  }
-  return Side::kViolation;  // nobody may access it that way
+  const char* why = nullptr;  // the sim counts violations without saying why
+  return hsa_common::vmem_copy_side(s.vmem.mappings, address, size, role, &why);
 }
 
 uint8_t* vmem_engine_address_locked(const State& s, uintptr_t address) {
   if (s.vmem.mappings.empty()) return nullptr;
-  auto mapping = find_containing(s.vmem.mappings, address, kMappingBytes);
+  auto mapping = hsa_common::vmem_mapping_containing(s.vmem.mappings, address);
   if (mapping == s.vmem.mappings.end()) return nullptr;
   auto handle = s.vmem.handles.find(mapping->second.handle_id);
   if (handle == s.vmem.handles.end()) return nullptr;
@@ -93,56 +71,19 @@ uint8_t* vmem_engine_address_locked(const State& s, uintptr_t address) {
 bool vmem_agent_permission_locked(const State& s, uintptr_t address, uint32_t agent_index,
                                   uint32_t* permission) {
   if (s.vmem.mappings.empty()) return false;
-  auto mapping = find_containing(s.vmem.mappings, address, kMappingBytes);
+  auto mapping = hsa_common::vmem_mapping_containing(s.vmem.mappings, address);
   if (mapping == s.vmem.mappings.end()) return false;
-  auto grant = mapping->second.access.find(agent_index);
-  *permission = grant == mapping->second.access.end() ? kPermissionNone : grant->second;
+  *permission = hsa_common::vmem_permission(mapping->second, agent_index);
   return true;
 }
 
 bool vmem_pointer_info_locked(const State& s, uintptr_t address, hsa_amd_pointer_info_t* info,
                               std::vector<hsa_agent_t>* agents, bool* list_without_alloc) {
-  auto reservation = find_containing(s.vmem.reservations, address, kReservationBytes);
-  if (reservation == s.vmem.reservations.end()) return false;
-  *list_without_alloc = false;
-#if HSA_COMMON_HAVE_POINTER_TYPE_HSA_VMEM
-  // ROCr 7.x (Runtime::VMemoryPtrInfo): a mapping answers for itself.
-  auto mapping = find_containing(s.vmem.mappings, address, kMappingBytes);
-  if (mapping != s.vmem.mappings.end()) {
-    const VmemHandle& handle = s.vmem.handles.at(mapping->second.handle_id);
-    info->type = HSA_EXT_POINTER_TYPE_HSA_VMEM;
-    info->agentBaseAddress = reinterpret_cast<void*>(address);
-    info->hostBaseAddress = reinterpret_cast<void*>(address);
-    info->sizeInBytes = mapping->second.size;
-    info->agentOwner = agent_handle_locked(s, handle.pool.agent_index);
-    info->global_flags = 0;
-    for (const auto& grant : mapping->second.access) {
-      if (grant.second != kPermissionNone) agents->push_back(agent_handle_locked(s, grant.first));
-    }
-  } else {
-    info->type = hsa_common::kPointerTypeReservedAddr;
-    info->agentBaseAddress = nullptr;
-    info->hostBaseAddress = reinterpret_cast<void*>(reservation->first);
-    info->sizeInBytes = reservation->second.size;
-    info->agentOwner = hsa_agent_t{0};
-    info->global_flags = 0;
-  }
-#if HSA_COMMON_HAVE_POINTER_INFO_REGISTERED
-  info->registered = true;
-#endif
-  *list_without_alloc = agents->empty();
-#else
-  // ROCr 6.x: the thunk's address-only object of the whole reservation, of
-  // node 0 (the CPU), passed through as type 5 with no mapped nodes.
-  (void)agents;
-  info->type = hsa_common::kPointerTypeReservedAddr;
-  info->agentBaseAddress = reinterpret_cast<void*>(reservation->first);
-  info->hostBaseAddress = nullptr;
-  info->sizeInBytes = reservation->second.size;
-  info->agentOwner = agent_handle_locked(s, kCpuAgentIndex);
-  info->global_flags = HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED;
-#endif
-  return true;
+  return hsa_common::vmem_pointer_info(
+      s.vmem.reservations, s.vmem.mappings, address,
+      [&](uint32_t handle_id) { return s.vmem.handles.at(handle_id).pool.agent_index; },
+      [&](uint32_t index) { return agent_handle_locked(s, index); }, info, agents,
+      list_without_alloc);
 }
 
 void vmem_release_all_locked(State& s) {
@@ -225,22 +166,10 @@ bool injected_failure_locked(State& s, VmemOp op) {
   return true;
 }
 
-// The reservation holding all of [address, address + size), or end().
-std::map<uintptr_t, VmemReservation>::const_iterator reservation_holding(const State& s,
-                                                                          uintptr_t address,
-                                                                          size_t size) {
-  auto it = find_containing(s.vmem.reservations, address, kReservationBytes);
-  if (it == s.vmem.reservations.end()) return it;
-  return size <= it->second.size - (address - it->first) ? it : s.vmem.reservations.end();
-}
-
 hsa_status_t reserve(void** va, size_t size, uint64_t address, uint64_t alignment) {
   const size_t page = page_size();
-  if (va == nullptr || size == 0 || size % page != 0) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  if (alignment == 0) alignment = page;
-  if (alignment < page || (alignment & (alignment - 1)) != 0) {
-    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  }
+  const hsa_status_t checked = hsa_common::vmem_check_reserve(va, size, &alignment, page);
+  if (checked != HSA_STATUS_SUCCESS) return checked;
   // Over-reserve by the alignment and trim, so that any alignment can be
   // met; the hint is used when it is aligned (and free).
   size_t span = 0;
@@ -282,18 +211,13 @@ hsa_status_t amd_vmem_address_reserve_align(void** va, size_t size, uint64_t add
 #endif
 
 hsa_status_t amd_vmem_address_free(void* va, size_t size) {
-  if (va == nullptr || size == 0) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  const auto address = reinterpret_cast<uintptr_t>(va);
-  auto it = s.vmem.reservations.find(address);
-  if (it == s.vmem.reservations.end()) return HSA_STATUS_ERROR_INVALID_ALLOCATION;
-  if (size != it->second.size) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  if (range_meets(s.vmem.mappings, address, size, kMappingBytes)) {
-    return HSA_STATUS_ERROR_RESOURCE_FREE;
-  }
+  const hsa_status_t checked =
+      hsa_common::vmem_check_address_free(s.vmem.reservations, s.vmem.mappings, va, size);
+  if (checked != HSA_STATUS_SUCCESS) return checked;
   munmap(va, size);
-  s.vmem.reservations.erase(it);
+  s.vmem.reservations.erase(reinterpret_cast<uintptr_t>(va));
   return HSA_STATUS_SUCCESS;
 }
 
@@ -358,17 +282,12 @@ hsa_status_t amd_vmem_map(void* va, size_t size, size_t in_offset,
                           hsa_amd_vmem_alloc_handle_t memory_handle, uint64_t flags) {
   (void)in_offset;  // "currently unsupported": the mapping starts at offset 0
   (void)flags;
-  if (va == nullptr || size == 0) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   const auto address = reinterpret_cast<uintptr_t>(va);
-  const size_t page = page_size();
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (size > std::numeric_limits<uintptr_t>::max() - address ||
-      reservation_holding(s, address, size) == s.vmem.reservations.end() ||
-      range_meets(s.vmem.mappings, address, size, kMappingBytes) || address % page != 0 ||
-      size % page != 0) {
-    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  }
+  const hsa_status_t checked = hsa_common::vmem_check_map_range(
+      s.vmem.reservations, s.vmem.mappings, va, size, page_size());
+  if (checked != HSA_STATUS_SUCCESS) return checked;
   auto it = find_handle_locked(s, memory_handle);
   if (it == s.vmem.handles.end()) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   VmemHandle& handle = it->second;
@@ -391,13 +310,12 @@ hsa_status_t amd_vmem_map(void* va, size_t size, size_t in_offset,
 }
 
 hsa_status_t amd_vmem_unmap(void* va, size_t size) {
-  if (va == nullptr || size == 0) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   const auto address = reinterpret_cast<uintptr_t>(va);
-  auto it = s.vmem.mappings.find(address);
-  if (it == s.vmem.mappings.end()) return HSA_STATUS_ERROR_INVALID_ALLOCATION;
-  if (size != it->second.size) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  std::map<uintptr_t, VmemMapping>::iterator it;
+  const hsa_status_t checked = hsa_common::vmem_check_unmap(s.vmem.mappings, va, size, &it);
+  if (checked != HSA_STATUS_SUCCESS) return checked;
   if (injected_failure_locked(s, VmemOp::kUnmap)) return HSA_STATUS_ERROR;
   if (!map_reserved(address, size)) return HSA_STATUS_ERROR;
   auto handle = s.vmem.handles.find(it->second.handle_id);
@@ -411,56 +329,25 @@ hsa_status_t amd_vmem_unmap(void* va, size_t size) {
 
 hsa_status_t amd_vmem_set_access(void* va, size_t size, const hsa_amd_memory_access_desc_t* desc,
                                  size_t desc_cnt) {
-  if (va == nullptr || desc == nullptr || desc_cnt == 0) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   // Every agent and permission is checked before anything changes.
   std::vector<std::pair<uint32_t, uint32_t>> grants;  // agent index, permission
-  for (size_t i = 0; i < desc_cnt; ++i) {
-    uint32_t index = 0;
-    if (!agent_index_from_handle_locked(s, desc[i].agent_handle, &index)) {
-      return HSA_STATUS_ERROR_INVALID_AGENT;
-    }
-    // Read as an integer: a caller's out-of-range value is not an
-    // hsa_access_permission_t the compiler may assume valid.
-    uint32_t permission = 0;
-    static_assert(sizeof(desc[i].permissions) == sizeof(permission), "a 4-byte enum");
-    std::memcpy(&permission, &desc[i].permissions, sizeof(permission));
-    if (permission > kPermissionReadWrite) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-    grants.emplace_back(index, permission);
-  }
-  const auto address = reinterpret_cast<uintptr_t>(va);
+  hsa_status_t status = hsa_common::vmem_read_access_descs(
+      va, desc, desc_cnt,
+      [&](hsa_agent_t agent, uint32_t* index) {
+        return agent_index_from_handle_locked(s, agent, index);
+      },
+      &grants);
+  if (status != HSA_STATUS_SUCCESS) return status;
   std::vector<std::map<uintptr_t, VmemMapping>::iterator> targets;
-#if HSA_COMMON_VMEM_SET_ACCESS_MERGES
-  // 6.3+: the range lies in one reservation and is covered by contiguous
-  // mappings, each found by its exact start.
-  if (size == 0 || size > std::numeric_limits<uintptr_t>::max() - address ||
-      reservation_holding(s, address, size) == s.vmem.reservations.end()) {
-    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-  }
-  for (uintptr_t chunk = address; chunk < address + size;) {
-    auto it = s.vmem.mappings.find(chunk);
-    if (it == s.vmem.mappings.end()) return HSA_STATUS_ERROR_INVALID_ALLOCATION;
-    targets.push_back(it);
-    chunk += it->second.size;
-  }
-#else
-  // 6.0 - 6.2: exactly one mapping.
-  auto it = s.vmem.mappings.find(address);
-  if (it == s.vmem.mappings.end() || it->second.size != size) {
-    return HSA_STATUS_ERROR_INVALID_ALLOCATION;
-  }
-  targets.push_back(it);
-#endif
+  status = hsa_common::vmem_set_access_targets(
+      s.vmem.reservations, s.vmem.mappings, reinterpret_cast<uintptr_t>(va), size, &targets);
+  if (status != HSA_STATUS_SUCCESS) return status;
   if (injected_failure_locked(s, VmemOp::kSetAccess)) return HSA_STATUS_ERROR;
   for (auto& target : targets) {
     VmemMapping& mapping = target->second;
-#if HSA_COMMON_VMEM_SET_ACCESS_MERGES
-    std::map<uint32_t, uint32_t> access = mapping.access;  // the others keep theirs
-#else
-    std::map<uint32_t, uint32_t> access;  // the others lose theirs
-#endif
-    for (const auto& grant : grants) access[grant.first] = grant.second;
+    hsa_common::VmemAccess access = hsa_common::vmem_access_after(mapping.access, grants);
     auto cpu = access.find(kCpuAgentIndex);
     const uint32_t cpu_permission = cpu == access.end() ? kPermissionNone : cpu->second;
     if (mprotect(reinterpret_cast<void*>(target->first), mapping.size,
@@ -479,22 +366,16 @@ hsa_status_t amd_vmem_get_access(void* va, hsa_access_permission_t* perms,
   State& s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   auto mapping =
-      find_containing(s.vmem.mappings, reinterpret_cast<uintptr_t>(va), kMappingBytes);
+      hsa_common::vmem_mapping_containing(s.vmem.mappings, reinterpret_cast<uintptr_t>(va));
   if (mapping == s.vmem.mappings.end()) return HSA_STATUS_ERROR_INVALID_ALLOCATION;
   uint32_t index = 0;
   if (!agent_index_from_handle_locked(s, agent_handle, &index) || !is_gpu_index(index)) {
     return HSA_STATUS_ERROR_INVALID_AGENT;
   }
-  auto grant = mapping->second.access.find(index);
-  if (grant != mapping->second.access.end()) {
-    *perms = static_cast<hsa_access_permission_t>(grant->second);
-    return HSA_STATUS_SUCCESS;
-  }
-#if HSA_COMMON_VMEM_SET_ACCESS_MERGES
-  return HSA_STATUS_SUCCESS;  // never given access: NONE
-#else
-  return HSA_STATUS_ERROR_INVALID_ALLOCATION;  // "permissions never set for this agent"
-#endif
+  uint32_t permission = kPermissionNone;
+  const hsa_status_t status = hsa_common::vmem_get_access_answer(mapping->second, index, &permission);
+  *perms = static_cast<hsa_access_permission_t>(permission);
+  return status;
 }
 
 hsa_status_t amd_vmem_retain_alloc_handle(hsa_amd_vmem_alloc_handle_t* memory_handle, void* addr) {

@@ -14,8 +14,25 @@
 //   - copies and memsets stay inside live allocations, and touching device
 //     memory that was freed is CUDA_ERROR_ILLEGAL_ADDRESS;
 //   - releasing a device's primary context for the last time with device
-//     allocations still live reports them as leaked (a "fake_cuda: LEAK"
-//     line on stderr).
+//     allocations (or virtual memory handles) still live reports them as
+//     leaked (a "fake_cuda: LEAK" line on stderr);
+//   - virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap,
+//     cuMemSetAccess, ...) is a model of the real thing: a reservation is
+//     PROT_NONE address space, a handle is a memfd (counted in its device's
+//     memory), a mapping puts the memfd there MAP_SHARED, so one handle
+//     mapped at two addresses shows the same bytes at both. Sizes and
+//     addresses must be multiples of the granularity (2 MiB, as an H200's);
+//     mapping outside a reservation, over another mapping or with a released
+//     handle, unmapping or setting access on anything but whole mappings, and
+//     freeing a reservation with mappings inside are
+//     CUDA_ERROR_INVALID_VALUE. Access is per device and starts with none: a
+//     copy or memset into a mapping the current context's device may not
+//     write (read, for a source) is CUDA_ERROR_ILLEGAL_ADDRESS, and the host
+//     view of every mapping stays PROT_NONE except while a kernel of a device
+//     with access runs, so a kernel touching a mapping its device may not
+//     touch faults; the fault is caught and the launch answers
+//     CUDA_ERROR_ILLEGAL_ADDRESS. Access to device memory for the host
+//     (CU_MEM_LOCATION_TYPE_HOST) is CUDA_ERROR_NOT_SUPPORTED.
 //
 // Each module has its own storage for the module variables (as each real
 // module has): a launch swaps the module's values into the host-compiled
@@ -30,8 +47,12 @@
 // Load it with HSA_CUDA_LIBCUDA=/path/to/libcuda.so.1.
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <csetjmp>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -140,6 +161,22 @@ struct Block {
   int device = -1;  // -1: pinned host memory
 };
 
+// Virtual memory management.
+constexpr size_t kVmmGranularity = size_t{2} << 20;
+struct VmmHandle {
+  int fd = -1;
+  size_t size = 0;
+  int device = 0;
+  unsigned char* shadow = nullptr;  // the fake's own read-write view
+  unsigned refs = 1;                // cuMemCreate / cuMemRetainAllocationHandle
+  unsigned maps = 0;
+};
+struct VmmMapping {
+  size_t size = 0;
+  CUmemGenericAllocationHandle handle = 0;
+  std::map<int, int> access;  // device -> CU_MEM_ACCESS_FLAGS_PROT_READ / _READWRITE
+};
+
 struct Driver {
   std::recursive_mutex mutex;
   bool initialized = false;
@@ -154,6 +191,10 @@ struct Driver {
   std::set<CUmod_st*> modules;
   std::set<CUstream_st*> streams;
   std::set<CUevent_st*> events;
+  std::map<uintptr_t, size_t> reservations;  // start -> size
+  std::map<CUmemGenericAllocationHandle, VmmHandle> vmm_handles;
+  CUmemGenericAllocationHandle next_vmm_handle = 0x7000;
+  std::map<uintptr_t, VmmMapping> mappings;  // start -> mapping
 };
 
 Driver& driver() {
@@ -183,8 +224,71 @@ const CUmod_st* module_holding(const Driver& d, uintptr_t address, size_t size) 
   return nullptr;
 }
 
+size_t extent(size_t size) { return size; }
+size_t extent(const VmmMapping& mapping) { return mapping.size; }
+
+// The entry of a start-keyed map whose range holds address, or end().
+template <typename Map>
+typename Map::const_iterator containing(const Map& map, uintptr_t address) {
+  auto it = map.upper_bound(address);
+  if (it == map.begin()) return map.end();
+  --it;
+  return address - it->first < extent(it->second) ? it : map.end();
+}
+
+bool meets_reservation(const Driver& d, uintptr_t address, size_t size) {
+  if (d.reservations.empty()) return false;
+  if (containing(d.reservations, address) != d.reservations.end()) return true;
+  auto next = d.reservations.upper_bound(address);
+  return next != d.reservations.end() && next->first - address < (size == 0 ? 1 : size);
+}
+
+// One side of a copy or memset in reserved address space: it must be
+// covered by contiguous mappings (as the GPU sees them: one range, whatever
+// the pages behind it) that the current context's device may access that
+// way (`write`).
+CUresult check_vmm(Driver& d, uintptr_t address, size_t size, bool write) {
+  for (uintptr_t at = address; at < address + (size == 0 ? 1 : size);) {
+    auto mapping = containing(d.mappings, at);
+    if (mapping == d.mappings.end()) {
+      std::fprintf(stderr,
+                   "fake_cuda: access of %zu bytes at %#lx: reserved virtual memory that is not "
+                   "mapped at %#lx\n",
+                   size, static_cast<unsigned long>(address), static_cast<unsigned long>(at));
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    auto granted = mapping->second.access.find(t_current->device);
+    const bool allowed = granted != mapping->second.access.end() &&
+                         (!write || granted->second == CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+    if (!allowed) {
+      std::fprintf(stderr,
+                   "fake_cuda: device %d %s a virtual memory mapping at %#lx without access\n",
+                   t_current->device, write ? "writes" : "reads",
+                   static_cast<unsigned long>(mapping->first));
+      return CUDA_ERROR_ILLEGAL_ADDRESS;
+    }
+    at = mapping->first + mapping->second.size;
+  }
+  return CUDA_SUCCESS;
+}
+
+// Where the fake reads or writes an address, and how many bytes from there
+// are contiguous: a mapping's bytes through its handle's own view (the host
+// view of a mapping is PROT_NONE), up to the mapping's end; anything else
+// itself, without end.
+uintptr_t effective_address(const Driver& d, uintptr_t address, size_t* run) {
+  *run = SIZE_MAX;
+  if (d.mappings.empty()) return address;
+  auto mapping = containing(d.mappings, address);
+  if (mapping == d.mappings.end()) return address;
+  const size_t offset = address - mapping->first;
+  *run = mapping->second.size - offset;
+  return reinterpret_cast<uintptr_t>(d.vmm_handles.at(mapping->second.handle).shadow) + offset;
+}
+
 // Checks one side of a copy or memset. Unknown memory is host memory.
-CUresult check_range(Driver& d, uintptr_t address, size_t size, bool must_be_device) {
+CUresult check_range(Driver& d, uintptr_t address, size_t size, bool must_be_device, bool write) {
+  if (meets_reservation(d, address, size)) return check_vmm(d, address, size, write);
   if (module_holding(d, address, size) != nullptr) return CUDA_SUCCESS;
   auto it = d.blocks.upper_bound(address);
   if (it != d.blocks.begin()) {
@@ -220,9 +324,18 @@ CUresult copy(uintptr_t dst, uintptr_t src, size_t size, bool dst_device, bool s
   Driver& d = driver();
   Lock lock(d.mutex);
   if (CUresult r = need_context(d)) return r;
-  if (CUresult r = check_range(d, dst, size, dst_device)) return r;
-  if (CUresult r = check_range(d, src, size, src_device)) return r;
-  std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<const void*>(src), size);
+  if (CUresult r = check_range(d, dst, size, dst_device, true)) return r;
+  if (CUresult r = check_range(d, src, size, src_device, false)) return r;
+  // Piece by piece where either side crosses from one mapping to the next.
+  for (size_t done = 0; done < size;) {
+    size_t to_run = 0;
+    size_t from_run = 0;
+    const uintptr_t to = effective_address(d, dst + done, &to_run);
+    const uintptr_t from = effective_address(d, src + done, &from_run);
+    const size_t piece = std::min({size - done, to_run, from_run});
+    std::memmove(reinterpret_cast<void*>(to), reinterpret_cast<const void*>(from), piece);
+    done += piece;
+  }
   return CUDA_SUCCESS;
 }
 
@@ -246,6 +359,67 @@ void* map_memory(size_t bytes) {
 void release_device_memory(uintptr_t base, size_t size) {
   mmap(reinterpret_cast<void*>(base), page_round(size), PROT_NONE,
        MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+}
+
+// ---- kernels touching virtual memory ----
+
+// Set while a launch runs kernels on this thread: where a fault in reserved
+// address space jumps back to.
+thread_local sigjmp_buf* t_launch_fault = nullptr;
+thread_local uintptr_t t_fault_address = 0;
+struct sigaction g_previous_segv;
+
+int host_protection(int flags) {
+  return flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE ? PROT_READ | PROT_WRITE
+         : flags == CU_MEM_ACCESS_FLAGS_PROT_READ    ? PROT_READ
+                                                     : PROT_NONE;
+}
+
+void open_mappings_for(Driver& d, int device) {
+  for (const auto& [base, mapping] : d.mappings) {
+    auto granted = mapping.access.find(device);
+    if (granted == mapping.access.end()) continue;
+    mprotect(reinterpret_cast<void*>(base), mapping.size, host_protection(granted->second));
+  }
+}
+
+void close_mappings(Driver& d) {
+  for (const auto& [base, mapping] : d.mappings) {
+    if (!mapping.access.empty()) mprotect(reinterpret_cast<void*>(base), mapping.size, PROT_NONE);
+  }
+}
+
+// A fault inside a launch, in reserved address space, is a kernel touching
+// virtual memory its device may not touch: back to the launch. Anything else
+// goes to whoever handled SIGSEGV before (by default: the crash it is).
+void on_fault(int signal, siginfo_t* info, void* context) {
+  const auto address = reinterpret_cast<uintptr_t>(info->si_addr);
+  // The driver's lock is held by the launch on this thread: the map is stable.
+  if (t_launch_fault != nullptr && meets_reservation(driver(), address, 1)) {
+    t_fault_address = address;
+    siglongjmp(*t_launch_fault, 1);
+  }
+  if (g_previous_segv.sa_flags & SA_SIGINFO) {
+    if (g_previous_segv.sa_sigaction != nullptr) {
+      g_previous_segv.sa_sigaction(signal, info, context);
+      return;
+    }
+  } else if (g_previous_segv.sa_handler != SIG_DFL && g_previous_segv.sa_handler != SIG_IGN) {
+    g_previous_segv.sa_handler(signal);
+    return;
+  }
+  // Default action: restore it and return; the faulting access runs again
+  // and kills the process as it would have.
+  sigaction(SIGSEGV, &g_previous_segv, nullptr);
+}
+
+void install_fault_handler() {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof(action));
+  action.sa_sigaction = on_fault;
+  action.sa_flags = SA_SIGINFO | SA_NODEFER;
+  sigemptyset(&action.sa_mask);
+  sigaction(SIGSEGV, &action, &g_previous_segv);
 }
 
 void forget_freed(Driver& d, uintptr_t base, size_t size) {
@@ -299,6 +473,7 @@ FAKE_EXPORT CUresult cuInit(unsigned int flags) {
   Driver& d = driver();
   Lock lock(d.mutex);
   if (d.initialized) return CUDA_SUCCESS;
+  install_fault_handler();
   const char* devices = std::getenv("FAKE_CUDA_DEVICES");
   const char* memory = std::getenv("FAKE_CUDA_DEVICE_MEMORY_MIB");
   d.devices = devices != nullptr ? std::atoi(devices) : 2;
@@ -356,6 +531,7 @@ FAKE_EXPORT CUresult cuDeviceGetAttribute(int* value, int attribute, CUdevice de
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 132; return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_WARP_SIZE: *value = 32; return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY: *value = 1; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT: *value = 2; return CUDA_SUCCESS;
     default: return CUDA_ERROR_INVALID_VALUE;
   }
 }
@@ -402,10 +578,19 @@ FAKE_EXPORT CUresult cuDevicePrimaryCtxRelease_v2(CUdevice device) {
       ++it;
     }
   }
+  for (auto it = d.vmm_handles.begin(); it != d.vmm_handles.end();) {
+    if (it->second.device == device) {
+      ++leaked;
+      it = d.vmm_handles.erase(it);
+    } else {
+      ++it;
+    }
+  }
   d.used[size_t(device)] = 0;
   if (leaked != 0) {
     std::fprintf(stderr,
-                 "fake_cuda: LEAK: device %d's context destroyed with %zu allocations live\n",
+                 "fake_cuda: LEAK: device %d's context destroyed with %zu allocations or virtual "
+                 "memory handles live\n",
                  device, leaked);
   }
   return CUDA_SUCCESS;
@@ -518,7 +703,11 @@ FAKE_EXPORT CUresult cuPointerGetAttribute(void* data, int attribute, CUdevicept
   if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const auto address = uintptr_t(ptr);
   int device = -2;
-  if (const CUmod_st* module = module_holding(d, address, 1)) {
+  if (meets_reservation(d, address, 1)) {
+    // Only a mapped address is device memory (of its handle's device).
+    auto mapping = containing(d.mappings, address);
+    if (mapping != d.mappings.end()) device = d.vmm_handles.at(mapping->second.handle).device;
+  } else if (const CUmod_st* module = module_holding(d, address, 1)) {
     device = module->device;
   } else {
     auto it = d.blocks.upper_bound(address);
@@ -574,8 +763,14 @@ FAKE_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t 
   Driver& d = driver();
   Lock lock(d.mutex);
   if (CUresult r = need_context(d)) return r;
-  if (CUresult r = check_range(d, uintptr_t(dst), count, true)) return r;
-  std::memset(reinterpret_cast<void*>(dst), value, count);
+  if (CUresult r = check_range(d, uintptr_t(dst), count, true, true)) return r;
+  for (size_t done = 0; done < count;) {
+    size_t run = 0;
+    const uintptr_t to = effective_address(d, uintptr_t(dst) + done, &run);
+    const size_t piece = std::min(count - done, run);
+    std::memset(reinterpret_cast<void*>(to), value, piece);
+    done += piece;
+  }
   return CUDA_SUCCESS;
 }
 
@@ -583,9 +778,17 @@ FAKE_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int value, size_t 
   Driver& d = driver();
   Lock lock(d.mutex);
   if (CUresult r = need_context(d)) return r;
-  if (CUresult r = check_range(d, uintptr_t(dst), count * 4, true)) return r;
-  auto* words = reinterpret_cast<unsigned int*>(dst);
-  for (size_t i = 0; i < count; ++i) words[i] = value;
+  if (CUresult r = check_range(d, uintptr_t(dst), count * 4, true, true)) return r;
+  // Piece by piece across mappings; they are whole granules, so no word
+  // straddles two of them.
+  for (size_t done = 0; done < count;) {
+    size_t run = 0;
+    auto* words = reinterpret_cast<unsigned int*>(
+        effective_address(d, uintptr_t(dst) + 4 * done, &run));
+    const size_t piece = std::min(count - done, run / 4);
+    for (size_t i = 0; i < piece; ++i) words[i] = value;
+    done += piece;
+  }
   return CUDA_SUCCESS;
 }
 
@@ -694,15 +897,32 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, un
   // The module's variables in, the grid, the variables out.
   pass_counter = module->pass_counter;
   std::memcpy(const_table, module->const_table, sizeof(const_table));
-  for (unsigned int b = 0; b < grid_x; ++b) {
-    blockIdx = fake_dim3{b, 0, 0};
-    for (unsigned int t = 0; t < block_x; ++t) {
-      threadIdx = fake_dim3{t, 0, 0};
-      kernel->run(params);
+  // Virtual memory mappings open to this device for the launch, each as its
+  // access allows; a touch of anything else faults, and the fault ends the
+  // launch with CUDA_ERROR_ILLEGAL_ADDRESS (on_fault).
+  open_mappings_for(d, t_current->device);
+  CUresult result = CUDA_SUCCESS;
+  sigjmp_buf fault;
+  if (sigsetjmp(fault, 1) == 0) {
+    t_launch_fault = &fault;
+    for (unsigned int b = 0; b < grid_x; ++b) {
+      blockIdx = fake_dim3{b, 0, 0};
+      for (unsigned int t = 0; t < block_x; ++t) {
+        threadIdx = fake_dim3{t, 0, 0};
+        kernel->run(params);
+      }
     }
+  } else {
+    std::fprintf(stderr,
+                 "fake_cuda: a kernel of device %d touched virtual memory at %#lx it has no "
+                 "access to\n",
+                 t_current->device, static_cast<unsigned long>(t_fault_address));
+    result = CUDA_ERROR_ILLEGAL_ADDRESS;
   }
+  t_launch_fault = nullptr;
+  close_mappings(d);
   module->pass_counter = pass_counter;
-  return CUDA_SUCCESS;
+  return result;
 }
 
 // ---- streams and events -----------------------------------------------------------------------
@@ -789,5 +1009,288 @@ FAKE_EXPORT CUresult cuEventElapsedTime_v2(float* milliseconds, CUevent start, C
     return kInvalidHandle;
   }
   *milliseconds = 0.0f;
+  return CUDA_SUCCESS;
+}
+
+// ---- virtual memory management ----------------------------------------------------------------
+
+namespace {
+
+bool device_location_valid(const Driver& d, const CUmemLocation& location) {
+  return location.type == CU_MEM_LOCATION_TYPE_DEVICE && location.id >= 0 &&
+         location.id < d.devices;
+}
+
+// What cuMemCreate accepts here: pinned device memory on a known device, no
+// shareable handle types, nothing Windows-specific.
+bool properties_valid(const Driver& d, const CUmemAllocationProp* prop) {
+  return prop != nullptr && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
+         device_location_valid(d, prop->location) &&
+         prop->requestedHandleTypes == CU_MEM_HANDLE_TYPE_NONE &&
+         prop->win32HandleMetaData == nullptr;
+}
+
+void free_vmm_handle(Driver& d, std::map<CUmemGenericAllocationHandle, VmmHandle>::iterator it) {
+  VmmHandle& handle = it->second;
+  munmap(handle.shadow, handle.size);
+  close(handle.fd);
+  d.used[size_t(handle.device)] -= handle.size;
+  d.vmm_handles.erase(it);
+}
+
+// Puts reserved, inaccessible address space back over [base, base + size).
+void reserve_again(uintptr_t base, size_t size) {
+  mmap(reinterpret_cast<void*>(base), size, PROT_NONE,
+       MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+}
+
+// The mappings exactly covering [ptr, ptr + size), in order; false if the
+// range is not a run of whole, contiguous mappings.
+bool whole_mappings(Driver& d, uintptr_t ptr, size_t size,
+                    std::vector<std::map<uintptr_t, VmmMapping>::iterator>* found) {
+  if (size == 0) return false;
+  for (uintptr_t at = ptr; at < ptr + size;) {
+    auto it = d.mappings.find(at);
+    if (it == d.mappings.end() || it->second.size > ptr + size - at) return false;
+    found->push_back(it);
+    at += it->second.size;
+  }
+  return true;
+}
+
+}  // namespace
+
+FAKE_EXPORT CUresult cuMemGetAllocationGranularity(size_t* granularity,
+                                                   const CUmemAllocationProp* prop, int option) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (!d.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (granularity == nullptr || !properties_valid(d, prop) ||
+      (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+       option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *granularity = kVmmGranularity;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment,
+                                         CUdeviceptr addr, unsigned long long flags) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (CUresult r = need_context(d)) return r;
+  if (ptr == nullptr || size == 0 || size % kVmmGranularity != 0 || flags != 0 ||
+      (alignment & (alignment - 1)) != 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const size_t align = std::max(alignment, kVmmGranularity);
+  // Over-reserve and trim, so that the alignment can be met; the hint is a
+  // hint only.
+  const size_t span = size + align;
+  void* raw = mmap(reinterpret_cast<void*>(addr), span, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (raw == MAP_FAILED) return CUDA_ERROR_OUT_OF_MEMORY;
+  const auto start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t base = (start + align - 1) & ~(uintptr_t(align) - 1);
+  if (base > start) munmap(raw, base - start);
+  if (start + span > base + size) {
+    munmap(reinterpret_cast<void*>(base + size), start + span - (base + size));
+  }
+  d.reservations[base] = size;
+  *ptr = base;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (CUresult r = need_context(d)) return r;
+  auto it = d.reservations.find(uintptr_t(ptr));
+  if (it == d.reservations.end() || it->second != size) return CUDA_ERROR_INVALID_VALUE;
+  auto inside = d.mappings.lower_bound(uintptr_t(ptr));
+  if (inside != d.mappings.end() && inside->first < uintptr_t(ptr) + size) {
+    std::fprintf(stderr, "fake_cuda: cuMemAddressFree(%#llx) with mappings inside\n", ptr);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  munmap(reinterpret_cast<void*>(ptr), size);
+  d.reservations.erase(it);
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size,
+                                 const CUmemAllocationProp* prop, unsigned long long flags) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (CUresult r = need_context(d)) return r;
+  if (handle == nullptr || size == 0 || size % kVmmGranularity != 0 || flags != 0 ||
+      !properties_valid(d, prop)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const int device = prop->location.id;
+  if (size > d.device_memory - d.used[size_t(device)]) return CUDA_ERROR_OUT_OF_MEMORY;
+  VmmHandle created;
+  created.size = size;
+  created.device = device;
+  created.fd = memfd_create("fake_cuda_vmm", MFD_CLOEXEC);
+  if (created.fd < 0 || ftruncate(created.fd, off_t(size)) != 0) {
+    if (created.fd >= 0) close(created.fd);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  void* shadow = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, created.fd, 0);
+  if (shadow == MAP_FAILED) {
+    close(created.fd);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  created.shadow = static_cast<unsigned char*>(shadow);
+  d.used[size_t(device)] += size;
+  const CUmemGenericAllocationHandle value = d.next_vmm_handle++;
+  d.vmm_handles.emplace(value, created);
+  *handle = value;
+  return CUDA_SUCCESS;
+}
+
+// The memory goes once every reference is released and every mapping gone.
+FAKE_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (CUresult r = need_context(d)) return r;
+  auto it = d.vmm_handles.find(handle);
+  if (it == d.vmm_handles.end() || it->second.refs == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (--it->second.refs == 0 && it->second.maps == 0) free_vmm_handle(d, it);
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                              CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (CUresult r = need_context(d)) return r;
+  auto it = d.vmm_handles.find(handle);
+  // A released handle is no longer a handle, even while its memory lives on
+  // in other mappings (cuMemRetainAllocationHandle gives a usable one back).
+  if (it == d.vmm_handles.end() || it->second.refs == 0) {
+    std::fprintf(stderr, "fake_cuda: cuMemMap of unknown or released handle %#llx\n", handle);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  const auto base = uintptr_t(ptr);
+  auto reservation = containing(d.reservations, base);
+  const bool inside = reservation != d.reservations.end() &&
+                      size <= reservation->second - (base - reservation->first);
+  auto next = d.mappings.lower_bound(base);
+  auto before = next == d.mappings.begin() ? d.mappings.end() : std::prev(next);
+  const bool overlaps = (next != d.mappings.end() && next->first < base + size) ||
+                        (before != d.mappings.end() && before->first + before->second.size > base);
+  if (offset != 0 || flags != 0 || size == 0 || base % kVmmGranularity != 0 ||
+      size % kVmmGranularity != 0 || !inside || overlaps || size > it->second.size) {
+    std::fprintf(stderr, "fake_cuda: cuMemMap(%#llx, %zu) refused\n", ptr, size);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  void* mapped = mmap(reinterpret_cast<void*>(base), size, PROT_NONE, MAP_SHARED | MAP_FIXED,
+                      it->second.fd, 0);
+  if (mapped == MAP_FAILED) {
+    reserve_again(base, size);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  VmmMapping mapping;
+  mapping.size = size;
+  mapping.handle = handle;
+  d.mappings.emplace(base, mapping);
+  ++it->second.maps;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (CUresult r = need_context(d)) return r;
+  std::vector<std::map<uintptr_t, VmmMapping>::iterator> found;
+  if (!whole_mappings(d, uintptr_t(ptr), size, &found)) {
+    std::fprintf(stderr, "fake_cuda: cuMemUnmap(%#llx, %zu): not whole mappings\n", ptr, size);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (auto mapping : found) {
+    reserve_again(mapping->first, mapping->second.size);
+    auto handle = d.vmm_handles.find(mapping->second.handle);
+    d.mappings.erase(mapping);
+    if (--handle->second.maps == 0 && handle->second.refs == 0) free_vmm_handle(d, handle);
+  }
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc,
+                                    size_t count) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (CUresult r = need_context(d)) return r;
+  if (desc == nullptr || count == 0) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<std::map<uintptr_t, VmmMapping>::iterator> found;
+  if (!whole_mappings(d, uintptr_t(ptr), size, &found)) {
+    std::fprintf(stderr, "fake_cuda: cuMemSetAccess(%#llx, %zu): not whole mappings\n", ptr, size);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (size_t i = 0; i < count; ++i) {
+    if (desc[i].location.type == CU_MEM_LOCATION_TYPE_HOST) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!device_location_valid(d, desc[i].location)) return CUDA_ERROR_INVALID_DEVICE;
+    if (desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE &&
+        desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+        desc[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  for (auto mapping : found) {
+    for (size_t i = 0; i < count; ++i) {
+      if (desc[i].flags == CU_MEM_ACCESS_FLAGS_PROT_NONE) {
+        mapping->second.access.erase(desc[i].location.id);
+      } else {
+        mapping->second.access[desc[i].location.id] = desc[i].flags;
+      }
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemGetAccess(unsigned long long* flags, const CUmemLocation* location,
+                                    CUdeviceptr ptr) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (!d.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (flags == nullptr || location == nullptr || !device_location_valid(d, *location)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  auto mapping = containing(d.mappings, uintptr_t(ptr));
+  if (mapping == d.mappings.end()) return CUDA_ERROR_INVALID_VALUE;
+  auto granted = mapping->second.access.find(location->id);
+  *flags = granted == mapping->second.access.end() ? CU_MEM_ACCESS_FLAGS_PROT_NONE
+                                                   : (unsigned long long)granted->second;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle,
+                                                 void* addr) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (CUresult r = need_context(d)) return r;
+  if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto mapping = containing(d.mappings, reinterpret_cast<uintptr_t>(addr));
+  if (mapping == d.mappings.end()) return CUDA_ERROR_INVALID_VALUE;
+  ++d.vmm_handles.at(mapping->second.handle).refs;
+  *handle = mapping->second.handle;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
+                                                            CUmemGenericAllocationHandle handle) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (CUresult r = need_context(d)) return r;
+  auto it = d.vmm_handles.find(handle);
+  if (prop == nullptr || it == d.vmm_handles.end() || it->second.refs == 0) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::memset(prop, 0, sizeof(*prop));
+  prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop->location.id = it->second.device;
   return CUDA_SUCCESS;
 }

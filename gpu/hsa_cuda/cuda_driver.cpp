@@ -68,6 +68,21 @@ const Entry kEntries[] = {
     HSA_CUDA_ENTRY(cuMemsetD32, "cuMemsetD32_v2", nullptr, true),
     HSA_CUDA_ENTRY(cuPointerGetAttribute, "cuPointerGetAttribute", nullptr, true),
 
+    // Virtual memory management (CUDA 10.2+): unversioned symbols, optional
+    // so that a driver without them still runs everything else.
+    HSA_CUDA_ENTRY(cuMemAddressReserve, "cuMemAddressReserve", nullptr, false),
+    HSA_CUDA_ENTRY(cuMemAddressFree, "cuMemAddressFree", nullptr, false),
+    HSA_CUDA_ENTRY(cuMemCreate, "cuMemCreate", nullptr, false),
+    HSA_CUDA_ENTRY(cuMemRelease, "cuMemRelease", nullptr, false),
+    HSA_CUDA_ENTRY(cuMemMap, "cuMemMap", nullptr, false),
+    HSA_CUDA_ENTRY(cuMemUnmap, "cuMemUnmap", nullptr, false),
+    HSA_CUDA_ENTRY(cuMemSetAccess, "cuMemSetAccess", nullptr, false),
+    HSA_CUDA_ENTRY(cuMemGetAccess, "cuMemGetAccess", nullptr, false),
+    HSA_CUDA_ENTRY(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity", nullptr, false),
+    HSA_CUDA_ENTRY(cuMemRetainAllocationHandle, "cuMemRetainAllocationHandle", nullptr, false),
+    HSA_CUDA_ENTRY(cuMemGetAllocationPropertiesFromHandle,
+                   "cuMemGetAllocationPropertiesFromHandle", nullptr, false),
+
     HSA_CUDA_ENTRY(cuModuleLoad, "cuModuleLoad", nullptr, true),
     HSA_CUDA_ENTRY(cuModuleLoadData, "cuModuleLoadData", nullptr, true),
     HSA_CUDA_ENTRY(cuModuleUnload, "cuModuleUnload", nullptr, true),

@@ -40,6 +40,28 @@ typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
 typedef struct CUevent_st* CUevent;
 typedef void (*CUhostFn)(void* user_data);
+/* Virtual memory management (CUDA 10.2 and later). */
+typedef unsigned long long CUmemGenericAllocationHandle;
+typedef struct CUmemLocation_st {
+  int type; /* CUmemLocationType */
+  int id;   /* the device ordinal for CU_MEM_LOCATION_TYPE_DEVICE */
+} CUmemLocation;
+typedef struct CUmemAllocationProp_st {
+  int type;                 /* CUmemAllocationType */
+  int requestedHandleTypes; /* CUmemAllocationHandleType */
+  CUmemLocation location;
+  void* win32HandleMetaData; /* must be NULL outside Windows */
+  struct {
+    unsigned char compressionType;
+    unsigned char gpuDirectRDMACapable;
+    unsigned short usage;
+    unsigned char reserved[4];
+  } allocFlags;
+} CUmemAllocationProp;
+typedef struct CUmemAccessDesc_st {
+  CUmemLocation location;
+  int flags; /* CUmemAccess_flags */
+} CUmemAccessDesc;
 
 /* ---- CUresult values -------------------------------------------------------- */
 
@@ -54,9 +76,11 @@ typedef void (*CUhostFn)(void* user_data);
 #define CUDA_ERROR_INVALID_CONTEXT 201
 #define CUDA_ERROR_NO_BINARY_FOR_GPU 209
 #define CUDA_ERROR_FILE_NOT_FOUND 301
+#define CUDA_ERROR_INVALID_HANDLE 400
 #define CUDA_ERROR_NOT_FOUND 500
 #define CUDA_ERROR_NOT_READY 600
 #define CUDA_ERROR_ILLEGAL_ADDRESS 700
+#define CUDA_ERROR_NOT_SUPPORTED 801
 
 /* ---- flags and attributes ----------------------------------------------------- */
 
@@ -79,6 +103,7 @@ typedef void (*CUhostFn)(void* user_data);
 #define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY 19
 #define CU_DEVICE_ATTRIBUTE_PCI_BUS_ID 33
+#define CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT 40
 #define CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID 34
 #define CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING 41
 #define CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID 50
@@ -96,6 +121,18 @@ typedef void (*CUhostFn)(void* user_data);
 #define CU_MEMORYTYPE_DEVICE 2
 #define CU_MEMORYTYPE_ARRAY 3
 #define CU_MEMORYTYPE_UNIFIED 4
+
+/* CUmemAllocationType, CUmemLocationType, CUmemAccess_flags,
+ * CUmemAllocationGranularity_flags, CUmemAllocationHandleType */
+#define CU_MEM_ALLOCATION_TYPE_PINNED 0x1
+#define CU_MEM_LOCATION_TYPE_DEVICE 0x1
+#define CU_MEM_LOCATION_TYPE_HOST 0x2
+#define CU_MEM_ACCESS_FLAGS_PROT_NONE 0x0
+#define CU_MEM_ACCESS_FLAGS_PROT_READ 0x1
+#define CU_MEM_ACCESS_FLAGS_PROT_READWRITE 0x3
+#define CU_MEM_ALLOC_GRANULARITY_MINIMUM 0x0
+#define CU_MEM_ALLOC_GRANULARITY_RECOMMENDED 0x1
+#define CU_MEM_HANDLE_TYPE_NONE 0x0
 
 /* ---- entry points ------------------------------------------------------------ */
 
@@ -130,6 +167,26 @@ typedef CUresult (*cuMemcpyDtoD_t)(CUdeviceptr dst, CUdeviceptr src, size_t byte
 typedef CUresult (*cuMemsetD8_t)(CUdeviceptr dst, unsigned char value, size_t count);
 typedef CUresult (*cuMemsetD32_t)(CUdeviceptr dst, unsigned int value, size_t count);
 typedef CUresult (*cuPointerGetAttribute_t)(void* data, int attribute, CUdeviceptr ptr);
+
+typedef CUresult (*cuMemAddressReserve_t)(CUdeviceptr* ptr, size_t size, size_t alignment,
+                                          CUdeviceptr addr, unsigned long long flags);
+typedef CUresult (*cuMemAddressFree_t)(CUdeviceptr ptr, size_t size);
+typedef CUresult (*cuMemCreate_t)(CUmemGenericAllocationHandle* handle, size_t size,
+                                  const CUmemAllocationProp* prop, unsigned long long flags);
+typedef CUresult (*cuMemRelease_t)(CUmemGenericAllocationHandle handle);
+typedef CUresult (*cuMemMap_t)(CUdeviceptr ptr, size_t size, size_t offset,
+                               CUmemGenericAllocationHandle handle, unsigned long long flags);
+typedef CUresult (*cuMemUnmap_t)(CUdeviceptr ptr, size_t size);
+typedef CUresult (*cuMemSetAccess_t)(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc,
+                                     size_t count);
+typedef CUresult (*cuMemGetAccess_t)(unsigned long long* flags, const CUmemLocation* location,
+                                     CUdeviceptr ptr);
+typedef CUresult (*cuMemGetAllocationGranularity_t)(size_t* granularity,
+                                                    const CUmemAllocationProp* prop, int option);
+typedef CUresult (*cuMemRetainAllocationHandle_t)(CUmemGenericAllocationHandle* handle,
+                                                  void* addr);
+typedef CUresult (*cuMemGetAllocationPropertiesFromHandle_t)(CUmemAllocationProp* prop,
+                                                             CUmemGenericAllocationHandle handle);
 
 typedef CUresult (*cuModuleLoad_t)(CUmodule* module, const char* path);
 typedef CUresult (*cuModuleLoadData_t)(CUmodule* module, const void* image);
@@ -191,6 +248,21 @@ typedef struct cuda_driver_t {
   cuMemsetD32_t cuMemsetD32;
   cuPointerGetAttribute_t cuPointerGetAttribute;
 
+  /* Virtual memory management: all optional together (a driver lacking one
+   * of them has no usable VMM, and HSA-on-CUDA's vmem entries then answer
+   * HSA_STATUS_ERROR); see cuda_driver_has_vmm. */
+  cuMemAddressReserve_t cuMemAddressReserve;
+  cuMemAddressFree_t cuMemAddressFree;
+  cuMemCreate_t cuMemCreate;
+  cuMemRelease_t cuMemRelease;
+  cuMemMap_t cuMemMap;
+  cuMemUnmap_t cuMemUnmap;
+  cuMemSetAccess_t cuMemSetAccess;
+  cuMemGetAccess_t cuMemGetAccess;
+  cuMemGetAllocationGranularity_t cuMemGetAllocationGranularity;
+  cuMemRetainAllocationHandle_t cuMemRetainAllocationHandle;
+  cuMemGetAllocationPropertiesFromHandle_t cuMemGetAllocationPropertiesFromHandle;
+
   cuModuleLoad_t cuModuleLoad;
   cuModuleLoadData_t cuModuleLoadData;
   cuModuleUnload_t cuModuleUnload;
@@ -209,6 +281,15 @@ typedef struct cuda_driver_t {
   cuEventQuery_t cuEventQuery;
   cuEventElapsedTime_t cuEventElapsedTime; /* optional */
 } cuda_driver_t;
+
+/* Whether every virtual memory management entry point resolved. */
+static inline int cuda_driver_has_vmm(const cuda_driver_t* d) {
+  return d != NULL && d->cuMemAddressReserve != NULL && d->cuMemAddressFree != NULL &&
+         d->cuMemCreate != NULL && d->cuMemRelease != NULL && d->cuMemMap != NULL &&
+         d->cuMemUnmap != NULL && d->cuMemSetAccess != NULL && d->cuMemGetAccess != NULL &&
+         d->cuMemGetAllocationGranularity != NULL && d->cuMemRetainAllocationHandle != NULL &&
+         d->cuMemGetAllocationPropertiesFromHandle != NULL;
+}
 
 #ifdef __cplusplus
 }

@@ -29,7 +29,27 @@
  *                GPU, else the destination's, else GPU 0's), after its
  *                dependency signals read 0; the completion signal is
  *                decremented when the copy completes, or set to -1 if the
- *                driver reports an error.
+ *                driver reports an error. With 6.0+ headers
+ *                hsa_amd_memory_async_copy_on_engine is the same copy once
+ *                its engine_id names one of the copying GPU's copy engines
+ *                (CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT; CUDA picks the
+ *                engine itself); hsa_amd_memory_async_copy_rect copies its
+ *                box row by row (one cuMemcpyAsync per row) on copy_agent's
+ *                stream, completing once for all rows. Argument checks are
+ *                the sim's (hsa_common_signals.h); hsa_amd_signal_async_handler
+ *                is the shared signal table's.
+ *   virtual memory  with 6.0+ headers, hsa_amd_vmem_* on CUDA's virtual
+ *                memory management (cuMemAddressReserve, cuMemCreate,
+ *                cuMemMap, cuMemSetAccess, ...), with the sim's rules and
+ *                status codes per header generation (hsa_common_vmem.h);
+ *                hsa_cuda_vmem.cpp says how each entry maps to CUDA and what
+ *                CUDA cannot do (CPU access to device handles, write-only
+ *                mappings: HSA_STATUS_ERROR). Handle sizes, and map addresses
+ *                and sizes, must be multiples of the driver's granularity
+ *                (hsa_cuda_vmem_granularity; 2 MiB on an H200), else
+ *                INVALID_ARGUMENT. Copies into a reservation are device
+ *                copies only inside one mapping a GPU may access that way;
+ *                anything else is refused and counted as a violation.
  *   executables  CUDA modules (cubin / fatbin) loaded per GPU agent. The driver
  *                API cannot enumerate a module's globals, so the caller
  *                registers the __device__ / __constant__ variables (and the
@@ -43,7 +63,9 @@
  * DEVICE_FINE pool (CUDA has no fine-grained device memory outside managed
  * memory, which this runtime never uses); no fault injection; freed memory is
  * really freed (a copy into device memory freed since is refused and counted
- * as a violation, see hsa_cuda_copy_violations).
+ * as a violation, see hsa_cuda_copy_violations); vmem sizes in granules
+ * rather than pages, and no CPU or write-only access to vmem mappings (see
+ * "virtual memory" above).
  *
  * Thread safety: every entry point and control function is thread-safe,
  * except hsa_cuda_init / hsa_cuda_shutdown, which must not race with other
@@ -192,6 +214,21 @@ hsa_status_t hsa_cuda_iterate_executables(hsa_status_t (*callback)(hsa_executabl
 void hsa_cuda_set_address_reuse(bool enabled);
 /* Bytes held in the address-reuse cache. */
 uint64_t hsa_cuda_reuse_cache_bytes(void);
+
+/* ---- virtual memory ------------------------------------------------------------ */
+
+/* Whether the vmem entries work: built against 6.0+ headers (the tables have
+ * them), initialized, and the driver has virtual memory management. */
+bool hsa_cuda_vmem_supported(void);
+/* The granularity a GPU agent's vmem handles and mappings are sized in
+ * (cuMemGetAllocationGranularity, minimum); 0 for the CPU, an unknown agent
+ * or a driver without virtual memory management. */
+size_t hsa_cuda_vmem_granularity(hsa_agent_t agent);
+/* Mappings not yet unmapped; handles with references or mappings left;
+ * reservations not yet freed. hsa_cuda_shutdown releases them all. */
+uint64_t hsa_cuda_vmem_mapping_count(void);
+uint64_t hsa_cuda_vmem_handle_count(void);
+uint64_t hsa_cuda_vmem_reservation_count(void);
 
 /* ---- observation ------------------------------------------------------------ */
 

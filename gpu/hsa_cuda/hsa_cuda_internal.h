@@ -7,6 +7,8 @@
  *                          CUDA error reporting, contexts, counters
  *   hsa_cuda_memory.cpp    pools/regions, allocation map, address reuse,
  *                          hsa_memory_copy, pointer info, access grants
+ *   hsa_cuda_vmem.cpp      the virtual memory API (hsa_amd_vmem_*) on CUDA's
+ *                          virtual memory management
  *   hsa_cuda_signals.cpp   signals and the per-GPU asynchronous copy engines
  *   hsa_cuda_loader.cpp    executables (CUDA modules) and their symbols
  *   hsa_cuda_tables.cpp    the CoreApiTable / AmdExtTable
@@ -14,14 +16,17 @@
  *
  * What this runtime shares with the software runtime (c_tests/sim) lives in
  * c_tests/hsa_common: handle layout, attribute writers, status strings,
- * system info, the signal table, the async-copy argument checks, the table
- * entry lists and the common application trampolines. This runtime keeps
+ * system info, the signal table, the async-copy argument checks, the vmem
+ * rules (hsa_common_vmem.h), the table entry lists and the common
+ * application trampolines. This runtime keeps
  * CUDA: the driver, contexts, allocation and copies, the copy engines and
  * modules.
  *
  * Locking: the topology is immutable while the runtime is ready (written only
  * by init/shutdown, which must not race with anything). Memory has a
- * reader-writer lock (copies read, allocation and free write); the loader,
+ * reader-writer lock (copies read, allocation and free write), which also
+ * guards the vmem records (reservations, handles, mappings: a copy or
+ * pointer query sees them as consistently as allocations); the loader,
  * the signal table and each copy engine have a mutex each. No code path holds
  * two of them at once except the memory lock taken inside the loader's
  * variable registration (loader mutex, then memory lock; never the reverse),
@@ -37,12 +42,17 @@
 #include <string>
 #include <vector>
 
+#include <shared_mutex>
+
 #include "hsa_common.h"
+#include "hsa_common_signals.h"
 #include "hsa_common_tables.h"
+#include "hsa_common_vmem.h"
 #include "hsa_cuda.h"
 
 namespace hsa_cuda {
 
+using hsa_common::CopyRole;
 using hsa_common::HandleTag;
 using hsa_common::is_gpu_index;
 using hsa_common::kCpuAgentIndex;
@@ -121,6 +131,12 @@ struct GpuDevice {
   int sm_count = 0;
   int warp_size = 32;
   size_t total_memory = 0;
+  // CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT (at least 1): the copy engines
+  // hsa_amd_memory_async_copy_on_engine may name.
+  uint32_t copy_engines = 1;
+  // cuMemGetAllocationGranularity(MINIMUM) of device memory on this GPU
+  // (2 MiB on an H200); 0 when the driver has no virtual memory management.
+  size_t vmm_granularity = 0;
 };
 
 bool ready();
@@ -173,6 +189,20 @@ struct CopyPlan {
 // Classifies both ranges (under the memory lock) and counts the copy, or
 // counts a violation, prints why and returns false.
 bool plan_async_copy(void* dst, const void* src, size_t size, CopyPlan* plan);
+// The same for a rect copy: every row is checked; one violation (nothing
+// copied) if any row is one, else one copy of every row's bytes, planned as
+// its first row.
+bool plan_async_rect(const hsa_common::RectGeometry& geometry, CopyPlan* plan);
+// The memory lock (see "Locking" above): the vmem entry points take it
+// exclusively to change their records; copies and pointer queries hold it
+// shared while they read them.
+std::shared_mutex& memory_mutex();
+// Gives the agent's quarantined device blocks back to CUDA (forgetting their
+// freed ranges); true when there were any. An allocation the driver refuses
+// for lack of memory calls it and retries once: the quarantine only serves
+// to catch copies into freed memory, and must never make an allocation fail
+// that ROCr, which frees at once, would grant.
+bool release_quarantine(uint32_t agent_index);
 // Module variables of loaded executables, so that copies and pointer info
 // know them as device memory of their agent.
 void register_variable_range(uintptr_t base, size_t size, uint32_t agent_index);
@@ -180,6 +210,27 @@ void unregister_variable_range(uintptr_t base);
 // Frees every allocation and the reuse cache (shutdown).
 void release_all_memory();
 uint64_t live_allocation_count();
+
+// ---- virtual memory (hsa_cuda_vmem.cpp) ----------------------------------------------------
+
+// Called with memory_mutex() held (shared or exclusive).
+// Whether [address, address + size) meets a vmem reservation.
+bool vmem_range_meets_locked(uintptr_t address, size_t size);
+// One side of a copy that meets a reservation: device memory inside one
+// mapping some agent may access in that role (*accessor: the handle's GPU
+// when it may, else the first GPU that may), else a violation (*why).
+hsa_common::Side vmem_classify_locked(uintptr_t address, size_t size, CopyRole role,
+                                      uint32_t* accessor, const char** why);
+// hsa_amd_pointer_info's answer for an address in a reservation (see
+// hsa_common::vmem_pointer_info); false when it is in none.
+bool vmem_pointer_info_locked(uintptr_t address, hsa_amd_pointer_info_t* info,
+                              std::vector<hsa_agent_t>* agents, bool* list_without_alloc);
+// Unmaps every mapping, releases every handle and frees every reservation
+// (shutdown; takes the lock itself).
+void vmem_release_all();
+uint64_t vmem_mapping_count();
+uint64_t vmem_handle_count();
+uint64_t vmem_reservation_count();
 
 // ---- signals and copy engines (hsa_cuda_signals.cpp) ------------------------------------
 

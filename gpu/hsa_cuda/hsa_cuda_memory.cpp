@@ -9,7 +9,8 @@
 // sides against. Ranges freed through the runtime are remembered (a bounded
 // FIFO) so that a copy into memory freed since is refused and counted instead
 // of silently scribbling on whatever CUDA put there next (device memory and
-// module storage only: see free_allocation).
+// module storage only: see free_allocation). Virtual memory reservations
+// and mappings (hsa_cuda_vmem.cpp) are checked first, under the same lock.
 
 #include <algorithm>
 #include <cstdio>
@@ -188,6 +189,16 @@ bool release_blocks(const std::vector<std::pair<uintptr_t, PoolId>>& blocks) {
   return ok;
 }
 
+// cuMemAlloc in the current context; out of memory once, the agent's
+// quarantine goes back to the driver and the allocation is tried again.
+CUresult allocate_device(uint32_t agent_index, size_t bytes, CUdeviceptr* device) {
+  CUresult result = cu().cuMemAlloc(device, bytes);
+  if (result == CUDA_ERROR_OUT_OF_MEMORY && release_quarantine(agent_index)) {
+    result = cu().cuMemAlloc(device, bytes);
+  }
+  return result;
+}
+
 hsa_status_t allocate(PoolId pool, size_t size, uint32_t flags, bool from_region, void** ptr) {
   // ROCr refuses sizes over the pool's ALLOC_MAX_SIZE with INVALID_ALLOCATION.
   size_t rounded = 0;
@@ -225,7 +236,7 @@ hsa_status_t allocate(PoolId pool, size_t size, uint32_t flags, bool from_region
     ScopedContext scope(gpu_at(pool.agent_index).context);
     if (!scope.ok()) return HSA_STATUS_ERROR;
     CUdeviceptr device = 0;
-    const CUresult result = cu().cuMemAlloc(&device, rounded);
+    const CUresult result = allocate_device(pool.agent_index, rounded, &device);
     // Out of memory is an answer, not a fault: ROCr says OUT_OF_RESOURCES.
     if (result == CUDA_ERROR_OUT_OF_MEMORY) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
     if (!HSA_CUDA_CHECK(result)) return HSA_STATUS_ERROR;
@@ -299,14 +310,20 @@ hsa_status_t free_allocation(void* ptr) {
 using hsa_common::Side;
 
 // Classifies one side of a copy. `owner` is the owning agent for runtime
-// memory, kNoAgent otherwise; `why` says what is wrong with a violation.
-Side classify_locked(const MemoryState& m, const void* ptr, size_t size, uint32_t* owner,
-                     const char** why) {
+// memory (for a vmem mapping, the GPU that may access it in `role`),
+// kNoAgent otherwise; `why` says what is wrong with a violation.
+Side classify_locked(const MemoryState& m, const void* ptr, size_t size, CopyRole role,
+                     uint32_t* owner, const char** why) {
   const auto address = reinterpret_cast<uintptr_t>(ptr);
   *owner = kNoAgent;
   if (size > std::numeric_limits<uintptr_t>::max() - address) {
     *why = "wraps around the address space";
     return Side::kViolation;
+  }
+  // Reserved address space first, as the sim: device memory only inside one
+  // mapping an agent may access that way; nothing else ever touches it.
+  if (vmem_range_meets_locked(address, size)) {
+    return vmem_classify_locked(address, size, role, owner, why);
   }
   auto live = find_containing(m.live, address, kExtent);
   if (live != m.live.end()) {
@@ -352,19 +369,18 @@ hsa_cuda_copy_direction_t direction_of(Side src, Side dst) {
   return static_cast<hsa_cuda_copy_direction_t>(hsa_common::direction_index(src, dst));
 }
 
-// Checks both sides and fills the plan; counts the copy or the violation.
-bool plan_locked(const MemoryState& m, const char* what, void* dst, const void* src, size_t size,
-                 CopyPlan* plan) {
+// Checks both sides and fills the plan (counting nothing); on a violation
+// says which side and why.
+bool check_locked(const MemoryState& m, void* dst, const void* src, size_t size, CopyPlan* plan,
+                  const char** which, const char** why) {
   uint32_t dst_owner = kNoAgent;
   uint32_t src_owner = kNoAgent;
-  const char* why = "";
-  const Side dst_side = classify_locked(m, dst, size, &dst_owner, &why);
+  const Side dst_side = classify_locked(m, dst, size, CopyRole::kDestination, &dst_owner, why);
   const bool dst_ok = dst_side != Side::kViolation;
-  const Side src_side = dst_ok ? classify_locked(m, src, size, &src_owner, &why) : Side::kHost;
+  const Side src_side =
+      dst_ok ? classify_locked(m, src, size, CopyRole::kSource, &src_owner, why) : Side::kHost;
   if (!dst_ok || src_side == Side::kViolation) {
-    counters().violations.fetch_add(1, std::memory_order_relaxed);
-    std::fprintf(stderr, "hsa_cuda: %s(dst=%p, src=%p, size=%zu) refused: the %s %s\n", what, dst,
-                 src, size, dst_ok ? "source" : "destination", why);
+    *which = dst_ok ? "source" : "destination";
     return false;
   }
   plan->direction = direction_of(src_side, dst_side);
@@ -378,8 +394,26 @@ bool plan_locked(const MemoryState& m, const char* what, void* dst, const void* 
   } else {
     plan->issuing_agent = 1;
   }
-  counters().copies[plan->direction].fetch_add(1, std::memory_order_relaxed);
-  counters().bytes[plan->direction].fetch_add(size, std::memory_order_relaxed);
+  return true;
+}
+
+void count_copy(const CopyPlan& plan, uint64_t bytes) {
+  counters().copies[plan.direction].fetch_add(1, std::memory_order_relaxed);
+  counters().bytes[plan.direction].fetch_add(bytes, std::memory_order_relaxed);
+}
+
+// Checks both sides and fills the plan; counts the copy or the violation.
+bool plan_locked(const MemoryState& m, const char* what, void* dst, const void* src, size_t size,
+                 CopyPlan* plan) {
+  const char* which = "";
+  const char* why = "";
+  if (!check_locked(m, dst, src, size, plan, &which, &why)) {
+    counters().violations.fetch_add(1, std::memory_order_relaxed);
+    std::fprintf(stderr, "hsa_cuda: %s(dst=%p, src=%p, size=%zu) refused: the %s %s\n", what, dst,
+                 src, size, which, why);
+    return false;
+  }
+  count_copy(*plan, size);
   return true;
 }
 
@@ -424,6 +458,54 @@ bool plan_async_copy(void* dst, const void* src, size_t size, CopyPlan* plan) {
   MemoryState& m = memory();
   SharedLock lock(m.mutex);
   return plan_locked(m, "hsa_amd_memory_async_copy", dst, src, size, plan);
+}
+
+bool plan_async_rect(const hsa_common::RectGeometry& geometry, CopyPlan* plan) {
+  MemoryState& m = memory();
+  SharedLock lock(m.mutex);
+  const uint64_t rows = geometry.rows();
+  for (uint64_t row = 0; row < rows; ++row) {
+    CopyPlan row_plan;
+    const char* which = "";
+    const char* why = "";
+    if (!check_locked(m, geometry.dst_row(row), geometry.src_row(row), geometry.row_bytes(),
+                      &row_plan, &which, &why)) {
+      counters().violations.fetch_add(1, std::memory_order_relaxed);
+      std::fprintf(stderr,
+                   "hsa_cuda: hsa_amd_memory_async_copy_rect refused: row %llu of %llu (dst=%p, "
+                   "src=%p, %zu bytes): the %s %s\n",
+                   static_cast<unsigned long long>(row), static_cast<unsigned long long>(rows),
+                   geometry.dst_row(row), geometry.src_row(row), geometry.row_bytes(), which, why);
+      return false;
+    }
+    if (row == 0) *plan = row_plan;
+  }
+  count_copy(*plan, rows * geometry.row_bytes());
+  return true;
+}
+
+std::shared_mutex& memory_mutex() { return memory().mutex; }
+
+bool release_quarantine(uint32_t agent_index) {
+  MemoryState& m = memory();
+  std::vector<std::pair<uintptr_t, PoolId>> released;
+  {
+    ExclusiveLock lock(m.mutex);
+    for (auto it = m.quarantine.begin(); it != m.quarantine.end();) {
+      const auto [base, extent, pool] = *it;
+      if (pool.agent_index != agent_index) {
+        ++it;
+        continue;
+      }
+      // The record goes before the addresses do (quarantine_locked's rule).
+      m.quarantine_bytes -= extent;
+      forget_freed_overlapping_locked(m, base, extent);
+      released.emplace_back(base, pool);
+      it = m.quarantine.erase(it);
+    }
+  }
+  release_blocks(released);
+  return !released.empty();
 }
 
 void register_variable_range(uintptr_t base, size_t size, uint32_t agent_index) {
@@ -635,7 +717,15 @@ hsa_status_t amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
     const auto address = reinterpret_cast<uintptr_t>(ptr);
     auto live = find_containing(m.live, address, kExtent);
     auto variable = find_containing(m.variables, address, kExtent);
-    if (live != m.live.end()) {
+    // Reserved address space (vmem), as the headers' generation answers it.
+    bool list_without_alloc = false;
+    if (vmem_pointer_info_locked(address, &result, &agents, &list_without_alloc)) {
+      if (list_without_alloc) {
+        // ROCr 7.x's VMemoryPtrInfo: no alloc call for an empty list.
+        return hsa_common::deliver_vmem_pointer_info_without_agents(
+            result, info, alloc, num_agents_accessible, accessible);
+      }
+    } else if (live != m.live.end()) {
       const Allocation& a = live->second;
       result.type = HSA_EXT_POINTER_TYPE_HSA;
       result.agentBaseAddress = reinterpret_cast<void*>(live->first);

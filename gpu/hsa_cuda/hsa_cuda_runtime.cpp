@@ -307,6 +307,26 @@ extern "C" hsa_cuda_init_status_t hsa_cuda_init(void) {
     HSA_CUDA_INIT_STEP(
         d.cuDeviceGetAttribute(&gpu.warp_size, CU_DEVICE_ATTRIBUTE_WARP_SIZE, gpu.device));
     HSA_CUDA_INIT_STEP(d.cuDeviceTotalMem(&gpu.total_memory, gpu.device));
+    // Optional answers: a driver that lacks them still runs everything but
+    // engine selection (one engine assumed) and the vmem API (unsupported).
+    int engines = 0;
+    if (d.cuDeviceGetAttribute(&engines, CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT, gpu.device) ==
+            CUDA_SUCCESS &&
+        engines > 0) {
+      gpu.copy_engines = static_cast<uint32_t>(engines);
+    }
+    if (cuda_driver_has_vmm(&d)) {
+      CUmemAllocationProp prop;
+      std::memset(&prop, 0, sizeof(prop));
+      prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+      prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+      prop.location.id = ordinal;
+      size_t granularity = 0;
+      if (d.cuMemGetAllocationGranularity(&granularity, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM) ==
+          CUDA_SUCCESS) {
+        gpu.vmm_granularity = granularity;
+      }
+    }
     gpu.isa = "sm_" + std::to_string(gpu.cc_major) + std::to_string(gpu.cc_minor);
     // One context per device, the primary one: the same context a CUDA
     // runtime program (and the harness's own launches) use on that device.
@@ -335,6 +355,7 @@ extern "C" void hsa_cuda_shutdown(void) {
   // and the memory, then the contexts that held them.
   signals_shutdown();
   unload_all_executables();
+  vmem_release_all();
   release_all_memory();
   g_ready.store(false, std::memory_order_release);
   for (const GpuDevice& gpu : *g_gpus) {

@@ -8,14 +8,17 @@
 // carry the init epoch, create and destroy answer NOT_INITIALIZED before
 // init, and hsa_cuda_shutdown destroys them all.
 //
-// hsa_amd_memory_async_copy hands a job to the copy engine of the copying
-// agent (the source agent if it is a GPU, else the destination agent if it
-// is a GPU, else the first GPU), each a pair of threads over one
-// non-blocking stream in that GPU's primary context:
+// hsa_amd_memory_async_copy (and, with 6.0+ headers, _on_engine) hands a job
+// to the copy engine of the copying agent (the source agent if it is a GPU,
+// else the destination agent if it is a GPU, else the first GPU);
+// hsa_amd_memory_async_copy_rect to the engine of its copy_agent. Each
+// engine is a pair of threads over one non-blocking stream in that GPU's
+// primary context:
 //   the submitter takes jobs in order, waits on the host until every
 //   dependency signal reads 0 (as a barrier packet in front of the copy
-//   would), checks both ranges and enqueues cuMemcpyAsync on the stream; one
-//   event is recorded behind each burst of copies enqueued together;
+//   would), checks both ranges (every row of a rect copy) and enqueues
+//   cuMemcpyAsync on the stream (one per row of a rect copy); one event is
+//   recorded behind each burst of copies enqueued together;
 //   the completer waits for those events in order and then decrements the
 //   completion signal by one, or stores -1 when the driver reports an error,
 //   as ROCr reports an error during a copy. Its events spin rather than
@@ -77,7 +80,13 @@ bool wait_for_dependencies(const std::vector<hsa_signal_t>& dependencies, bool b
 
 // ---- copy engines ---------------------------------------------------------------------
 
-using AsyncJob = hsa_common::AsyncCopy;
+// A queued copy: linear (copy.dst, copy.src, copy.size) or, for a rect copy,
+// the box's rows (copy.size unused).
+struct AsyncJob {
+  hsa_common::AsyncCopy copy;
+  bool rect = false;
+  hsa_common::RectGeometry geometry;
+};
 
 // A burst of copies and the event recorded behind it.
 struct InFlight {
@@ -182,28 +191,29 @@ class CopyEngine {
       // and one completer wake-up instead of one each.
       std::vector<hsa_signal_t> enqueued;
       for (AsyncJob& job : batch) {
-        if (!wait_for_dependencies(job.dependencies, /*block=*/false)) {
+        const hsa_common::AsyncCopy& copy = job.copy;
+        if (!wait_for_dependencies(copy.dependencies, /*block=*/false)) {
           // About to block: what is enqueued must be able to complete first
           // (a dependency may be the completion of one of those copies).
           flush(&enqueued);
           // Dropped at shutdown: its completion signal is left untouched.
-          if (!wait_for_dependencies(job.dependencies, /*block=*/true)) continue;
+          if (!wait_for_dependencies(copy.dependencies, /*block=*/true)) continue;
         }
         CopyPlan plan;
-        if (!plan_async_copy(job.dst, job.src, job.size, &plan)) {
+        const bool planned = job.rect ? plan_async_rect(job.geometry, &plan)
+                                      : plan_async_copy(copy.dst, copy.src, copy.size, &plan);
+        if (!planned) {
           // As in the software runtime: counted as a violation, nothing is
           // copied, and the completion is still signalled so that a waiter
           // does not hang.
-          complete(job.completion, true);
+          complete(copy.completion, true);
           continue;
         }
-        if (!context_ok || !HSA_CUDA_CHECK(cu().cuMemcpyAsync(CUdeviceptr(job.dst),
-                                                               CUdeviceptr(job.src), job.size,
-                                                               stream_))) {
-          complete(job.completion, false);
+        if (!context_ok || !enqueue(job)) {
+          complete(copy.completion, false);
           continue;
         }
-        enqueued.push_back(job.completion);
+        enqueued.push_back(copy.completion);
       }
       flush(&enqueued);
     }
@@ -212,6 +222,25 @@ class CopyEngine {
       submitter_done_ = true;
     }
     cv_.notify_all();
+  }
+
+  // Enqueues the job's copies on the stream: one, or one per row of a rect
+  // copy (all of them or, on a driver error, the rows before it: the
+  // completion then reports the failure).
+  bool enqueue(const AsyncJob& job) {
+    if (!job.rect) {
+      return HSA_CUDA_CHECK(cu().cuMemcpyAsync(CUdeviceptr(job.copy.dst),
+                                               CUdeviceptr(job.copy.src), job.copy.size, stream_));
+    }
+    const uint64_t rows = job.geometry.rows();
+    for (uint64_t row = 0; row < rows; ++row) {
+      if (!HSA_CUDA_CHECK(cu().cuMemcpyAsync(CUdeviceptr(job.geometry.dst_row(row)),
+                                             CUdeviceptr(job.geometry.src_row(row)),
+                                             job.geometry.row_bytes(), stream_))) {
+        return false;
+      }
+    }
+    return true;
   }
 
   // Records one event behind the copies enqueued since the last flush and
@@ -330,6 +359,39 @@ void fill_signal_core_entries(CoreApiTable* core) { Entries::fill_core(core); }
 
 void fill_signal_amd_entries(AmdExtTable* amd) { Entries::fill_amd(amd); }
 
+namespace {
+
+void count_violation() { counters().violations.fetch_add(1, std::memory_order_relaxed); }
+
+bool resolve_agents(hsa_agent_t dst_agent, hsa_agent_t src_agent, uint32_t* dst_index,
+                    uint32_t* src_index) {
+  return agent_index_from_handle(dst_agent, dst_index) &&
+         agent_index_from_handle(src_agent, src_index);
+}
+
+// The checks of hsa_amd_memory_async_copy; the copying agent as ROCr picks
+// the engine, and with neither agent a GPU the first GPU's (this runtime
+// copies on GPU streams only).
+hsa_status_t check_linear(void* dst, hsa_agent_t dst_agent, const void* src, hsa_agent_t src_agent,
+                          size_t size, uint32_t num_dep_signals, const hsa_signal_t* dep_signals,
+                          hsa_signal_t completion_signal, AsyncJob* job) {
+  constexpr uint32_t kFirstGpu = 1;
+  return hsa_common::check_async_copy(signals(), dst, dst_agent, src, src_agent, size,
+                                      num_dep_signals, dep_signals, completion_signal, kFirstGpu,
+                                      count_violation, resolve_agents, &job->copy);
+}
+
+hsa_status_t submit(AsyncJob job) {
+  CopyEngine& engine = *(*g_engines)[job.copy.copy_agent - 1];
+  const hsa_status_t status = engine.submit(std::move(job));
+  if (status == HSA_STATUS_SUCCESS) {
+    counters().async_copies.fetch_add(1, std::memory_order_relaxed);
+  }
+  return status;
+}
+
+}  // namespace
+
 namespace api {
 
 hsa_status_t amd_memory_async_copy(void* dst, hsa_agent_t dst_agent, const void* src,
@@ -338,27 +400,65 @@ hsa_status_t amd_memory_async_copy(void* dst, hsa_agent_t dst_agent, const void*
                                    hsa_signal_t completion_signal) {
   if (!ready()) return HSA_STATUS_ERROR_NOT_INITIALIZED;
   AsyncJob job;
-  // The copying agent as ROCr picks the engine; with neither agent a GPU, the
-  // first GPU's (this runtime copies on GPU streams only).
-  constexpr uint32_t kFirstGpu = 1;
-  const hsa_status_t checked = hsa_common::check_async_copy(
-      signals(), dst, dst_agent, src, src_agent, size, num_dep_signals, dep_signals,
-      completion_signal, kFirstGpu,
-      [] { counters().violations.fetch_add(1, std::memory_order_relaxed); },
-      [](hsa_agent_t dst_agent_handle, hsa_agent_t src_agent_handle, uint32_t* dst_index,
-         uint32_t* src_index) {
-        return agent_index_from_handle(dst_agent_handle, dst_index) &&
-               agent_index_from_handle(src_agent_handle, src_index);
-      },
-      &job);
+  const hsa_status_t checked = check_linear(dst, dst_agent, src, src_agent, size, num_dep_signals,
+                                            dep_signals, completion_signal, &job);
   // size 0: success without touching the completion signal, as ROCr.
-  if (checked != HSA_STATUS_SUCCESS || job.size == 0) return checked;
-  CopyEngine& engine = *(*g_engines)[job.copy_agent - 1];
-  const hsa_status_t status = engine.submit(std::move(job));
-  if (status == HSA_STATUS_SUCCESS) {
-    counters().async_copies.fetch_add(1, std::memory_order_relaxed);
-  }
-  return status;
+  if (checked != HSA_STATUS_SUCCESS || job.copy.size == 0) return checked;
+  return submit(std::move(job));
+}
+
+#if HSA_COMMON_HAVE_VMEM
+hsa_status_t amd_memory_async_copy_on_engine(void* dst, hsa_agent_t dst_agent, const void* src,
+                                             hsa_agent_t src_agent, size_t size,
+                                             uint32_t num_dep_signals,
+                                             const hsa_signal_t* dep_signals,
+                                             hsa_signal_t completion_signal,
+                                             hsa_amd_sdma_engine_id_t engine_id,
+                                             bool force_copy_on_sdma) {
+  (void)force_copy_on_sdma;  // CUDA picks its copy engine itself
+  if (!ready()) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  AsyncJob job;
+  const hsa_status_t checked = check_linear(dst, dst_agent, src, src_agent, size, num_dep_signals,
+                                            dep_signals, completion_signal, &job);
+  if (checked != HSA_STATUS_SUCCESS || job.copy.size == 0) return checked;
+  // The engines a copy may name are the copying GPU's CUDA copy engines; a
+  // copy between two CPU agents has none (HSA_STATUS_ERROR, as ROCr and the
+  // sim), although this runtime would run it on the first GPU's stream. The
+  // copy itself runs on the copying GPU's stream like any other.
+  uint32_t dst_index = 0;
+  uint32_t src_index = 0;
+  resolve_agents(dst_agent, src_agent, &dst_index, &src_index);
+  const uint32_t engine_agent = hsa_common::copy_agent(src_index, dst_index, kCpuAgentIndex);
+  const uint32_t engines = is_gpu_index(engine_agent) ? gpu_at(engine_agent).copy_engines : 0;
+  const hsa_status_t engine =
+      hsa_common::check_copy_engine(static_cast<uint32_t>(engine_id), engine_agent, engines);
+  if (engine != HSA_STATUS_SUCCESS) return engine;
+  return submit(std::move(job));
+}
+#endif
+
+hsa_status_t amd_memory_async_copy_rect(const hsa_pitched_ptr_t* dst,
+                                        const hsa_dim3_t* dst_offset,
+                                        const hsa_pitched_ptr_t* src,
+                                        const hsa_dim3_t* src_offset, const hsa_dim3_t* range,
+                                        hsa_agent_t copy_agent, hsa_amd_copy_direction_t dir,
+                                        uint32_t num_dep_signals,
+                                        const hsa_signal_t* dep_signals,
+                                        hsa_signal_t completion_signal) {
+  if (!ready()) return HSA_STATUS_ERROR_NOT_INITIALIZED;
+  hsa_common::AsyncRectCopy rect;
+  const hsa_status_t checked = hsa_common::check_async_copy_rect(
+      signals(), dst, dst_offset, src, src_offset, range, copy_agent, dir, num_dep_signals,
+      dep_signals, completion_signal, count_violation, agent_index_from_handle, &rect);
+  // A zero range: success without touching the completion signal, as ROCr.
+  if (checked != HSA_STATUS_SUCCESS || rect.empty) return checked;
+  AsyncJob job;
+  job.rect = true;
+  job.geometry = rect.geometry;
+  job.copy.dependencies = std::move(rect.dependencies);
+  job.copy.completion = rect.completion;
+  job.copy.copy_agent = rect.copy_agent;
+  return submit(std::move(job));
 }
 
 }  // namespace api
