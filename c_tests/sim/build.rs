@@ -30,7 +30,7 @@ const SOURCES: [&str; 10] = [
     "../hsa_common/hsa_common_signals.cpp",
 ];
 
-const HEADERS: [&str; 6] = [
+const HEADERS: [&str; 7] = [
     "hsa_sim.h",
     "hsa_sim_internal.h",
     "../hsa_common/hsa_common.h",

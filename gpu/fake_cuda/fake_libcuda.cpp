@@ -901,7 +901,8 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, un
   // access allows; a touch of anything else faults, and the fault ends the
   // launch with CUDA_ERROR_ILLEGAL_ADDRESS (on_fault).
   open_mappings_for(d, t_current->device);
-  CUresult result = CUDA_SUCCESS;
+  // volatile: written after a longjmp back into this frame.
+  volatile CUresult result = CUDA_SUCCESS;
   sigjmp_buf fault;
   if (sigsetjmp(fault, 1) == 0) {
     t_launch_fault = &fault;
