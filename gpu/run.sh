@@ -118,7 +118,7 @@ ls -l "$CUBIN" | tee -a "$OUT/build.log"
 
 CXXFLAGS=(-std=c++17 -O2 -g -Wall -Wextra -Wpedantic -DAMD_INTERNAL_BUILD
           -isystem "$CARRY/include/hsa" -isystem "$CARRY/include"
-          -I include -I gpu -I gpu/hsa_cuda -I c_tests/hsa_common)
+          -I include -I gpu -I gpu/hsa_cuda -I c_tests/hsa_common -I kernels)
 [ "${WERROR:-0}" = 1 ] && CXXFLAGS+=(-Werror)
 # The programs load the library by its SONAME (libkernel_replay.so.<major>,
 # build.rs), not by cargo's file name: a link of that name to the carried
@@ -133,7 +133,7 @@ LDFLAGS=(-L "$CARRY/lib" -lkernel_replay "-Wl,-rpath,$BUILD_DIR/lib:$CARRY/lib" 
 SOURCES=(gpu/hsa_cuda/cuda_driver.cpp gpu/hsa_cuda/hsa_cuda_runtime.cpp
          gpu/hsa_cuda/hsa_cuda_memory.cpp gpu/hsa_cuda/hsa_cuda_signals.cpp
          gpu/hsa_cuda/hsa_cuda_vmem.cpp gpu/hsa_cuda/hsa_cuda_loader.cpp
-         gpu/hsa_cuda/hsa_cuda_tables.cpp
+         gpu/hsa_cuda/hsa_cuda_queues.cpp gpu/hsa_cuda/hsa_cuda_tables.cpp
          gpu/hsa_cuda/hsa_cuda_app.cpp c_tests/hsa_common/hsa_common.cpp
          c_tests/hsa_common/hsa_common_signals.cpp c_tests/hsa_common/hsa_common_app.cpp
          gpu/harness.cpp gpu/kernel_replay_gpu_test.cpp
@@ -159,7 +159,7 @@ done
 
 RUNTIME_OBJS=()
 for name in cuda_driver hsa_cuda_runtime hsa_cuda_memory hsa_cuda_signals hsa_cuda_vmem hsa_cuda_loader \
-            hsa_cuda_tables hsa_cuda_app hsa_common hsa_common_signals hsa_common_app; do
+            hsa_cuda_queues hsa_cuda_tables hsa_cuda_app hsa_common hsa_common_signals hsa_common_app; do
   RUNTIME_OBJS+=("$BUILD_DIR/$name.o")
 done
 link() {
