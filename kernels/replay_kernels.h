@@ -2,7 +2,8 @@
  * they read, their kernel arguments, the block size and the hash — shared
  * by the kernel source (replay_kernels.cu), the software HSA runtime and
  * HSA-on-CUDA (which run or launch them), and mirrored by the library
- * (src/device/abi.rs, checked against the AMD code objects' metadata).
+ * (src/memory_snapshot/kernels/abi.rs, generated from this file by bindgen,
+ * and checked against the AMD code objects' metadata).
  *
  * Plain C: every struct is 8-byte aligned with no padding, so its layout is
  * the same in C, C++, CUDA, HIP and Rust (#[repr(C)]).
@@ -45,7 +46,9 @@
  * the arena holds?) rather than the destination (a restore: is the live
  * memory still what was captured?). */
 #define KR_COMPARE_HASH_SRC 1u
-/* Store the new hash of a changed block (an incremental snapshot). */
+/* Store the new hash of a changed block (an incremental snapshot): the hash
+ * just computed of the side hashed, so with KR_COMPARE_HASH_SRC the hash of
+ * what both sides hold after the copy. */
 #define KR_COMPARE_UPDATE_HASH 2u
 
 /* kr_scatter_copy: one copy of `size` bytes (at most KR_MAX_RECORD_BYTES). */
