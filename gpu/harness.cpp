@@ -202,6 +202,12 @@ bool set_storage_policy(int value) {
   return set != nullptr && set(value);
 }
 
+bool storage_policy_is_baseline() {
+  // kr_storage_policy_t kr_storage_policy(void): the enum is int-sized.
+  auto get = kr_function<int (*)(void)>("kr_storage_policy");
+  return get != nullptr && get() == kStorageBaseline;
+}
+
 uint64_t trim_retained() {
   auto trim = kr_function<uint64_t (*)(void)>("kr_trim_retained");
   return trim != nullptr ? trim() : 0;

@@ -84,6 +84,9 @@ struct StoragePolicy {
 std::vector<StoragePolicy> storage_policies();
 /* kr_set_storage_policy(value); false if absent or refused. */
 bool set_storage_policy(int value);
+/* kr_storage_policy() is KR_STORAGE_BASELINE; false if the library has no
+ * storage policies. */
+bool storage_policy_is_baseline();
 /* kr_trim_retained(); 0 if the library has no such call. */
 uint64_t trim_retained();
 /* kr_snapshot_tier_bytes(snapshot, tier) for tiers 0..2, as "device 1 GiB,
