@@ -34,6 +34,17 @@
 //     CUDA_ERROR_ILLEGAL_ADDRESS. Access to device memory for the host
 //     (CU_MEM_LOCATION_TYPE_HOST) is CUDA_ERROR_NOT_SUPPORTED.
 //
+// The library's own kernels (kernels/replay_kernels.cu, built with KR_HOST
+// into this library when the build has it: FAKE_CUDA_REPLAY_KERNELS) are in
+// every module too: a launch of kr_scatter_copy, kr_hash_blocks or
+// kr_compare_copy runs the whole grid through kr_host_dispatch, with the one
+// parameter (the argument struct) as its kernarg bytes; it must use
+// KR_WORKGROUP threads per block. cuFuncGetAttribute answers their static
+// shared memory (two lanes of KR_WORKGROUP 64-bit sums) and
+// cuFuncGetParamInfo their one parameter; the other kernels have no shared
+// memory, and their parameters are not described (CUDA_ERROR_NOT_SUPPORTED).
+// Dynamic shared memory up to 48 KiB is accepted and unused.
+//
 // Each module has its own storage for the module variables (as each real
 // module has): a launch swaps the module's values into the host-compiled
 // kernels' globals and back out afterwards.
@@ -65,6 +76,9 @@
 
 #include "../hsa_cuda/cuda_driver.h"
 #include "kernels_host_shim.h"
+#if FAKE_CUDA_REPLAY_KERNELS
+#include "replay_kernels.h"
+#endif
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -110,7 +124,12 @@ constexpr CUresult kInvalidHandle = 400;
 
 struct Kernel {
   const char* name;
+  // Runs one thread of the grid (threadIdx, blockIdx set).
   void (*run)(void** params);
+  // Or, for the library's kernels, the whole grid at once: the argument
+  // struct's size (its one parameter).
+  size_t replay_args = 0;
+  unsigned int static_shared = 0;
 };
 
 }  // namespace
@@ -154,7 +173,16 @@ const Kernel kKernels[] = {
                         arg<unsigned int>(p, 2), arg<unsigned int>(p, 3), arg<unsigned int>(p, 4),
                         arg<unsigned long long*>(p, 5));
      }},
+#if FAKE_CUDA_REPLAY_KERNELS
+    {"kr_scatter_copy", nullptr, sizeof(kr_scatter_copy_args), 0},
+    {"kr_hash_blocks", nullptr, sizeof(kr_hash_blocks_args), 2 * KR_WORKGROUP * 8},
+    {"kr_compare_copy", nullptr, sizeof(kr_compare_copy_args), 2 * KR_WORKGROUP * 8},
+#endif
 };
+
+// The largest dynamic shared memory a launch may ask for (a real GPU's
+// default limit).
+constexpr unsigned int kMaxDynamicShared = 48 * 1024;
 
 struct Block {
   size_t size = 0;
@@ -889,9 +917,14 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, un
   if (module->device != t_current->device) return CUDA_ERROR_INVALID_CONTEXT;
   const Kernel* kernel = handle->kernel;
   if (grid_x == 0 || block_x == 0 || block_x > 1024 || grid_y != 1 || grid_z != 1 ||
-      block_y != 1 || block_z != 1 || shared_bytes != 0 || params == nullptr || extra != nullptr) {
+      block_y != 1 || block_z != 1 || shared_bytes > kMaxDynamicShared || params == nullptr ||
+      extra != nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+#if FAKE_CUDA_REPLAY_KERNELS
+  // The library's kernels are written for exactly KR_WORKGROUP work-items.
+  if (kernel->replay_args != 0 && block_x != KR_WORKGROUP) return CUDA_ERROR_INVALID_VALUE;
+#endif
   gridDim = fake_dim3{grid_x, 1, 1};
   blockDim = fake_dim3{block_x, 1, 1};
   // The module's variables in, the grid, the variables out.
@@ -905,6 +938,12 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, un
   sigjmp_buf fault;
   if (sigsetjmp(fault, 1) == 0) {
     t_launch_fault = &fault;
+#if FAKE_CUDA_REPLAY_KERNELS
+    if (kernel->replay_args != 0) {
+      if (kr_host_dispatch(kernel->name, params[0], grid_x) != 0) result = CUDA_ERROR_INVALID_VALUE;
+      grid_x = 0;  // the grid ran
+    }
+#endif
     for (unsigned int b = 0; b < grid_x; ++b) {
       blockIdx = fake_dim3{b, 0, 0};
       for (unsigned int t = 0; t < block_x; ++t) {
@@ -923,6 +962,60 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, un
   close_mappings(d);
   module->pass_counter = pass_counter;
   return result;
+}
+
+namespace {
+
+// The function behind a handle, if it belongs to a loaded module.
+const FakeFunction* known_function(const Driver& d, CUfunction function) {
+  auto* handle = reinterpret_cast<const FakeFunction*>(function);
+  for (CUmod_st* module : d.modules) {
+    for (const auto& f : module->functions) {
+      if (f.get() == handle) return handle;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+FAKE_EXPORT CUresult cuFuncGetAttribute(int* value, int attribute, CUfunction function) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (!d.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const FakeFunction* f = known_function(d, function);
+  if (f == nullptr) return kInvalidHandle;
+  switch (attribute) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *value = 1024;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+      *value = int(f->kernel->static_shared);
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+      *value = 0;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      *value = int(kMaxDynamicShared);
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction function, size_t index, size_t* offset,
+                                        size_t* size) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (!d.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  const FakeFunction* f = known_function(d, function);
+  if (f == nullptr) return kInvalidHandle;
+  if (f->kernel->replay_args == 0) return CUDA_ERROR_NOT_SUPPORTED;
+  if (index != 0 || offset == nullptr || size == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *offset = 0;
+  *size = f->kernel->replay_args;
+  return CUDA_SUCCESS;
 }
 
 // ---- streams and events -----------------------------------------------------------------------
