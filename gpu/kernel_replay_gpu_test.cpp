@@ -29,6 +29,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 #include <cstring>
 #include <iterator>
 #include <memory>
@@ -1997,6 +1998,39 @@ void test_device_nearly_full(Reporter& r, const Module& m) {
 
 // ---- final accounting ------------------------------------------------------------------------------
 
+// The library's kernel and verify counters (kr_stats2_t's fields of issue
+// 12), read where the header the test is built against has them, so the
+// test builds against libraries with and without them.
+template <typename S, typename = void>
+struct HasKernelStats : std::false_type {};
+template <typename S>
+struct HasKernelStats<S, std::void_t<decltype(S::scatter_dispatches),
+                                     decltype(S::dirty_block_dispatches),
+                                     decltype(S::blocks_compared), decltype(S::blocks_copied),
+                                     decltype(S::kernel_fallbacks),
+                                     decltype(S::verified_restores),
+                                     decltype(S::verify_mismatched_regions),
+                                     decltype(S::verify_mismatched_bytes)>> : std::true_type {};
+
+template <typename S>
+void report_kernel_stats(Reporter& r, const S& stats) {
+  if constexpr (HasKernelStats<S>::value) {
+    r.note("library kernels: %" PRIu64 " scatter dispatches, %" PRIu64
+           " dirty-block dispatches (%" PRIu64 " blocks compared, %" PRIu64
+           " copied), %" PRIu64 " fallbacks to copies; %" PRIu64 " restores verified",
+           uint64_t(stats.scatter_dispatches), uint64_t(stats.dirty_block_dispatches),
+           uint64_t(stats.blocks_compared), uint64_t(stats.blocks_copied),
+           uint64_t(stats.kernel_fallbacks), uint64_t(stats.verified_restores));
+    r.expect(stats.verify_mismatched_regions == 0 && stats.verify_mismatched_bytes == 0,
+             "verify mode found %" PRIu64 " regions (%" PRIu64 " bytes) different from their "
+             "snapshot after a restore",
+             uint64_t(stats.verify_mismatched_regions), uint64_t(stats.verify_mismatched_bytes));
+  } else {
+    (void)stats;
+    r.note("library kernels: this library's kr_stats2_t has no kernel or verify counters");
+  }
+}
+
 // Runs after kr_finalize and kr_trim_retained: nothing of the library's
 // (arenas, signals, snapshot buffers) may remain in the runtime, nor any
 // vmem object of the tests'.
@@ -2015,6 +2049,8 @@ void test_accounting(Reporter& r) {
            hsa_cuda_live_allocation_count());
   r.expect(hsa_cuda_live_signal_count() == 0, "%" PRIu64 " signals still live",
            hsa_cuda_live_signal_count());
+  r.expect(hsa_cuda_live_queue_count() == 0, "%" PRIu64 " AQL queues still live",
+           hsa_cuda_live_queue_count());
   r.expect(hsa_cuda_vmem_mapping_count() == 0 && hsa_cuda_vmem_handle_count() == 0 &&
                hsa_cuda_vmem_reservation_count() == 0,
            "vmem objects left: %" PRIu64 " mappings, %" PRIu64 " handles, %" PRIu64
@@ -2034,6 +2070,9 @@ void test_accounting(Reporter& r) {
          bytes_text(hsa_cuda_copy_bytes(HSA_CUDA_COPY_DEVICE_TO_HOST)).c_str(),
          hsa_cuda_copy_count(HSA_CUDA_COPY_DEVICE_TO_DEVICE),
          hsa_cuda_copy_count(HSA_CUDA_COPY_HOST_TO_HOST));
+  r.note("AQL dispatches run by the runtime's packet processors: %" PRIu64,
+         hsa_cuda_aql_dispatch_count());
+  report_kernel_stats(r, stats2());
 }
 
 void usage(const char* program) {
@@ -2076,6 +2115,13 @@ int main(int argc, char** argv) {
   std::printf("kernel-replay %s on HSA-on-CUDA; CUDA driver API %s, kernel module %s\n",
               kr_version(), harness::cuda_driver_api_version().c_str(),
               harness::kernel_module_version().c_str());
+  const auto env = [](const char* name) {
+    const char* value = std::getenv(name);
+    return value != nullptr && *value != '\0' ? value : "(unset)";
+  };
+  std::printf("KERNEL_REPLAY_STRATEGY=%s KERNEL_REPLAY_VERIFY=%s KERNEL_REPLAY_CODE_OBJECT=%s\n",
+              env("KERNEL_REPLAY_STRATEGY"), env("KERNEL_REPLAY_VERIFY"),
+              env("KERNEL_REPLAY_CODE_OBJECT"));
   const std::vector<harness::Gpu> gpus = harness::gpus();
   for (const harness::Gpu& gpu : gpus) {
     std::printf("GPU %u: %s (CUDA device %d), %s free\n", gpu.index, gpu.name.c_str(),

@@ -97,6 +97,9 @@ extern "C" void mutate(unsigned int* p, unsigned long long n, unsigned int salt)
 extern "C" void count_mismatches(const unsigned int* p, unsigned long long n, unsigned int seed,
                                  unsigned int mutated, unsigned int salt,
                                  unsigned long long* mismatches);
+extern "C" void mutate_blocks(unsigned int* p, unsigned long long blocks, unsigned long long first,
+                              unsigned long long stride, unsigned int block_words,
+                              unsigned int salt);
 extern unsigned long long pass_counter;
 extern unsigned int const_table[256];
 
@@ -172,6 +175,12 @@ const Kernel kKernels[] = {
        count_mismatches(arg<const unsigned int*>(p, 0), arg<unsigned long long>(p, 1),
                         arg<unsigned int>(p, 2), arg<unsigned int>(p, 3), arg<unsigned int>(p, 4),
                         arg<unsigned long long*>(p, 5));
+     }},
+    {"mutate_blocks",
+     [](void** p) {
+       mutate_blocks(arg<unsigned int*>(p, 0), arg<unsigned long long>(p, 1),
+                     arg<unsigned long long>(p, 2), arg<unsigned long long>(p, 3),
+                     arg<unsigned int>(p, 4), arg<unsigned int>(p, 5));
      }},
 #if FAKE_CUDA_REPLAY_KERNELS
     {"kr_scatter_copy", nullptr, sizeof(kr_scatter_copy_args), 0},

@@ -174,6 +174,7 @@ struct Counters {
   std::atomic<uint64_t> async_copies;
   std::atomic<uint64_t> violations;
   std::atomic<uint64_t> cuda_errors;
+  std::atomic<uint64_t> aql_dispatches;
 };
 Counters& counters();
 

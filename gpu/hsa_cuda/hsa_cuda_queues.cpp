@@ -251,6 +251,7 @@ class Processor {
            "the kernel failed");
       return false;
     }
+    counters().aql_dispatches.fetch_add(1);
     return true;
   }
 

@@ -422,8 +422,13 @@ extern "C" void hsa_cuda_reset_counters(void) {
   g_counters.async_copies.store(0);
   g_counters.violations.store(0);
   g_counters.cuda_errors.store(0);
+  g_counters.aql_dispatches.store(0);
 }
 
 extern "C" uint64_t hsa_cuda_live_allocation_count(void) { return live_allocation_count(); }
 
 extern "C" uint64_t hsa_cuda_live_signal_count(void) { return live_signal_count(); }
+
+extern "C" uint64_t hsa_cuda_live_queue_count(void) { return live_queue_count(); }
+
+extern "C" uint64_t hsa_cuda_aql_dispatch_count(void) { return g_counters.aql_dispatches.load(); }
