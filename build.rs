@@ -1,6 +1,11 @@
-//! The library's build script: the SONAME of the shared library, and what
+//! The library's build script: the SONAME of the shared library, what
 //! the HSA headers declare (from `kernel-replay-hsa-sys`, which generates the
-//! bindings): `cfg(hsa_vmem)` where the tables have the virtual-memory API.
+//! bindings): `cfg(hsa_vmem)` where the tables have the virtual-memory API,
+//! and the device kernels (`buildtools/kernels.rs`: their ABI bindings, the
+//! AMD code objects embedded in the library, the host build for the tests).
+
+#[path = "buildtools/kernels.rs"]
+mod kernels;
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
@@ -21,4 +26,9 @@ fn main() {
     if std::env::var("DEP_KERNEL_REPLAY_HSA_VMEM").as_deref() == Ok("1") {
         println!("cargo:rustc-cfg=hsa_vmem");
     }
+
+    let root =
+        std::path::PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo sets it"));
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets it"));
+    kernels::build(&root, &out);
 }

@@ -182,6 +182,34 @@ typedef enum kr_storage_tier_t {
   KR_TIER_PAGEABLE = 2,
 } kr_storage_tier_t;
 
+/**
+ * How a snapshot or restore moves its bytes (`kr_set_strategy`, and
+ * what the stats say ran).
+ */
+typedef enum kr_strategy_t {
+  /**
+   * The library decides per snapshot: the runtime's copies for a few
+   * regions, one scatter dispatch from many on. It never picks dirty
+   * blocks, which pay only when restores are many and write little,
+   * which the library cannot know at a snapshot. The default.
+   */
+  KR_STRATEGY_AUTO = 0,
+  /**
+   * The runtime's copies only (async copies in batches, or blocking).
+   */
+  KR_STRATEGY_COPIES = 1,
+  /**
+   * The device-resident regions in one dispatch of the library's
+   * scatter kernel; the rest by copies.
+   */
+  KR_STRATEGY_SCATTER = 2,
+  /**
+   * Hash every block at snapshot; at restore copy back only the
+   * blocks whose hash changed.
+   */
+  KR_STRATEGY_DIRTY_BLOCKS = 3,
+} kr_strategy_t;
+
 
 /**
  * Device budget meaning "the agent's free memory less a safety margin"
@@ -332,6 +360,38 @@ typedef struct kr_stats2_t {
    * not cover (see `kr_untracked_device_bytes`).
    */
   uint64_t untracked_device_bytes;
+  /**
+   * Captures and restores whose regions went in one scatter dispatch.
+   */
+  uint64_t scatter_dispatches;
+  /**
+   * Captures and restores that compared dirty blocks.
+   */
+  uint64_t dirty_block_dispatches;
+  /**
+   * Blocks those dispatches compared.
+   */
+  uint64_t blocks_compared;
+  /**
+   * Of those, blocks copied (changed, or a capture's first copy).
+   */
+  uint64_t blocks_copied;
+  /**
+   * Device-kernel dispatches that failed; their regions were copied.
+   */
+  uint64_t kernel_fallbacks;
+  /**
+   * Restores checked byte by byte (`kr_set_verify`).
+   */
+  uint64_t verified_restores;
+  /**
+   * Regions those checks found different from their snapshot.
+   */
+  uint64_t verify_mismatched_regions;
+  /**
+   * Bytes those checks found different.
+   */
+  uint64_t verify_mismatched_bytes;
 } kr_stats2_t;
 
 /**
@@ -599,6 +659,28 @@ bool kr_set_storage_pools(hsa_agent_t agent, uint64_t device_pool, uint64_t host
  * blocking copy per region.
  */
 void kr_set_batched_copies(bool enabled);
+
+/**
+ * Sets how snapshots and restores move their bytes (`kr_strategy_t`);
+ * returns false, changing nothing, for an unknown value. The default is
+ * `KR_STRATEGY_AUTO`, or `KERNEL_REPLAY_STRATEGY` (auto, copies, scatter,
+ * dirty). Where the library's kernels cannot run on an agent, copies are
+ * used.
+ */
+bool kr_set_strategy(kr_strategy_t strategy);
+
+/**
+ * The strategy in force.
+ */
+kr_strategy_t kr_strategy(void);
+
+/**
+ * Verify mode on or off: after every restore each live region is compared
+ * byte for byte with its snapshot copy; differences count in the stats
+ * (`verify_mismatched_regions`, `verify_mismatched_bytes`) and make
+ * `kr_restore_all` false. Off by default, or `KERNEL_REPLAY_VERIFY=1`.
+ */
+void kr_set_verify(bool enabled);
 
 /**
  * Releases the arenas retained for reuse by later snapshots; returns the

@@ -304,6 +304,7 @@ KR_KERNEL(kr_scatter_copy, kr_scatter_copy_args, a) {
   const uint64_t i = KR_GROUP_ID();
   if (i >= a.count) return;
   const kr_copy_record r = a.records[i];
+  if (r.size == 0) return;
   KR_FOR_ITEMS(t) { kr_copy_share(kr_ptr(r.dst), kr_ptr(r.src), r.size, t); }
 }
 
@@ -314,6 +315,7 @@ KR_KERNEL(kr_hash_blocks, kr_hash_blocks_args, a) {
   const uint64_t i = KR_GROUP_ID();
   if (i >= a.count) return;
   const kr_hash_block b = a.blocks[i];
+  if (b.len == 0) return; /* uniform: skipped, its hash left as it was */
   const uint64_t len = b.len < KR_BLOCK_BYTES ? b.len : KR_BLOCK_BYTES;
   const kr_hash_pair h = kr_block_hash(kr_ptr(b.addr), len, a.keys);
   KR_FOR_ITEMS(t) {
@@ -324,27 +326,35 @@ KR_KERNEL(kr_hash_blocks, kr_hash_blocks_args, a) {
   }
 }
 
-/* One workgroup per pair: hash dst (or src, KR_COMPARE_HASH_SRC); when it
- * differs from hashes[2i..2i+1], copy src to dst, count the block, and with
- * KR_COMPARE_UPDATE_HASH store the hash just computed (with
- * KR_COMPARE_HASH_SRC, that of the content both sides now hold). Blocks
- * are clamped to KR_BLOCK_BYTES, for the hash and the copy alike. */
+/* One workgroup per pair (after KR_COMPARE_SWAP trades its sides): hash
+ * dst (or src, KR_COMPARE_HASH_SRC); when it differs from
+ * hashes[2i..2i+1], or always with KR_COMPARE_FORCE_COPY, copy src to dst,
+ * count the block, and with KR_COMPARE_UPDATE_HASH store the hash just
+ * computed (with KR_COMPARE_HASH_SRC, that of the content both sides now
+ * hold). A pair of length 0 is skipped. Blocks are clamped to
+ * KR_BLOCK_BYTES, for the hash and the copy alike. */
 KR_KERNEL(kr_compare_copy, kr_compare_copy_args, a) {
   const uint64_t i = KR_GROUP_ID();
   if (i >= a.count) return;
-  const kr_block_pair pair = a.pairs[i];
-  const uint64_t len = pair.len < KR_BLOCK_BYTES ? pair.len : KR_BLOCK_BYTES;
+  const kr_block_pair given = a.pairs[i];
+  if (given.len == 0) return; /* uniform: a freed region's block */
+  const bool swap = (a.flags & KR_COMPARE_SWAP) != 0;
+  const uint64_t dst = swap ? given.src : given.dst;
+  const uint64_t src = swap ? given.dst : given.src;
+  const uint64_t len = given.len < KR_BLOCK_BYTES ? given.len : KR_BLOCK_BYTES;
   /* Read before the hash's barriers: work-item 0 may overwrite them below,
    * and every work-item must decide on the value it had. */
   const uint64_t want0 = a.hashes[2 * i];
   const uint64_t want1 = a.hashes[2 * i + 1];
   const bool hash_src = (a.flags & KR_COMPARE_HASH_SRC) != 0;
-  const kr_hash_pair h = kr_block_hash(kr_ptr(hash_src ? pair.src : pair.dst), len, a.keys);
-  if (h.lane0 == want0 && h.lane1 == want1) return; /* uniform: the same hash everywhere */
+  const bool force = (a.flags & KR_COMPARE_FORCE_COPY) != 0;
+  const kr_hash_pair h = kr_block_hash(kr_ptr(hash_src ? src : dst), len, a.keys);
+  /* Uniform: the same hash and flags in every work-item. */
+  if (!force && h.lane0 == want0 && h.lane1 == want1) return;
   /* The hash's barriers are behind every work-item's reads of the block, so
    * writing dst now cannot change what another work-item hashed. */
   KR_FOR_ITEMS(t) {
-    kr_copy_share(kr_ptr(pair.dst), kr_ptr(pair.src), len, t);
+    kr_copy_share(kr_ptr(dst), kr_ptr(src), len, t);
     if (t == 0) {
       kr_count_one(a.changed);
       if (a.flags & KR_COMPARE_UPDATE_HASH) {

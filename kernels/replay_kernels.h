@@ -50,6 +50,17 @@
  * just computed of the side hashed, so with KR_COMPARE_HASH_SRC the hash of
  * what both sides hold after the copy. */
 #define KR_COMPARE_UPDATE_HASH 2u
+/* Copy every block, changed or not (the first capture: no hash is known
+ * yet); with KR_COMPARE_UPDATE_HASH every block's hash is stored. */
+#define KR_COMPARE_FORCE_COPY 4u
+/* Each pair's dst and src trade places before anything else: the library
+ * keeps one array of (live, kept) pairs per snapshot, written for restore,
+ * and captures through the same array with this flag. */
+#define KR_COMPARE_SWAP 8u
+
+/* In every kernel a record, block or pair of length 0 is skipped: nothing
+ * is read, written, hashed or counted (the library zeroes the length of a
+ * region's blocks once the region is freed). */
 
 /* kr_scatter_copy: one copy of `size` bytes (at most KR_MAX_RECORD_BYTES). */
 typedef struct kr_copy_record {

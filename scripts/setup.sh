@@ -18,6 +18,9 @@ packages=(
   binutils             # nm, readelf, for the exported-symbol and SONAME checks
   pkgconf              # pkg-config, for the install test's pkg-config consumer
   valgrind             # memcheck run of the C/C++ tests
+  clang-19             # the device kernels' AMD code objects (buildtools/kernels.rs): Debian 12's
+                       # default clang (14) stops at gfx90a, clang-19 knows up to gfx1201
+  lld-19               # the linker clang-19 uses for AMD code objects
 )
 
 missing=()

@@ -68,7 +68,10 @@ use crate::memory_tracker::{self, TRACKER};
 pub use crate::hsa::entries::{ExecutableCallback, IterateExecutablesFn};
 pub use crate::hsa::tables::TableError;
 pub use crate::memory_snapshot::coverage::Footprint;
+pub use crate::memory_snapshot::device::batch::DeviceOutcome;
+pub use crate::memory_snapshot::device::Strategy;
 pub use crate::memory_snapshot::storage::{StoragePolicy, Tier};
+pub use crate::memory_snapshot::verify::VerifyOutcome;
 pub use crate::memory_snapshot::{DeclineReason, RestoreReport};
 pub use crate::replay::ReplayOutcome;
 pub use crate::support::logging::LogLevel;
@@ -383,9 +386,41 @@ pub fn set_batched_copies(enabled: bool) {
     SNAPSHOTS.set_batch_copies(enabled)
 }
 
+/// How snapshots and restores move their bytes: the runtime's copies, one
+/// dispatch of the library's scatter kernel, or dirty blocks (see
+/// [`Strategy`]). The default is [`Strategy::Auto`], or
+/// `KERNEL_REPLAY_STRATEGY` (auto, copies, scatter, dirty). Takes effect at
+/// the next snapshot; a snapshot restores with what it was captured with.
+/// Where the kernels cannot run on an agent, copies are used.
+pub fn set_strategy(strategy: Strategy) {
+    SNAPSHOTS.kernels.set_strategy(strategy)
+}
+
+/// The strategy in force (see [`set_strategy`]).
+pub fn strategy() -> Strategy {
+    SNAPSHOTS.kernels.strategy()
+}
+
+/// Verify mode: after every restore, each region still live is compared
+/// byte for byte with its snapshot copy; differences are counted in the
+/// report ([`RestoreReport::verify`]) and the stats, and make the restore
+/// incomplete. Off by default, or on with `KERNEL_REPLAY_VERIFY=1`. It reads
+/// every byte back through host memory: for checking, not for speed.
+pub fn set_verify(enabled: bool) {
+    SNAPSHOTS.set_verify(enabled)
+}
+
+/// Whether verify mode is on (see [`set_verify`]).
+pub fn verify() -> bool {
+    SNAPSHOTS.verify()
+}
+
 /// Releases the arenas retained for reuse; returns the bytes released.
-/// Arenas of live snapshots are not touched.
+/// Arenas of live snapshots are not touched. The device kernels' queues and
+/// buffers go too (set up again by the next snapshot that uses them; a live
+/// snapshot keeps its own until it is dropped).
 pub fn trim_retained() -> u64 {
+    SNAPSHOTS.kernels.finalize();
     SNAPSHOTS.storage.trim(Env::process())
 }
 

@@ -16,7 +16,8 @@ use std::ffi::{c_char, c_void};
 use std::time::Duration;
 
 use crate::api::{
-    self, DeviceBudget, InstallError, Installed, LogLevel, StoragePolicy, StoragePools, Tier,
+    self, DeviceBudget, InstallError, Installed, LogLevel, StoragePolicy, StoragePools, Strategy,
+    Tier,
 };
 use crate::hsa::sys::hsa_amd_memory_pool_t;
 use crate::hsa::{hsa_agent_t, AmdExtTable, CoreApiTable};
@@ -318,6 +319,37 @@ pub extern "C" fn kr_set_batched_copies(enabled: bool) {
     export((), || api::set_batched_copies(enabled))
 }
 
+/// Sets how snapshots and restores move their bytes (`kr_strategy_t`);
+/// returns false, changing nothing, for an unknown value. The default is
+/// `KR_STRATEGY_AUTO`, or `KERNEL_REPLAY_STRATEGY` (auto, copies, scatter,
+/// dirty). Where the library's kernels cannot run on an agent, copies are
+/// used.
+#[no_mangle]
+pub extern "C" fn kr_set_strategy(strategy: kr_strategy_arg) -> bool {
+    export(false, || match Strategy::from_code(strategy) {
+        Some(strategy) => {
+            api::set_strategy(strategy);
+            true
+        }
+        None => false,
+    })
+}
+
+/// The strategy in force.
+#[no_mangle]
+pub extern "C" fn kr_strategy() -> Strategy {
+    export(Strategy::Auto, api::strategy)
+}
+
+/// Verify mode on or off: after every restore each live region is compared
+/// byte for byte with its snapshot copy; differences count in the stats
+/// (`verify_mismatched_regions`, `verify_mismatched_bytes`) and make
+/// `kr_restore_all` false. Off by default, or `KERNEL_REPLAY_VERIFY=1`.
+#[no_mangle]
+pub extern "C" fn kr_set_verify(enabled: bool) {
+    export((), || api::set_verify(enabled))
+}
+
 /// Releases the arenas retained for reuse by later snapshots; returns the
 /// bytes released. Arenas of live snapshots are not touched.
 #[no_mangle]
@@ -411,6 +443,14 @@ pub unsafe extern "C" fn kr_get_stats2(stats: *mut kr_stats2_t) {
             application_retries: counters.application_retries,
             bytes_released_for_application: counters.bytes_released_for_application,
             untracked_device_bytes: counters.untracked_device_bytes,
+            scatter_dispatches: counters.scatter_dispatches,
+            dirty_block_dispatches: counters.dirty_block_dispatches,
+            blocks_compared: counters.blocks_compared,
+            blocks_copied: counters.blocks_copied,
+            kernel_fallbacks: counters.kernel_fallbacks,
+            verified_restores: counters.verified_restores,
+            verify_mismatched_regions: counters.verify_mismatched_regions,
+            verify_mismatched_bytes: counters.verify_mismatched_bytes,
         };
         let skip = std::mem::size_of::<usize>();
         let len = size.min(std::mem::size_of::<kr_stats2_t>());

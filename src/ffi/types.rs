@@ -8,7 +8,9 @@
 
 use std::ffi::{c_char, c_void};
 
-use crate::api::{DeclineReason, LogLevel, ReplayOutcome, RestoreReport, StoragePolicy, Tier};
+use crate::api::{
+    DeclineReason, LogLevel, ReplayOutcome, RestoreReport, StoragePolicy, Strategy, Tier,
+};
 use crate::hsa::{hsa_executable_t, hsa_status_t};
 use crate::support::c_enum::CEnumDecl;
 
@@ -39,10 +41,14 @@ pub const C_ENUMS: &[CEnumDecl] = &[
     LogLevel::C_DECL,
     StoragePolicy::C_DECL,
     Tier::C_DECL,
+    Strategy::C_DECL,
 ];
 
 /// A `kr_decline_reason_t` as it crosses the boundary (0: not declined).
 pub type kr_decline_reason_arg = u32;
+
+/// A `kr_strategy_t` received from C.
+pub type kr_strategy_arg = u32;
 
 /// A `kr_log_level_t` received from C.
 pub type kr_log_level_arg = u32;
@@ -122,6 +128,22 @@ pub struct kr_stats2_t {
     /// Device memory in use on the agent of the last snapshot that it did
     /// not cover (see `kr_untracked_device_bytes`).
     pub untracked_device_bytes: u64,
+    /// Captures and restores whose regions went in one scatter dispatch.
+    pub scatter_dispatches: u64,
+    /// Captures and restores that compared dirty blocks.
+    pub dirty_block_dispatches: u64,
+    /// Blocks those dispatches compared.
+    pub blocks_compared: u64,
+    /// Of those, blocks copied (changed, or a capture's first copy).
+    pub blocks_copied: u64,
+    /// Device-kernel dispatches that failed; their regions were copied.
+    pub kernel_fallbacks: u64,
+    /// Restores checked byte by byte (`kr_set_verify`).
+    pub verified_restores: u64,
+    /// Regions those checks found different from their snapshot.
+    pub verify_mismatched_regions: u64,
+    /// Bytes those checks found different.
+    pub verify_mismatched_bytes: u64,
 }
 
 /// Device memory on an agent that snapshots do not cover

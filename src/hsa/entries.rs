@@ -152,6 +152,22 @@ macro_rules! read_optional {
     }};
 }
 
+/// A copy of a runtime table: the bytes the runtime filled (`minor_id`, at
+/// most the struct's size), zeros (`None` entries) past them.
+///
+/// # Safety
+/// `table` must have passed `tables::validate` for `T`.
+unsafe fn copy_of_table<T: Default>(table: *const T) -> T {
+    let mut copy = T::default();
+    let size = table_size(table.cast()).min(std::mem::size_of::<T>());
+    // SAFETY: the runtime's table holds `size` readable bytes (validated);
+    // `copy` is a distinct, writable T of at least that size; a table is
+    // plain data (integers and nullable function pointers), so any bytes
+    // the runtime wrote are a valid T.
+    unsafe { ptr::copy_nonoverlapping(table.cast::<u8>(), ptr::from_mut(&mut copy).cast(), size) };
+    copy
+}
+
 /// `version.minor_id`: the table's size as the runtime filled it.
 fn table_size(table: *const super::sys::ApiTableVersion) -> usize {
     // SAFETY: every table starts with its version (checked by the caller's
@@ -190,6 +206,11 @@ pub struct OptionalCore {
     /// How the loader extension's table (and its executable iterator) is
     /// found when the tool names no iterator.
     pub system_get_major_extension_table: Option<SystemGetMajorExtensionTableFn>,
+    /// The whole table as the runtime filled it at install (entries past
+    /// its size read as `None`), before any wrapper went in: the un-wrapped
+    /// queue, ISA and code-object entries the library's own device kernels
+    /// use, typed by the bindings rather than by hand.
+    pub runtime: CoreApiTable,
 }
 
 /// AMD-extension entries the library uses when present: pool discovery,
@@ -253,6 +274,8 @@ impl CoreEntries {
                     CoreApiTable,
                     hsa_system_get_major_extension_table_fn
                 ),
+                // SAFETY: validated by the caller.
+                runtime: unsafe { copy_of_table(table) },
             },
         })
     }

@@ -137,6 +137,7 @@ fn capture_baseline(
             origin: Origin::Tracked(*region),
             size: region.size,
             place: Place::Owned(host),
+            first_block: None,
         });
     }
     for variable in variables {
@@ -165,6 +166,7 @@ fn capture_baseline(
             origin: Origin::ModuleVariable(variable.executable),
             size,
             place: Place::Owned(host),
+            first_block: None,
         });
     }
     let host_agent = hsa_agent_t { handle: 0 };
@@ -175,6 +177,7 @@ fn capture_baseline(
         bases: [0; 3],
         host_agent,
         batch: false,
+        device: None,
     })
 }
 
@@ -212,6 +215,7 @@ fn capture_into_arenas(
             origin,
             size,
             place: Place::Arena { tier, offset },
+            first_block: None,
         },
     ));
     let host_agent = env
@@ -228,7 +232,9 @@ fn capture_into_arenas(
         bases,
         host_agent,
         batch: env.state.batch_copies(),
+        device: None,
     };
+    captured.device = super::device::choose::plan(env, &mut captured, agent);
     match copy_in(env, &mut captured, agent) {
         Ok(()) => Ok(captured),
         Err(decline) => {
@@ -277,10 +283,12 @@ fn copy_in(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Result<(), 
     kept.try_reserve_exact(captured.regions.len())
         .map_err(|_| Decline::RegionList)?;
     kept.resize(captured.regions.len(), true);
-    let outcomes = copy_live_regions(env, captured, agent, false, captured.batch, |index| {
-        kept[index] = false
-    })
-    .ok_or(Decline::RegionList)?;
+    let (outcomes, device) =
+        copy_live_regions(env, captured, agent, false, captured.batch, |index| {
+            kept[index] = false
+        })
+        .ok_or(Decline::RegionList)?;
+    super::device::choose::captured(env, captured, &device);
     if let Some(&(index, status)) = outcomes.failures.first() {
         let region = &captured.regions[index];
         return Err(Decline::Copy {

@@ -17,13 +17,16 @@ pub mod capture;
 pub mod copy;
 pub mod coverage;
 pub mod decline;
+pub mod device;
 pub mod discovery;
 pub mod discovery_cache;
 pub mod host_buffer;
+pub(crate) mod kernels;
 pub mod restore;
 pub mod snapshot;
 pub mod state;
 pub mod storage;
+pub mod verify;
 
 pub use capture::snap;
 pub use decline::{Decline, DeclineReason};

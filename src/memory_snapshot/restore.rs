@@ -17,7 +17,9 @@ use std::time::Instant;
 use log::warn;
 
 use super::capture::fence_window;
+use super::device::batch::DeviceOutcome;
 use super::snapshot::{copy_live_regions, Captured, Origin, Region, Snapshot};
+use super::verify::{verify, VerifyOutcome};
 use crate::hsa::hsa_status_t;
 use crate::memory_snapshot::state::Env;
 
@@ -37,6 +39,10 @@ pub struct RestoreReport {
     /// found taken out of the tables (frees may have gone unseen, so
     /// nothing tracked could be proven live and nothing tracked was written).
     pub(crate) vouched: bool,
+    /// What the device kernels did (strategy `Copies`: nothing).
+    pub device: DeviceOutcome,
+    /// Verify mode: what the byte-by-byte check found.
+    pub verify: Option<VerifyOutcome>,
 }
 
 impl RestoreReport {
@@ -44,7 +50,7 @@ impl RestoreReport {
     /// written back (regions freed since are skipped, an empty snapshot is
     /// complete), no copy failed, and the skips could be vouched for.
     pub fn complete(&self) -> bool {
-        self.vouched && self.failed == 0
+        self.vouched && self.failed == 0 && self.verify.is_none_or(|v| v.mismatched_regions == 0)
     }
 }
 
@@ -101,6 +107,9 @@ pub fn restore(env: Env, snapshot: &Snapshot) -> RestoreReport {
             log.record(region, outcome, &mut report);
         }
     }
+    if env.state.verify() {
+        report.verify = Some(verify(env, captured));
+    }
     log.emit(&report);
     let bytes = captured
         .regions
@@ -156,9 +165,12 @@ fn restore_batched(
     report: &mut RestoreReport,
     log: &mut Log,
 ) -> Option<()> {
-    let outcomes = copy_live_regions(env, captured, snapshot.agent, true, true, |index| {
-        log.record(&captured.regions[index], None, report)
-    })?;
+    let (outcomes, device) =
+        copy_live_regions(env, captured, snapshot.agent, true, true, |index| {
+            log.record(&captured.regions[index], None, report)
+        })?;
+    device.count(&env.tracker.stats);
+    report.device = device;
     report.restored += outcomes.succeeded;
     for (index, status) in outcomes.failures {
         if let Some(region) = captured.regions.get(index) {

@@ -4,6 +4,8 @@
 
 use super::copy::{Copier, Finished, Transfer};
 use super::decline::{Decline, DeclineReason};
+use super::device::batch::{DeviceBatch, DeviceOutcome};
+use super::device::plan::DevicePlan;
 use super::host_buffer::HostBuffer;
 use super::state::Env;
 use super::storage::arena::Lease;
@@ -25,7 +27,7 @@ pub enum Origin {
 }
 
 /// Where a region's copy is kept.
-pub(super) enum Place {
+pub(crate) enum Place {
     /// The baseline: a buffer of its own.
     Owned(HostBuffer),
     /// At `offset` in the snapshot's arena of `tier`.
@@ -38,8 +40,10 @@ pub struct Region {
     pub device_address: usize,
     /// What it is, which decides how it is re-validated.
     pub origin: Origin,
-    pub(super) size: usize,
-    pub(super) place: Place,
+    pub(crate) size: usize,
+    pub(crate) place: Place,
+    /// Dirty blocks: where the region's blocks start in the block table.
+    pub(crate) first_block: Option<usize>,
 }
 
 impl Region {
@@ -57,26 +61,28 @@ impl Region {
 
 /// A complete capture, or the reason there is none.
 pub struct Snapshot {
-    pub(super) agent: hsa_agent_t,
-    pub(super) outcome: Result<Captured, Decline>,
+    pub(crate) agent: hsa_agent_t,
+    pub(crate) outcome: Result<Captured, Decline>,
 }
 
-pub(super) struct Captured {
+pub(crate) struct Captured {
     /// The entries the capture used; restore writes back through the same.
-    pub(super) core: CoreEntries,
-    pub(super) regions: Vec<Region>,
+    pub(crate) core: CoreEntries,
+    pub(crate) regions: Vec<Region>,
     /// Arenas by tier; dropped (returned for reuse) with the snapshot.
-    pub(super) leases: [Option<Lease>; 3],
+    pub(crate) leases: [Option<Lease>; 3],
     /// Base address of each tier's arena.
-    pub(super) bases: [usize; 3],
+    pub(crate) bases: [usize; 3],
     /// The host-side agent of pinned copies (the host pool's CPU agent).
-    pub(super) host_agent: hsa_agent_t,
+    pub(crate) host_agent: hsa_agent_t,
     /// Whether copies may be batched (false: the baseline, or forced blocking).
-    pub(super) batch: bool,
+    pub(crate) batch: bool,
+    /// The device kernels this snapshot uses, if any.
+    pub(crate) device: Option<DevicePlan>,
 }
 
 impl Snapshot {
-    pub(super) fn declined(agent: hsa_agent_t, decline: Decline) -> Self {
+    pub(crate) fn declined(agent: hsa_agent_t, decline: Decline) -> Self {
         Snapshot {
             agent,
             outcome: Err(decline),
@@ -124,22 +130,18 @@ impl Snapshot {
 impl Captured {
     /// The copy that moves `region`'s bytes between the device and where the
     /// snapshot keeps them. `to_device`: restore; otherwise capture.
-    pub(super) fn transfer(
+    pub(crate) fn transfer(
         &self,
         agent: hsa_agent_t,
         region: &Region,
         to_device: bool,
     ) -> Transfer {
-        let (kept, kept_agent, async_ok) = match region.place {
-            Place::Owned(ref buffer) => (buffer.as_ptr() as usize, self.host_agent, false),
-            Place::Arena { tier, offset } => {
-                let address = self.bases[tier.index()] + offset;
-                match tier {
-                    Tier::Device => (address, agent, true),
-                    Tier::Pinned => (address, self.host_agent, true),
-                    Tier::Pageable => (address, self.host_agent, false),
-                }
-            }
+        let kept = kept_at(&self.bases, region);
+        let (kept_agent, async_ok) = match region.tier() {
+            Tier::Device => (agent, true),
+            Tier::Pinned => (self.host_agent, true),
+            // Owned buffers report the pageable tier too.
+            Tier::Pageable => (self.host_agent, false),
         };
         let (device, device_agent) = (region.device_address, agent);
         if to_device {
@@ -164,10 +166,18 @@ impl Captured {
     }
 }
 
+/// Where `region`'s copy is kept, given the arenas' bases.
+pub(crate) fn kept_at(bases: &[usize; 3], region: &Region) -> usize {
+    match region.place {
+        Place::Owned(ref buffer) => buffer.as_ptr() as usize,
+        Place::Arena { tier, offset } => bases[tier.index()] + offset,
+    }
+}
+
 /// Whether a captured region is still what was captured, under the read
 /// views a batch of copies holds: a tracked allocation still that allocation,
 /// a module variable's executable still loaded (when the registry knows it).
-pub(super) fn is_live(
+pub(crate) fn is_live(
     origin: &Origin,
     tracked: &mut LiveCursor<'_>,
     loaded: &LiveExecutables<'_>,
@@ -183,31 +193,43 @@ pub(super) fn is_live(
 /// device to storage at capture, storage to device at restore
 /// (`to_device`) — all under the inventory's and the executable registry's
 /// read views, and finishes every copy before the views are released, so
-/// nothing copied can be freed or unloaded under a copy. `skipped(index)`
-/// hears of each region that no longer is. `None` when the copier's
-/// bookkeeping cannot be allocated.
-pub(super) fn copy_live_regions(
+/// nothing copied can be freed or unloaded under a copy. The regions the
+/// snapshot's device kernels can move go in one dispatch instead (see
+/// `device/batch.rs`), run under the same views. `skipped(index)` hears of
+/// each region that no longer is. `None` when the bookkeeping cannot be
+/// allocated.
+pub(crate) fn copy_live_regions(
     env: Env,
     captured: &Captured,
     agent: hsa_agent_t,
     to_device: bool,
     batch: bool,
     mut skipped: impl FnMut(usize),
-) -> Option<Finished> {
-    let mut copier = Copier::new(env, &captured.core, captured.regions.len(), batch)?;
+) -> Option<(Finished, DeviceOutcome)> {
+    let count = captured.regions.len();
+    let mut copier = Copier::new(env, &captured.core, count, batch)?;
+    let mut device = DeviceBatch::new(captured.device.as_ref(), to_device, count)?;
     let live = env.tracker.inventory.live_view();
     let mut live = live.cursor();
     let loaded = env.tracker.executables.live_view();
     for (index, region) in captured.regions.iter().enumerate() {
         if is_live(&region.origin, &mut live, &loaded) {
             let transfer = captured.transfer(agent, region, to_device);
-            // SAFETY: the storage side is the snapshot's own, sized by its
-            // layout; the device side stays live while the views are held,
-            // and the copier finishes every copy before they are dropped.
-            unsafe { copier.copy(index, &transfer) };
+            if !device.take(index, region.first_block, &transfer) {
+                // SAFETY: the storage side is the snapshot's own, sized by
+                // its layout; the device side stays live while the views are
+                // held, and the copier finishes every copy before they are
+                // dropped.
+                unsafe { copier.copy(index, &transfer) };
+            }
         } else {
+            device.drop_region(region.first_block, region.size);
             skipped(index);
         }
     }
-    Some(copier.finish())
+    let outcome = match env.amd() {
+        Some(amd) => device.run(&captured.core, amd, &mut copier),
+        None => DeviceOutcome::default(),
+    };
+    Some((copier.finish(), outcome))
 }

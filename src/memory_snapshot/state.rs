@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{PoisonError, RwLock};
 
 use super::copy::SignalPool;
+use super::device::DeviceKernels;
 use super::discovery_cache::DiscoveryCache;
 use super::storage::arena::Storage;
 use super::storage::Tier;
@@ -23,8 +24,12 @@ pub struct SnapshotState {
     pub signals: SignalPool,
     /// Module variables of loaded executables, per agent.
     pub discovery_cache: DiscoveryCache,
+    /// The library's own kernels, per agent, and the strategy.
+    pub kernels: DeviceKernels,
     /// Batched copies: unresolved (read `KERNEL_REPLAY_COPY`), on, or off.
     batch_copies: AtomicU8,
+    /// Verify mode: unresolved (read `KERNEL_REPLAY_VERIFY`), on, or off.
+    verify: AtomicU8,
 }
 
 /// The snapshot state of the process.
@@ -41,7 +46,9 @@ impl SnapshotState {
             storage: Storage::new(),
             signals: SignalPool::new(),
             discovery_cache: DiscoveryCache::new(),
+            kernels: DeviceKernels::new(),
             batch_copies: AtomicU8::new(UNRESOLVED),
+            verify: AtomicU8::new(UNRESOLVED),
         }
     }
 
@@ -80,6 +87,30 @@ impl SnapshotState {
         }
     }
 
+    /// Whether each restore is checked byte by byte (`verify.rs`): off
+    /// unless `set_verify(true)` or `KERNEL_REPLAY_VERIFY=1`.
+    pub fn verify(&self) -> bool {
+        match self.verify.load(Ordering::Acquire) {
+            UNRESOLVED => {
+                let on = std::env::var("KERNEL_REPLAY_VERIFY")
+                    .is_ok_and(|v| matches!(v.trim(), "1" | "on" | "true" | "yes"));
+                let _ = self.verify.compare_exchange(
+                    UNRESOLVED,
+                    u8::from(on),
+                    Ordering::AcqRel,
+                    Ordering::Acquire,
+                );
+                self.verify.load(Ordering::Acquire) == 1
+            }
+            value => value == 1,
+        }
+    }
+
+    /// Turns verify mode on or off.
+    pub fn set_verify(&self, enabled: bool) {
+        self.verify.store(u8::from(enabled), Ordering::Release);
+    }
+
     /// Turns batched copies on or off.
     pub fn set_batch_copies(&self, enabled: bool) {
         self.batch_copies
@@ -92,6 +123,8 @@ impl SnapshotState {
     pub fn read_environment(&self) {
         self.storage.policy.get();
         self.batch_copies();
+        self.kernels.strategy();
+        self.verify();
     }
 }
 
@@ -176,6 +209,7 @@ impl Env {
     /// runtime now; arenas still leased go back when their snapshots are
     /// freed. (The tracker's own teardown is `memory_tracker::finalize`.)
     pub fn finalize(self) {
+        self.state.kernels.finalize();
         self.state.storage.trim(self);
         if let Some(core) = self.core() {
             self.state.signals.destroy(core);

@@ -90,6 +90,22 @@ counters! {
     /// Device memory in use on the agent of the last snapshot that its
     /// snapshot did not cover (`kr_untracked_device_bytes`).
     untracked_device_bytes,
+    /// Captures and restores whose regions went in one scatter dispatch.
+    scatter_dispatches,
+    /// Captures and restores that compared dirty blocks.
+    dirty_block_dispatches,
+    /// Blocks those dispatches compared.
+    blocks_compared,
+    /// Of those, blocks copied (changed, or the capture's first copy).
+    blocks_copied,
+    /// Device-kernel dispatches that failed; their regions were copied.
+    kernel_fallbacks,
+    /// Restores checked byte by byte (verify mode).
+    verified_restores,
+    /// Regions those checks found different from their snapshot.
+    verify_mismatched_regions,
+    /// Bytes those checks found different.
+    verify_mismatched_bytes,
 }
 
 impl Stats {
@@ -114,6 +130,30 @@ impl Stats {
         self.regions_failed.fetch_add(failed as u64, Relaxed);
         self.bytes_restored.fetch_add(bytes, Relaxed);
         self.restore_ns.fetch_add(nanos, Relaxed);
+    }
+
+    /// One capture's or restore's use of the device kernels: a dirty-block
+    /// compare (`dirty`) or a scatter copy, the blocks it compared and
+    /// copied, and whether it failed and the copies stood in.
+    pub fn device_kernels_ran(&self, dirty: bool, compared: u64, copied: u64, fell_back: bool) {
+        if fell_back {
+            self.kernel_fallbacks.fetch_add(1, Relaxed);
+            return;
+        }
+        if dirty {
+            self.dirty_block_dispatches.fetch_add(1, Relaxed);
+            self.blocks_compared.fetch_add(compared, Relaxed);
+            self.blocks_copied.fetch_add(copied, Relaxed);
+        } else {
+            self.scatter_dispatches.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// One verified restore: the regions and bytes found different.
+    pub fn verified(&self, regions: u64, bytes: u64) {
+        self.verified_restores.fetch_add(1, Relaxed);
+        self.verify_mismatched_regions.fetch_add(regions, Relaxed);
+        self.verify_mismatched_bytes.fetch_add(bytes, Relaxed);
     }
 
     pub fn arenas_released_for_application(&self, bytes: u64) {

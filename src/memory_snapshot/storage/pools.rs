@@ -87,6 +87,23 @@ fn host_pool(core: &CoreEntries, amd: &AmdEntries) -> Option<HostPool> {
     None
 }
 
+/// The first CPU agent's kernarg pool (ROCr's fine-grained system pool
+/// with KERNARG_INIT, which every agent may read): where the library's own
+/// kernel arguments and dispatch records go.
+pub fn kernarg_pool(core: &CoreEntries, amd: &AmdEntries) -> Option<HostPool> {
+    agents(core)
+        .into_iter()
+        .filter(|&a| device_type(core, a) == Some(HSA_DEVICE_TYPE_CPU))
+        .find_map(|cpu_agent| {
+            let pool = pools_of(amd, cpu_agent).into_iter().find(|&pool| {
+                is_allocatable_global(amd, pool)
+                    && pool_info::<u32>(amd, pool, HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS)
+                        .is_some_and(|f| f & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT != 0)
+            })?;
+            Some(HostPool { pool, cpu_agent })
+        })
+}
+
 /// The size of a pool, when the runtime answers.
 pub fn pool_size(amd: &AmdEntries, pool: hsa_amd_memory_pool_t) -> Option<u64> {
     pool_info::<usize>(amd, pool, HSA_AMD_MEMORY_POOL_INFO_SIZE).map(|size| size as u64)

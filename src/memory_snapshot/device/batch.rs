@@ -1,0 +1,230 @@
+//! One capture's or restore's use of the device kernels, inside
+//! `copy_live_regions`: the regions the kernels take are collected while the
+//! region list is walked under the tracker's read views, then moved by one
+//! dispatch before the views are released — a scatter copy of (destination,
+//! source, size) records, or for dirty blocks a compare-and-copy over the
+//! snapshot's block table. If the dispatch fails, every region it took is
+//! copied by the copier instead, so the outcome is the same bytes either
+//! way.
+
+use std::sync::{MutexGuard, PoisonError};
+
+use super::buffers::PoolBuffer;
+use super::plan::{blocks_of, BlockTable, DevicePlan};
+use super::{Kernel, Strategy};
+use crate::hsa::entries::{AmdEntries, CoreEntries};
+use crate::memory_snapshot::copy::{Copier, Transfer};
+use crate::memory_snapshot::kernels::abi::{
+    kr_compare_copy_args, kr_copy_record, kr_scatter_copy_args, KR_COMPARE_FORCE_COPY,
+    KR_COMPARE_HASH_SRC, KR_COMPARE_SWAP, KR_COMPARE_UPDATE_HASH, KR_MAX_RECORD_BYTES,
+};
+
+/// What the kernels did in one capture or restore.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct DeviceOutcome {
+    /// The strategy that moved the kernels' regions (`Copies` when none).
+    pub strategy: Strategy,
+    /// Regions the kernels moved.
+    pub regions: usize,
+    /// Dirty blocks: blocks compared, and of those copied.
+    pub blocks_compared: u64,
+    /// See `blocks_compared`.
+    pub blocks_copied: u64,
+    /// The dispatch failed and the copier moved its regions instead.
+    pub fell_back: bool,
+}
+
+/// See the module documentation.
+pub(crate) struct DeviceBatch<'p> {
+    plan: Option<&'p DevicePlan>,
+    blocks: Option<MutexGuard<'p, BlockTable>>,
+    to_device: bool,
+    /// The regions taken, with their transfers (for the fallback).
+    taken: Vec<(usize, Transfer)>,
+}
+
+impl DeviceOutcome {
+    /// Counts this outcome in the stats (nothing when no kernel ran).
+    pub(crate) fn count(&self, stats: &crate::support::stats::Stats) {
+        if self.regions > 0 {
+            stats.device_kernels_ran(
+                self.strategy == Strategy::DirtyBlocks,
+                self.blocks_compared,
+                self.blocks_copied,
+                self.fell_back,
+            );
+        }
+    }
+}
+
+impl<'p> DeviceBatch<'p> {
+    /// A batch for a capture (`to_device` false) or restore of a snapshot
+    /// with `plan`, for up to `count` regions. `None` only when its
+    /// bookkeeping cannot be allocated; without a plan it takes nothing.
+    pub(crate) fn new(plan: Option<&'p DevicePlan>, to_device: bool, count: usize) -> Option<Self> {
+        let mut taken = Vec::new();
+        if plan.is_some() {
+            taken.try_reserve_exact(count).ok()?;
+        }
+        Some(DeviceBatch {
+            plan,
+            blocks: plan
+                .and_then(|p| p.blocks.as_ref())
+                .map(|b| b.lock().unwrap_or_else(PoisonError::into_inner)),
+            to_device,
+            taken,
+        })
+    }
+
+    /// Takes a live region for the kernels if they can move it: its
+    /// blocks are in the table (dirty blocks), or both sides are memory the
+    /// agent reaches (scatter). False: the copier moves it.
+    pub(crate) fn take(
+        &mut self,
+        index: usize,
+        first_block: Option<usize>,
+        transfer: &Transfer,
+    ) -> bool {
+        let Some(plan) = self.plan else {
+            return false;
+        };
+        let takes = match plan.strategy {
+            Strategy::DirtyBlocks => first_block.is_some() && self.blocks.is_some(),
+            _ => transfer.async_ok && transfer.size > 0,
+        };
+        if takes {
+            // Capacity for every region was reserved.
+            self.taken.push((index, *transfer));
+        }
+        takes
+    }
+
+    /// A region no longer live: its blocks leave the table for good.
+    pub(crate) fn drop_region(&mut self, first_block: Option<usize>, size: usize) {
+        if let (Some(first), Some(blocks)) = (first_block, self.blocks.as_mut()) {
+            blocks.disable_region(first, size);
+        }
+    }
+
+    /// Runs the dispatch for what was taken, or on failure copies it with
+    /// `copier`. Call before the views are released.
+    pub(crate) fn run(
+        mut self,
+        core: &CoreEntries,
+        amd: &AmdEntries,
+        copier: &mut Copier<'_>,
+    ) -> DeviceOutcome {
+        let Some(plan) = self.plan else {
+            return DeviceOutcome::default();
+        };
+        if self.taken.is_empty() {
+            return DeviceOutcome::default();
+        }
+        let mut outcome = DeviceOutcome {
+            strategy: plan.strategy,
+            regions: self.taken.len(),
+            ..DeviceOutcome::default()
+        };
+        let ran = match self.blocks.as_mut() {
+            Some(blocks) => {
+                let taken_blocks = self
+                    .taken
+                    .iter()
+                    .map(|(_, t)| blocks_of(t.size) as u64)
+                    .sum();
+                compare_copy(plan, blocks, self.to_device, taken_blocks, &mut outcome)
+            }
+            None => scatter(plan, core, amd, &self.taken),
+        };
+        if ran.is_err() {
+            outcome.fell_back = true;
+            for (index, transfer) in &self.taken {
+                // SAFETY: the caller holds the views that keep every taken
+                // region live until the copier finishes.
+                unsafe { copier.copy(*index, transfer) };
+            }
+        } else {
+            copier.count_succeeded(self.taken.len());
+        }
+        outcome
+    }
+}
+
+/// One scatter dispatch over the taken regions, split into records of at
+/// most `KR_MAX_RECORD_BYTES`.
+fn scatter(
+    plan: &DevicePlan,
+    core: &CoreEntries,
+    amd: &AmdEntries,
+    taken: &[(usize, Transfer)],
+) -> Result<(), ()> {
+    let chunk = KR_MAX_RECORD_BYTES as usize;
+    let count: usize = taken.iter().map(|(_, t)| t.size.div_ceil(chunk)).sum();
+    let workgroups = u32::try_from(count).map_err(|_| ())?;
+    let bytes = count * std::mem::size_of::<kr_copy_record>();
+    let mut cached = plan.records.lock().unwrap_or_else(PoisonError::into_inner);
+    if cached.as_ref().is_none_or(|b| b.len() < bytes) {
+        *cached = None;
+        *cached = Some(PoolBuffer::kernarg(core, amd, bytes.max(4096)).ok_or(())?);
+    }
+    let buffer = cached.as_mut().ok_or(())?;
+    // SAFETY: host memory of at least `count` records, not in use by a
+    // kernel (the last dispatch over it was waited for; the lock excludes
+    // another).
+    let records = unsafe { buffer.host_slice_mut::<kr_copy_record>(count) };
+    let mut next = 0;
+    for (_, transfer) in taken {
+        let mut offset = 0;
+        while offset < transfer.size {
+            let size = (transfer.size - offset).min(chunk);
+            records[next] = kr_copy_record {
+                dst: (transfer.dst + offset) as u64,
+                src: (transfer.src + offset) as u64,
+                size: size as u64,
+            };
+            next += 1;
+            offset += size;
+        }
+    }
+    let args = kr_scatter_copy_args {
+        records: buffer.address() as *const kr_copy_record,
+        count: count as u64,
+    };
+    plan.runner
+        .run(Kernel::ScatterCopy, &args, workgroups)
+        .map_err(|_| ())
+}
+
+/// One compare-and-copy dispatch over the whole block table: at restore,
+/// live blocks whose hash changed are written back; at capture, every block
+/// is copied and hashed.
+fn compare_copy(
+    plan: &DevicePlan,
+    blocks: &mut BlockTable,
+    to_device: bool,
+    taken_blocks: u64,
+    outcome: &mut DeviceOutcome,
+) -> Result<(), ()> {
+    let workgroups = u32::try_from(blocks.count).map_err(|_| ())?;
+    let flags = if to_device {
+        0
+    } else {
+        KR_COMPARE_SWAP | KR_COMPARE_HASH_SRC | KR_COMPARE_UPDATE_HASH | KR_COMPARE_FORCE_COPY
+    };
+    blocks.take_changed();
+    let args = kr_compare_copy_args {
+        pairs: blocks.pairs.address() as *const _,
+        count: blocks.count as u64,
+        keys: plan.runner.keys() as *const u64,
+        hashes: blocks.hashes.address() as *mut u64,
+        changed: blocks.changed.address() as *mut u64,
+        flags,
+        reserved: 0,
+    };
+    plan.runner
+        .run(Kernel::CompareCopy, &args, workgroups)
+        .map_err(|_| ())?;
+    outcome.blocks_compared = taken_blocks;
+    outcome.blocks_copied = blocks.take_changed();
+    Ok(())
+}

@@ -1,0 +1,104 @@
+//! Memory the library's kernels read and write besides the snapshot's own
+//! arenas: kernel arguments and dispatch records in the kernarg pool (host
+//! memory every agent reads), hash keys and block hashes in the agent's
+//! device pool. Allocated through the captured (un-wrapped) pool entries,
+//! so never tracked; freed when dropped.
+
+use std::ffi::c_void;
+use std::ptr;
+
+use crate::hsa::entries::{check, AmdEntries, CoreEntries, PoolFreeFn};
+use crate::hsa::hsa_agent_t;
+use crate::hsa::sys::hsa_amd_memory_pool_t;
+use crate::memory_snapshot::storage::pools;
+
+/// A block from one of the runtime's pools, freed on drop.
+pub(crate) struct PoolBuffer {
+    base: *mut u8,
+    len: usize,
+    free: PoolFreeFn,
+}
+
+// SAFETY: a plain allocation the runtime made; the owner decides who
+// touches its bytes.
+unsafe impl Send for PoolBuffer {}
+// SAFETY: as for Send: shared references only read the address.
+unsafe impl Sync for PoolBuffer {}
+
+impl PoolBuffer {
+    fn allocate(amd: &AmdEntries, pool: hsa_amd_memory_pool_t, len: usize) -> Option<Self> {
+        let mut base: *mut c_void = ptr::null_mut();
+        // SAFETY: the runtime's own allocate (not the library's wrapper), a
+        // writable out-pointer, no flags.
+        check(unsafe { (amd.pool_allocate)(pool, len.max(1), 0, &mut base) }).ok()?;
+        (!base.is_null()).then_some(PoolBuffer {
+            base: base.cast(),
+            len,
+            free: amd.pool_free,
+        })
+    }
+
+    /// Host memory from the kernarg pool, zeroed, that `agent` may read.
+    pub(crate) fn kernarg(core: &CoreEntries, amd: &AmdEntries, len: usize) -> Option<Self> {
+        let pool = pools::kernarg_pool(core, amd)?;
+        let buffer = Self::allocate(amd, pool.pool, len)?;
+        // SAFETY: host memory just allocated, `len` bytes.
+        unsafe { ptr::write_bytes(buffer.base, 0, len) };
+        Some(buffer)
+    }
+
+    /// Device memory of `agent` (its coarse-grained pool), uninitialised.
+    pub(crate) fn device(
+        core: &CoreEntries,
+        amd: &AmdEntries,
+        agent: hsa_agent_t,
+        len: usize,
+    ) -> Option<Self> {
+        let (pool, _) = pools::discover(core, amd, agent).device_pool?;
+        Self::allocate(amd, pool, len)
+    }
+
+    /// Device memory of `agent` holding `words`.
+    pub(crate) fn device_with(
+        core: &CoreEntries,
+        amd: &AmdEntries,
+        agent: hsa_agent_t,
+        words: &[u64],
+    ) -> Option<Self> {
+        let len = std::mem::size_of_val(words);
+        let buffer = Self::device(core, amd, agent, len)?;
+        // SAFETY: `len` bytes on both sides; the device side is ours.
+        unsafe { core.copy(buffer.base.cast(), words.as_ptr().cast(), len) }.ok()?;
+        Some(buffer)
+    }
+
+    /// The address (host and device alike: HSA's unified address space).
+    pub(crate) fn address(&self) -> usize {
+        self.base as usize
+    }
+
+    /// Bytes.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The bytes of a host buffer as `T`s (kernarg buffers only: device
+    /// memory is not host-readable).
+    ///
+    /// # Safety
+    /// The buffer must be host memory no kernel is using, and `T` plain
+    /// data that fits `len` bytes at the buffer's alignment (the runtime's
+    /// allocations are page-aligned).
+    pub(crate) unsafe fn host_slice_mut<T>(&mut self, count: usize) -> &mut [T] {
+        debug_assert!(count * std::mem::size_of::<T>() <= self.len);
+        // SAFETY: the caller's promise.
+        unsafe { std::slice::from_raw_parts_mut(self.base.cast::<T>(), count) }
+    }
+}
+
+impl Drop for PoolBuffer {
+    fn drop(&mut self) {
+        // SAFETY: our allocation, freed once, through the runtime's own free.
+        unsafe { (self.free)(self.base.cast()) };
+    }
+}

@@ -1,0 +1,88 @@
+//! Choosing, per snapshot, whether and how the device kernels move its
+//! regions, and setting up what that needs.
+//!
+//! `Auto` (the default) takes the kernels where they pay: one scatter
+//! dispatch costs about as much as a handful of the runtime's copies, so it
+//! is used from `SCATTER_MIN_REGIONS` regions the kernels can reach; dirty
+//! blocks pay when restores are many and write little, which the library
+//! cannot know at the first snapshot, so `Auto` never picks them — a tool
+//! asks for them (`kr_set_strategy`, `KERNEL_REPLAY_STRATEGY=dirty`).
+
+use super::batch::DeviceOutcome;
+use super::plan::{blocks_of, BlockTable, DevicePlan};
+use super::Strategy;
+use crate::hsa::hsa_agent_t;
+use crate::memory_snapshot::snapshot::{kept_at, Captured};
+use crate::memory_snapshot::state::Env;
+use crate::memory_snapshot::storage::Tier;
+
+/// From how many kernel-reachable regions `Auto` uses one scatter dispatch.
+pub(crate) const SCATTER_MIN_REGIONS: usize = 64;
+
+/// The device kernels for a snapshot about to be copied in, or `None`:
+/// copies only (the strategy says so, copies are not batched, too few
+/// regions, or the kernels cannot run on the agent).
+pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Option<DevicePlan> {
+    let wanted = env.state.kernels.strategy();
+    if wanted == Strategy::Copies || !captured.batch {
+        return None;
+    }
+    let reachable = |tier: Tier| tier != Tier::Pageable;
+    let count = captured
+        .regions
+        .iter()
+        .filter(|r| reachable(r.tier()))
+        .count();
+    if count == 0 || (wanted == Strategy::Auto && count < SCATTER_MIN_REGIONS) {
+        return None;
+    }
+    let (core, amd) = (env.core()?, env.amd()?);
+    let runner = env.state.kernels.runner(core, amd, agent)?;
+    let mut plan = DevicePlan {
+        runner,
+        strategy: Strategy::Scatter,
+        blocks: None,
+        records: std::sync::Mutex::new(None),
+    };
+    if wanted == Strategy::DirtyBlocks {
+        let total: usize = captured
+            .regions
+            .iter()
+            .filter(|r| reachable(r.tier()))
+            .map(|r| blocks_of(r.size()))
+            .sum();
+        if let Some(mut table) = BlockTable::allocate(core, amd, agent, total) {
+            let mut next = 0;
+            let bases = captured.bases;
+            for region in &mut captured.regions {
+                if !reachable(region.tier()) || region.size() == 0 {
+                    continue;
+                }
+                let kept = kept_at(&bases, region);
+                table.write_region(next, region.device_address, kept, region.size());
+                region.first_block = Some(next);
+                next += blocks_of(region.size());
+            }
+            plan.blocks = Some(std::sync::Mutex::new(table));
+            plan.strategy = Strategy::DirtyBlocks;
+        } else {
+            log::info!(
+                "no memory for the dirty-block table; this snapshot uses one scatter dispatch"
+            );
+        }
+    }
+    Some(plan)
+}
+
+/// After the capture's copies: a failed dirty-block capture leaves hashes
+/// that cannot be trusted, so the snapshot restores with copies.
+pub(crate) fn captured(env: Env, captured: &mut Captured, outcome: &DeviceOutcome) {
+    if outcome.fell_back {
+        log::warn!("the device kernels failed during a capture; the snapshot restores with copies");
+        captured.device = None;
+        for region in &mut captured.regions {
+            region.first_block = None;
+        }
+    }
+    outcome.count(&env.tracker.stats);
+}

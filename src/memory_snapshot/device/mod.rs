@@ -1,0 +1,205 @@
+//! The library's own kernels on the replayed agent: one-dispatch scatter
+//! copies of many regions, and dirty-block restore by device-side hashing.
+//!
+//! `runner.rs` sets the kernels up on an agent (queue, code object,
+//! kernarg, signal, keys) through the un-wrapped entries; `buffers.rs` holds
+//! the memory they use besides the arenas; `code_object.rs` chooses what is
+//! loaded; `plan.rs` is what a snapshot keeps to use them (the block table
+//! of dirty blocks), `batch.rs` one capture's or restore's dispatch. Where no code
+//! object fits the agent, or the runtime refuses any step, snapshots and
+//! restores use their copies as before: the kernels are a faster path,
+//! never a requirement.
+
+pub(crate) mod batch;
+pub(crate) mod buffers;
+pub(crate) mod choose;
+pub(crate) mod code_object;
+pub(crate) mod plan;
+pub(crate) mod runner;
+
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use crate::hsa::entries::{AmdEntries, CoreEntries};
+use crate::hsa::hsa_agent_t;
+use crate::memory_snapshot::kernels::hash::HashKeys;
+use runner::{Runner, Unavailable};
+
+/// The library's kernels (kernels/replay_kernels.cu).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kernel {
+    /// One workgroup per (destination, source, size) record.
+    ScatterCopy = 0,
+    /// One workgroup per block: its two-lane hash.
+    HashBlocks = 1,
+    /// One workgroup per block pair: hash, compare, copy if changed.
+    CompareCopy = 2,
+}
+
+/// Every kernel, in index order.
+pub(crate) const KERNELS: [Kernel; 3] =
+    [Kernel::ScatterCopy, Kernel::HashBlocks, Kernel::CompareCopy];
+
+impl Kernel {
+    /// The kernel descriptor's symbol, as ROCr's loader names it.
+    pub(crate) fn symbol(self) -> &'static CStr {
+        match self {
+            Kernel::ScatterCopy => c"kr_scatter_copy.kd",
+            Kernel::HashBlocks => c"kr_hash_blocks.kd",
+            Kernel::CompareCopy => c"kr_compare_copy.kd",
+        }
+    }
+}
+
+crate::c_enum! {
+    /// How a snapshot or restore moves its bytes (`kr_set_strategy`, and
+    /// what the stats say ran).
+    pub enum Strategy: "kr_strategy_t", "KR_STRATEGY_" {
+        /// The library decides per snapshot: the runtime's copies for a few
+        /// regions, one scatter dispatch from many on. It never picks dirty
+        /// blocks, which pay only when restores are many and write little,
+        /// which the library cannot know at a snapshot. The default.
+        Auto = 0 => "AUTO",
+        /// The runtime's copies only (async copies in batches, or blocking).
+        Copies = 1 => "COPIES",
+        /// The device-resident regions in one dispatch of the library's
+        /// scatter kernel; the rest by copies.
+        Scatter = 2 => "SCATTER",
+        /// Hash every block at snapshot; at restore copy back only the
+        /// blocks whose hash changed.
+        DirtyBlocks = 3 => "DIRTY_BLOCKS",
+    }
+}
+
+impl Default for Strategy {
+    /// What ran when no kernel did.
+    fn default() -> Self {
+        Strategy::Copies
+    }
+}
+
+impl Strategy {
+    /// `KERNEL_REPLAY_STRATEGY`'s spelling of a strategy.
+    pub fn parse(text: &str) -> Option<Self> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "auto" => Some(Strategy::Auto),
+            "copies" => Some(Strategy::Copies),
+            "scatter" => Some(Strategy::Scatter),
+            "dirty" | "dirty_blocks" | "dirty-blocks" => Some(Strategy::DirtyBlocks),
+            _ => None,
+        }
+    }
+}
+
+/// The environment variable that sets the strategy.
+pub(crate) const STRATEGY_VARIABLE: &str = "KERNEL_REPLAY_STRATEGY";
+
+/// One agent's runner, or why it has none (asked once per agent).
+type AgentRunner = (u64, Result<Arc<Runner>, Unavailable>);
+
+/// Per-agent kernel runners, created on first use, and the strategy.
+pub struct DeviceKernels {
+    /// (agent handle, runner or why there is none): one attempt per agent.
+    runners: Mutex<Vec<AgentRunner>>,
+    keys: OnceLock<Option<HashKeys>>,
+    strategy: AtomicU8,
+}
+
+const UNRESOLVED: u8 = u8::MAX;
+
+impl DeviceKernels {
+    /// No runner yet; the strategy from the environment at first use.
+    pub const fn new() -> Self {
+        DeviceKernels {
+            runners: Mutex::new(Vec::new()),
+            keys: OnceLock::new(),
+            strategy: AtomicU8::new(UNRESOLVED),
+        }
+    }
+
+    /// The strategy: set, else `KERNEL_REPLAY_STRATEGY`, else auto.
+    pub fn strategy(&self) -> Strategy {
+        let code = self.strategy.load(Ordering::Acquire);
+        if let Some(strategy) = Strategy::from_code(u32::from(code)) {
+            return strategy;
+        }
+        let from_env = std::env::var(STRATEGY_VARIABLE).ok().and_then(|v| {
+            let parsed = Strategy::parse(&v);
+            if parsed.is_none() {
+                log::warn!("{STRATEGY_VARIABLE}={v}: not a strategy; using auto");
+            }
+            parsed
+        });
+        let strategy = from_env.unwrap_or(Strategy::Auto);
+        let _ = self.strategy.compare_exchange(
+            UNRESOLVED,
+            strategy as u8,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        );
+        Strategy::from_code(u32::from(self.strategy.load(Ordering::Acquire))).unwrap_or(strategy)
+    }
+
+    /// Sets the strategy.
+    pub fn set_strategy(&self, strategy: Strategy) {
+        self.strategy.store(strategy as u8, Ordering::Release);
+    }
+
+    /// The agent's runner, set up on first call; `None` when the kernels
+    /// cannot run there (logged once per agent).
+    pub(crate) fn runner(
+        &self,
+        core: &CoreEntries,
+        amd: &AmdEntries,
+        agent: hsa_agent_t,
+    ) -> Option<Arc<Runner>> {
+        let mut runners = self.runners.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, known)) = runners.iter().find(|(handle, _)| *handle == agent.handle) {
+            return known.as_ref().ok().cloned();
+        }
+        runners.try_reserve(1).ok()?;
+        let made = match self.keys() {
+            Some(keys) => Runner::create(core, amd, agent, keys).map(Arc::new),
+            None => Err(Unavailable::Runtime(
+                "drawing hash keys",
+                crate::hsa::HSA_STATUS_ERROR,
+            )),
+        };
+        match &made {
+            Ok(runner) => log::info!(
+                "device kernels ready on agent {:#x} ({})",
+                agent.handle,
+                runner.isa
+            ),
+            Err(why) => log::info!(
+                "device kernels unavailable on agent {:#x}: {why}; copies are used",
+                agent.handle
+            ),
+        }
+        let runner = made.as_ref().ok().cloned();
+        runners.push((agent.handle, made));
+        runner
+    }
+
+    /// The process's hash keys, drawn from the OS once.
+    fn keys(&self) -> Option<&[u64]> {
+        self.keys
+            .get_or_init(|| HashKeys::from_os().ok())
+            .as_ref()
+            .map(HashKeys::as_slice)
+    }
+
+    /// Releases every runner (finalize): queues, executables, buffers.
+    pub fn finalize(&self) {
+        let runners =
+            std::mem::take(&mut *self.runners.lock().unwrap_or_else(PoisonError::into_inner));
+        drop(runners);
+    }
+}
+
+impl Default for DeviceKernels {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,95 @@
+//! Verify mode: after a restore, every region still live is read back and
+//! compared byte for byte with its snapshot copy; differences are counted
+//! in the restore's report and the stats, and make the restore incomplete.
+//! It costs a full read of both sides through host memory — a check for
+//! testing a strategy on a new system, not for production runs
+//! (`kr_set_verify`, `KERNEL_REPLAY_VERIFY=1`).
+
+use std::ffi::c_void;
+
+use super::snapshot::{is_live, kept_at, Captured};
+use super::state::Env;
+use super::storage::Tier;
+
+/// What a verification found.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VerifyOutcome {
+    /// Regions compared.
+    pub regions: usize,
+    /// Regions that differ from their snapshot copy (or could not be read).
+    pub mismatched_regions: usize,
+    /// Bytes that differ.
+    pub mismatched_bytes: u64,
+}
+
+/// Compares every live region of `captured` with its copy, under the
+/// tracker's read views (a region freed meanwhile is not compared).
+pub(crate) fn verify(env: Env, captured: &Captured) -> VerifyOutcome {
+    let mut outcome = VerifyOutcome::default();
+    let live = env.tracker.inventory.live_view();
+    let mut live = live.cursor();
+    let loaded = env.tracker.executables.live_view();
+    let mut device_bytes = Vec::new();
+    let mut kept_bytes = Vec::new();
+    for region in &captured.regions {
+        if !is_live(&region.origin, &mut live, &loaded) {
+            continue;
+        }
+        outcome.regions += 1;
+        let size = region.size();
+        let read =
+            read_into(captured, &mut device_bytes, region.device_address, size).and_then(|()| {
+                let kept = kept_at(&captured.bases, region);
+                match region.tier() {
+                    // Host memory of the snapshot's own: read in place.
+                    Tier::Pinned | Tier::Pageable => {
+                        // SAFETY: the snapshot's copy, `size` bytes of host
+                        // memory it owns, not written while it is borrowed.
+                        let bytes = unsafe { std::slice::from_raw_parts(kept as *const u8, size) };
+                        kept_bytes.clear();
+                        kept_bytes.try_reserve(size).ok()?;
+                        kept_bytes.extend_from_slice(bytes);
+                        Some(())
+                    }
+                    Tier::Device => read_into(captured, &mut kept_bytes, kept, size),
+                }
+            });
+        let differing = match read {
+            Some(()) => device_bytes
+                .iter()
+                .zip(&kept_bytes)
+                .filter(|(a, b)| a != b)
+                .count() as u64,
+            None => size as u64,
+        };
+        if differing > 0 {
+            outcome.mismatched_regions += 1;
+            outcome.mismatched_bytes += differing;
+            log::warn!(
+                "verify: region {:#x} ({size} bytes) differs from its snapshot in {differing} bytes",
+                region.device_address
+            );
+        }
+    }
+    env.tracker
+        .stats
+        .verified(outcome.mismatched_regions as u64, outcome.mismatched_bytes);
+    outcome
+}
+
+/// Reads `size` bytes at `address` (device or host) into `buffer`.
+fn read_into(captured: &Captured, buffer: &mut Vec<u8>, address: usize, size: usize) -> Option<()> {
+    buffer.clear();
+    buffer.try_reserve(size).ok()?;
+    buffer.resize(size, 0);
+    // SAFETY: `buffer` holds `size` bytes; `address` is a live region (the
+    // caller holds the views) or the snapshot's own copy.
+    unsafe {
+        captured.core.copy(
+            buffer.as_mut_ptr().cast::<c_void>(),
+            address as *const c_void,
+            size,
+        )
+    }
+    .ok()
+}
