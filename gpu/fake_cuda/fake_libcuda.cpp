@@ -42,7 +42,9 @@
 // KR_WORKGROUP threads per block. cuFuncGetAttribute answers their static
 // shared memory (two lanes of KR_WORKGROUP 64-bit sums) and
 // cuFuncGetParamInfo their one parameter; the other kernels have no shared
-// memory, and their parameters are not described (CUDA_ERROR_NOT_SUPPORTED).
+// memory, and their parameters are not described (CUDA_ERROR_NOT_SUPPORTED)
+// except saxpy's, which a launch may also pass as one buffer
+// (CU_LAUNCH_PARAM_BUFFER_POINTER, as an AQL dispatch of it does).
 // Dynamic shared memory up to 48 KiB is accepted and unused.
 //
 // Each module has its own storage for the module variables (as each real
@@ -133,6 +135,9 @@ struct Kernel {
   // struct's size (its one parameter).
   size_t replay_args = 0;
   unsigned int static_shared = 0;
+  // The parameters' offsets and sizes, where cuFuncGetParamInfo describes
+  // them and a launch may pass them as one buffer (CU_LAUNCH_PARAM_*).
+  std::vector<std::pair<size_t, size_t>> params = {};
 };
 
 }  // namespace
@@ -157,7 +162,8 @@ const Kernel kKernels[] = {
      [](void** p) {
        saxpy(arg<float>(p, 0), arg<const float*>(p, 1), arg<float*>(p, 2),
              arg<unsigned long long>(p, 3));
-     }},
+     },
+     0, 0, {{0, 4}, {8, 8}, {16, 8}, {24, 8}}},
     {"bump_pass_counter", [](void** p) { bump_pass_counter(arg<unsigned long long*>(p, 0)); }},
     {"read_const_table",
      [](void** p) { read_const_table(arg<unsigned int*>(p, 0), arg<unsigned int>(p, 1)); }},
@@ -925,9 +931,25 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, un
   CUmod_st* module = handle->module;
   if (module->device != t_current->device) return CUDA_ERROR_INVALID_CONTEXT;
   const Kernel* kernel = handle->kernel;
+  // The parameters as one buffer (CU_LAUNCH_PARAM_BUFFER_POINTER, buffer,
+  // CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END), for a kernel
+  // whose layout the fake knows: unpacked into the usual pointers.
+  std::vector<void*> unpacked;
+  if (extra != nullptr) {
+    if (params != nullptr || kernel->params.empty() || extra[0] != reinterpret_cast<void*>(1) ||
+        extra[2] != reinterpret_cast<void*>(2) || extra[4] != nullptr || extra[3] == nullptr) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    auto* buffer = static_cast<unsigned char*>(extra[1]);
+    const size_t size = *static_cast<const size_t*>(extra[3]);
+    for (const auto& [offset, bytes] : kernel->params) {
+      if (offset + bytes > size) return CUDA_ERROR_INVALID_VALUE;
+      unpacked.push_back(buffer + offset);
+    }
+    params = unpacked.data();
+  }
   if (grid_x == 0 || block_x == 0 || block_x > 1024 || grid_y != 1 || grid_z != 1 ||
-      block_y != 1 || block_z != 1 || shared_bytes > kMaxDynamicShared || params == nullptr ||
-      extra != nullptr) {
+      block_y != 1 || block_z != 1 || shared_bytes > kMaxDynamicShared || params == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
 #if FAKE_CUDA_REPLAY_KERNELS
@@ -1020,8 +1042,15 @@ FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction function, size_t index, size_
   if (!d.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   const FakeFunction* f = known_function(d, function);
   if (f == nullptr) return kInvalidHandle;
+  if (offset == nullptr || size == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!f->kernel->params.empty()) {
+    if (index >= f->kernel->params.size()) return CUDA_ERROR_INVALID_VALUE;
+    *offset = f->kernel->params[index].first;
+    *size = f->kernel->params[index].second;
+    return CUDA_SUCCESS;
+  }
   if (f->kernel->replay_args == 0) return CUDA_ERROR_NOT_SUPPORTED;
-  if (index != 0 || offset == nullptr || size == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (index != 0) return CUDA_ERROR_INVALID_VALUE;
   *offset = 0;
   *size = f->kernel->replay_args;
   return CUDA_SUCCESS;
