@@ -278,10 +278,19 @@ bool load_module(Reporter& r, const harness::Gpu& gpu, const char* cubin, Module
   return T_CU(r, cu().cuMemAlloc(&m->counter, sizeof(unsigned long long)));
 }
 
-void unload_module(Module& m) {
+// Test h's queue, kernarg buffer and signal (before the final accounting,
+// which expects none).
+void release_aql(Module& m) {
   if (m.queue != nullptr) KR_HSA(hsa_cuda_core_table()->hsa_queue_destroy_fn(m.queue));
   if (m.kernarg != nullptr) KR_HSA(hsa_amd_memory_pool_free(m.kernarg));
   if (m.completion.handle != 0) KR_HSA(hsa_signal_destroy(m.completion));
+  m.queue = nullptr;
+  m.kernarg = nullptr;
+  m.completion = hsa_signal_t{0};
+}
+
+void unload_module(Module& m) {
+  release_aql(m);
   harness::ContextScope scope(m.gpu.context);
   if (m.counter != 0) KR_CU(cu().cuMemFree(m.counter));
   if (m.scratch != nullptr) KR_CU(cu().cuMemFreeHost(m.scratch));
@@ -2266,7 +2275,10 @@ int main(int argc, char** argv) {
     // the runtime (kernarg pool, dispatch packet, doorbell, completion
     // signal), as HIP does on ROCm.
     run("h: saxpy dispatched through an AQL queue, 5 passes" + tag,
-        [&] { test_saxpy(r, m0, &g_modules[0]); });
+        [&] {
+          test_saxpy(r, m0, &g_modules[0]);
+          release_aql(g_modules[0]);
+        });
     run("b: __device__ counter restored, __constant__ table captured" + tag,
         [&] { test_module_variables(r, m0); });
     for (size_t i = 0; i < g_modules.size(); ++i) {
