@@ -223,9 +223,12 @@ void describe_kernel(CUfunction function, const std::string& name, Symbol* symbo
       if (result != CUDA_SUCCESS) break;
       end = std::max(end, offset + size);
     }
-    // Past the last parameter the driver answers INVALID_VALUE; anything
-    // else means it cannot tell (then the name decides).
-    if (result == CUDA_ERROR_INVALID_VALUE) {
+    // The first index the driver refuses is past the last parameter (it
+    // answers INVALID_VALUE there). A refusal of index 0 is a kernel
+    // without parameters only when it is INVALID_VALUE and the name is not
+    // one of the library's kernels; otherwise the driver cannot tell, and
+    // the name decides.
+    if (index > 0 || (result == CUDA_ERROR_INVALID_VALUE && by_name == 0)) {
       symbol->param_count = int(index);
       symbol->kernarg_size = uint32_t(end);
       if (by_name != 0 && by_name != end) {
