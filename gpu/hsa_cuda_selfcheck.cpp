@@ -35,10 +35,23 @@
 //    touch faulting (CUDA_ERROR_ILLEGAL_ADDRESS), and an allocation that
 //    fits only once the runtime's quarantine of freed blocks goes back to the
 //    driver succeeding.
+// 8. On the same driver, what the library's own kernels need (the calls it
+//    makes on ROCm): the GPU's ISA and its name, hsa_queue_create's
+//    argument checks, an executable made from a code object reader
+//    (create_alt, load_agent_code_object, freeze, get_symbol_by_name
+//    "name.kd", the kernel attributes, the loader iterator listing it), one
+//    dispatch of each of kr_scatter_copy, kr_hash_blocks and kr_compare_copy
+//    through an AQL queue (doorbell, completion signal) checked against a
+//    reference on the host, a barrier-AND packet, and the queue's error
+//    callback on a launch the driver refuses and on a packet naming no
+//    kernel. The code object is $KERNEL_REPLAY_CODE_OBJECT (gpu/run.sh sets
+//    it to the cubin of kernels/replay_kernels.cu); the fake driver takes any
+//    bytes; on a real driver without it these checks are skipped, saying so.
 
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdio>
@@ -50,10 +63,14 @@
 
 #include <hsa/hsa_api_trace.h>
 
+#include <fstream>
+#include <iterator>
+
 #include "hsa_common.h"
 #include "hsa_cuda/hsa_cuda.h"
 #include "kernel_replay.h"
 #include "pattern.h"
+#include "replay_kernels.h"
 
 namespace {
 
@@ -724,6 +741,421 @@ void check_fake_kernel_access(const char* module_file) {
 }
 #endif
 
+// ---- the library's kernels through AQL ------------------------------------------------------
+
+const CoreApiTable& T() { return *hsa_cuda_core_table(); }
+
+hsa_status_t collect_isa(hsa_isa_t isa, void* data) {
+  static_cast<std::vector<hsa_isa_t>*>(data)->push_back(isa);
+  return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t collect_executable(hsa_executable_t executable, void* data) {
+  static_cast<std::vector<uint64_t>*>(data)->push_back(executable.handle);
+  return HSA_STATUS_SUCCESS;
+}
+
+struct QueueErrors {
+  std::atomic<int> calls{0};
+  std::atomic<int> status{0};
+};
+
+void on_queue_error(hsa_status_t status, hsa_queue_t* /*queue*/, void* data) {
+  auto* seen = static_cast<QueueErrors*>(data);
+  seen->status.store(int(status));
+  seen->calls.fetch_add(1);
+}
+
+// A kernel of the loaded executable: what its dispatch packet needs.
+struct Loaded {
+  uint64_t object = 0;
+  uint32_t kernarg_size = 0;
+  uint32_t group_size = 0;
+  uint32_t private_size = 0;
+};
+
+bool load_kernel(hsa_executable_t executable, hsa_agent_t agent, const char* name,
+                 Loaded* out) {
+  hsa_executable_symbol_t symbol{0};
+  if (T().hsa_executable_get_symbol_by_name_fn(executable, name, &agent, &symbol) !=
+      HSA_STATUS_SUCCESS) {
+    return false;
+  }
+  const auto info = [&](hsa_executable_symbol_info_t attribute, void* value) {
+    return T().hsa_executable_symbol_get_info_fn(symbol, attribute, value) == HSA_STATUS_SUCCESS;
+  };
+  return info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT, &out->object) &&
+         info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE, &out->kernarg_size) &&
+         info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE, &out->group_size) &&
+         info(HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE, &out->private_size);
+}
+
+// Writes a dispatch packet as the library does (body, then the header with
+// release order), rings the doorbell and, with `wait`, waits for the
+// completion signal (set to 1 first) to fall below 1; false on a timeout.
+bool dispatch(hsa_queue_t* queue, const Loaded& kernel, void* kernarg, uint32_t workgroups,
+              uint16_t workgroup_size, hsa_signal_t completion, bool wait = true) {
+  T().hsa_signal_store_screlease_fn(completion, 1);
+  const uint64_t index = T().hsa_queue_add_write_index_scacq_screl_fn(queue, 1);
+  while (index - T().hsa_queue_load_read_index_scacquire_fn(queue) >= queue->size) usleep(100);
+  auto* packet = static_cast<hsa_kernel_dispatch_packet_t*>(queue->base_address) +
+                 index % queue->size;
+  hsa_kernel_dispatch_packet_t body{};
+  body.workgroup_size_x = workgroup_size;
+  body.workgroup_size_y = 1;
+  body.workgroup_size_z = 1;
+  body.grid_size_x = workgroups * uint32_t(workgroup_size);
+  body.grid_size_y = 1;
+  body.grid_size_z = 1;
+  body.private_segment_size = kernel.private_size;
+  body.group_segment_size = kernel.group_size;
+  body.kernel_object = kernel.object;
+  body.kernarg_address = kernarg;
+  body.completion_signal = completion;
+  std::memcpy(reinterpret_cast<unsigned char*>(packet) + 4,
+              reinterpret_cast<const unsigned char*>(&body) + 4, sizeof(body) - 4);
+  const uint32_t header = (HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE) |
+                          (1u << HSA_PACKET_HEADER_BARRIER) |
+                          (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_ACQUIRE_FENCE_SCOPE) |
+                          (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_RELEASE_FENCE_SCOPE);
+  const uint32_t setup = 1u << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS;
+  __atomic_store_n(reinterpret_cast<uint32_t*>(packet), header | (setup << 16), __ATOMIC_RELEASE);
+  T().hsa_signal_store_screlease_fn(queue->doorbell_signal, hsa_signal_value_t(index));
+  if (!wait) return true;
+  // 10 s: the fake runs kernels on one host thread.
+  return T().hsa_signal_wait_scacquire_fn(completion, HSA_SIGNAL_CONDITION_LT, 1,
+                                          uint64_t{10} * 1000 * 1000 * 1000,
+                                          HSA_WAIT_STATE_BLOCKED) == 0;
+}
+
+// replay_kernels.h's hash of one block on the host: two lanes of
+// sum k[w] * m[w] mod 2^61 - 1 over little-endian 32-bit words.
+void reference_hash(const unsigned char* block, size_t len, const std::vector<uint64_t>& keys,
+                    uint64_t out[2]) {
+  __extension__ typedef unsigned __int128 wide;
+  const uint64_t p = (uint64_t{1} << 61) - 1;
+  for (int lane = 0; lane < 2; ++lane) {
+    wide sum = 0;
+    for (size_t w = 0; w < KR_HASH_WORDS; ++w) {
+      uint32_t m = 0;
+      for (size_t b = 0; b < 4; ++b) {
+        if (4 * w + b < len) m |= uint32_t(block[4 * w + b]) << (8 * b);
+      }
+      sum = (sum + wide(keys[lane * KR_HASH_WORDS + w]) * m) % p;
+    }
+    out[lane] = uint64_t(sum);
+  }
+}
+
+std::vector<unsigned char> code_object_bytes(bool fake, bool* found) {
+  const char* path = std::getenv("KERNEL_REPLAY_CODE_OBJECT");
+  *found = false;
+  if (path != nullptr && *path != '\0') {
+    std::ifstream file(path, std::ios::binary);
+    std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(file)),
+                                     std::istreambuf_iterator<char>());
+    *found = !bytes.empty();
+    if (!*found) std::printf("  --   cannot read KERNEL_REPLAY_CODE_OBJECT=%s\n", path);
+    return bytes;
+  }
+  if (!fake) return {};
+  // The fake driver takes any image and has the kernels built in.
+  *found = true;
+  return std::vector<unsigned char>(64, 0x7F);
+}
+
+// Allocates from a pool, or NULL.
+void* pool_alloc(hsa_amd_memory_pool_t pool, size_t bytes) {
+  void* p = nullptr;
+  return hsa_amd_memory_pool_allocate(pool, bytes, 0, &p) == HSA_STATUS_SUCCESS ? p : nullptr;
+}
+
+// Returns the CUDA calls expected to fail (one refused launch).
+uint64_t check_aql(bool fake) {
+  std::printf("ISAs, AQL queues and the library's kernels\n");
+  const hsa_agent_t cpu = hsa_cuda_cpu_agent();
+  const hsa_agent_t gpu0 = hsa_cuda_gpu_agent(0);
+  uint64_t expected_errors = 0;
+
+  // ISA.
+  std::vector<hsa_isa_t> isas;
+  check(T().hsa_agent_iterate_isas_fn(gpu0, collect_isa, &isas) == HSA_STATUS_SUCCESS &&
+            isas.size() == 1,
+        "hsa_agent_iterate_isas: one ISA for a GPU");
+  std::vector<hsa_isa_t> cpu_isas;
+  check(T().hsa_agent_iterate_isas_fn(cpu, collect_isa, &cpu_isas) == HSA_STATUS_SUCCESS &&
+            cpu_isas.empty() &&
+            T().hsa_agent_iterate_isas_fn(hsa_agent_t{0x1234}, collect_isa, &cpu_isas) ==
+                HSA_STATUS_ERROR_INVALID_AGENT,
+        "none for the CPU; an unknown agent INVALID_AGENT");
+  if (!isas.empty()) {
+    uint32_t length = 0;
+    char name[128] = {};
+    const bool named =
+        T().hsa_isa_get_info_alt_fn(isas[0], HSA_ISA_INFO_NAME_LENGTH, &length) ==
+            HSA_STATUS_SUCCESS &&
+        length < sizeof(name) &&
+        T().hsa_isa_get_info_alt_fn(isas[0], HSA_ISA_INFO_NAME, name) == HSA_STATUS_SUCCESS;
+    std::printf("       ISA: %s\n", name);
+    check(named && length == std::strlen(name) + 1 &&
+              std::strncmp(name, "nvptx-nvidia-cuda--sm_", 22) == 0 &&
+              (!fake || std::strcmp(name, "nvptx-nvidia-cuda--sm_90") == 0),
+          "NAME_LENGTH counts the NUL; NAME is nvptx-nvidia-cuda--sm_XY (sm_90 on the fake)");
+    hsa_isa_t from_name{0};
+    check(T().hsa_isa_from_name_fn(name, &from_name) == HSA_STATUS_SUCCESS &&
+              from_name.handle == isas[0].handle &&
+              T().hsa_isa_get_info_alt_fn(hsa_isa_t{0x77}, HSA_ISA_INFO_NAME_LENGTH, &length) ==
+                  HSA_STATUS_ERROR_INVALID_ISA,
+          "hsa_isa_from_name finds it; an unknown ISA is INVALID_ISA");
+  }
+
+  // Queue creation.
+  hsa_queue_t* queue = nullptr;
+  const auto create = [&](hsa_agent_t agent, uint32_t size, hsa_queue_t** out) {
+    return T().hsa_queue_create_fn(agent, size, HSA_QUEUE_TYPE_SINGLE, nullptr, nullptr,
+                                   UINT32_MAX, UINT32_MAX, out);
+  };
+  check(create(gpu0, 64, nullptr) == HSA_STATUS_ERROR_INVALID_ARGUMENT &&
+            create(gpu0, 0, &queue) == HSA_STATUS_ERROR_INVALID_ARGUMENT &&
+            create(gpu0, 100, &queue) == HSA_STATUS_ERROR_INVALID_ARGUMENT &&
+            T().hsa_queue_create_fn(gpu0, 64, 7, nullptr, nullptr, 0, 0, &queue) ==
+                HSA_STATUS_ERROR_INVALID_ARGUMENT,
+        "queue_create: no out-pointer, size 0 or not a power of two, unknown type: "
+        "INVALID_ARGUMENT");
+  check(create(cpu, 64, &queue) == HSA_STATUS_ERROR_INVALID_AGENT &&
+            create(hsa_agent_t{0x1234}, 64, &queue) == HSA_STATUS_ERROR_INVALID_AGENT &&
+            create(gpu0, 1u << 20, &queue) == HSA_STATUS_ERROR_INVALID_QUEUE_CREATION,
+        "the CPU or an unknown agent INVALID_AGENT; past QUEUE_MAX_SIZE INVALID_QUEUE_CREATION");
+  uint32_t max_size = 0;
+  check(hsa_agent_get_info(gpu0, HSA_AGENT_INFO_QUEUE_MAX_SIZE, &max_size) == HSA_STATUS_SUCCESS &&
+            max_size == 131072,
+        "QUEUE_MAX_SIZE as ROCr's");
+  if (check(create(gpu0, 16, &queue) == HSA_STATUS_SUCCESS && queue != nullptr &&
+                queue->size == 64 && queue->base_address != nullptr,
+            "a queue of 16 packets is raised to QUEUE_MIN_SIZE (64)")) {
+    check(T().hsa_queue_add_write_index_scacq_screl_fn(queue, 3) == 0 &&
+              T().hsa_queue_load_write_index_relaxed_fn(queue) == 3 &&
+              T().hsa_queue_cas_write_index_screlease_fn(queue, 3, 0) == 3 &&
+              T().hsa_queue_load_write_index_scacquire_fn(queue) == 0 &&
+              T().hsa_queue_load_read_index_scacquire_fn(queue) == 0,
+          "write index: add, load, cas as atomics");
+    check(T().hsa_queue_destroy_fn(queue) == HSA_STATUS_SUCCESS &&
+              T().hsa_queue_destroy_fn(queue) == HSA_STATUS_ERROR_INVALID_QUEUE &&
+              T().hsa_queue_destroy_fn(nullptr) == HSA_STATUS_ERROR_INVALID_ARGUMENT,
+          "destroy; again INVALID_QUEUE; NULL INVALID_ARGUMENT");
+  }
+
+  // The executable.
+  bool have_code = false;
+  const std::vector<unsigned char> code = code_object_bytes(fake, &have_code);
+  if (!have_code) {
+    std::printf("  --   no KERNEL_REPLAY_CODE_OBJECT: the dispatch checks are skipped\n");
+    return expected_errors;
+  }
+  hsa_code_object_reader_t reader{0};
+  check(T().hsa_code_object_reader_create_from_memory_fn(nullptr, 4, &reader) ==
+                HSA_STATUS_ERROR_INVALID_ARGUMENT &&
+            T().hsa_code_object_reader_create_from_memory_fn(code.data(), code.size(), &reader) ==
+                HSA_STATUS_SUCCESS,
+        "code object reader from memory");
+  hsa_executable_t executable{0};
+  check(T().hsa_executable_create_alt_fn(HSA_PROFILE_FULL, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT,
+                                         nullptr, &executable) == HSA_STATUS_SUCCESS,
+        "hsa_executable_create_alt");
+  const hsa_status_t loaded = T().hsa_executable_load_agent_code_object_fn(
+      executable, gpu0, reader, nullptr, nullptr);
+  check(loaded == HSA_STATUS_SUCCESS &&
+            T().hsa_executable_freeze_fn(executable, nullptr) == HSA_STATUS_SUCCESS &&
+            T().hsa_executable_freeze_fn(executable, nullptr) ==
+                HSA_STATUS_ERROR_FROZEN_EXECUTABLE &&
+            T().hsa_executable_load_agent_code_object_fn(executable, gpu0, reader, nullptr,
+                                                         nullptr) ==
+                HSA_STATUS_ERROR_FROZEN_EXECUTABLE,
+        "load_agent_code_object (cuModuleLoadData), freeze; then frozen");
+  check(T().hsa_code_object_reader_destroy_fn(reader) == HSA_STATUS_SUCCESS &&
+            T().hsa_code_object_reader_destroy_fn(reader) ==
+                HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER,
+        "the reader destroyed once the code object is loaded");
+  std::vector<uint64_t> listed;
+  hsa_cuda_iterate_executables(collect_executable, &listed);
+  check(std::find(listed.begin(), listed.end(), executable.handle) != listed.end(),
+        "the loader iterator lists the executable");
+  Loaded scatter, hash, compare;
+  const bool found = load_kernel(executable, gpu0, "kr_scatter_copy.kd", &scatter) &&
+                     load_kernel(executable, gpu0, "kr_hash_blocks.kd", &hash) &&
+                     load_kernel(executable, gpu0, "kr_compare_copy.kd", &compare);
+  hsa_executable_symbol_t missing{0};
+  check(found && scatter.object != 0 && scatter.kernarg_size == sizeof(kr_scatter_copy_args) &&
+            hash.kernarg_size == sizeof(kr_hash_blocks_args) &&
+            compare.kernarg_size == sizeof(kr_compare_copy_args) &&
+            hash.group_size >= 2 * KR_WORKGROUP * 8,
+        "get_symbol_by_name(name.kd): kernel objects, kernarg sizes of replay_kernels.h, the "
+        "hash's shared memory");
+  std::printf("       group segments %u / %u / %u, private %u / %u / %u\n", scatter.group_size,
+              hash.group_size, compare.group_size, scatter.private_size, hash.private_size,
+              compare.private_size);
+  check(T().hsa_executable_get_symbol_by_name_fn(executable, "no_such_kernel.kd", &gpu0,
+                                                 &missing) == HSA_STATUS_ERROR_INVALID_SYMBOL_NAME,
+        "an unknown kernel: INVALID_SYMBOL_NAME");
+  if (hsa_cuda_gpu_count() > 1) {
+    const hsa_agent_t gpu1 = hsa_cuda_gpu_agent(1);
+    check(T().hsa_executable_get_symbol_by_name_fn(executable, "kr_scatter_copy.kd", &gpu1,
+                                                   &missing) ==
+              HSA_STATUS_ERROR_INVALID_SYMBOL_NAME,
+          "loaded for GPU 0, not found for GPU 1");
+  }
+  if (!found) {
+    hsa_executable_destroy(executable);
+    return expected_errors;
+  }
+
+  // Memory: records and arguments in the kernarg pool, data on the device.
+  const hsa_amd_memory_pool_t kernarg_pool = hsa_cuda_pool(cpu, HSA_CUDA_POOL_SYSTEM_KERNARG);
+  const hsa_amd_memory_pool_t vram = hsa_cuda_pool(gpu0, HSA_CUDA_POOL_DEVICE_COARSE);
+  constexpr size_t kBytes = 64 * 4096;
+  auto* args = static_cast<unsigned char*>(pool_alloc(kernarg_pool, 4096));
+  auto* records = static_cast<unsigned char*>(pool_alloc(kernarg_pool, 64 * 1024));
+  auto* src = static_cast<unsigned char*>(pool_alloc(vram, kBytes));
+  auto* dst = static_cast<unsigned char*>(pool_alloc(vram, kBytes));
+  auto* keys = static_cast<uint64_t*>(pool_alloc(vram, 2 * KR_HASH_WORDS * 8));
+  auto* hashes = static_cast<uint64_t*>(pool_alloc(vram, 2 * 64 * 8));
+  // Device memory: atomics on mapped host memory are not guaranteed over
+  // every host link.
+  auto* changed = static_cast<uint64_t*>(pool_alloc(vram, 4096));
+  hsa_signal_t done{0};
+  hsa_signal_create(1, 0, nullptr, &done);
+  QueueErrors errors;
+  hsa_queue_t* q = nullptr;
+  if (!check(args != nullptr && records != nullptr && src != nullptr && dst != nullptr &&
+                 keys != nullptr && hashes != nullptr && changed != nullptr &&
+                 T().hsa_queue_create_fn(gpu0, 64, HSA_QUEUE_TYPE_MULTI, on_queue_error, &errors,
+                                         UINT32_MAX, UINT32_MAX, &q) == HSA_STATUS_SUCCESS,
+             "buffers (kernarg pool, device) and a queue with an error callback")) {
+    return expected_errors;
+  }
+  std::vector<unsigned char> host_src(kBytes), host_zero(kBytes, 0), back(kBytes);
+  for (size_t i = 0; i < kBytes; ++i) host_src[i] = static_cast<unsigned char>(kr_pattern(5, i));
+  std::vector<uint64_t> host_keys(2 * KR_HASH_WORDS);
+  for (size_t i = 0; i < host_keys.size(); ++i) {
+    host_keys[i] = (uint64_t(kr_pattern(9, i)) << 29 ^ kr_pattern(11, i)) % ((uint64_t{1} << 61) - 1);
+  }
+  hsa_memory_copy(src, host_src.data(), kBytes);
+  hsa_memory_copy(dst, host_zero.data(), kBytes);
+  hsa_memory_copy(keys, host_keys.data(), host_keys.size() * 8);
+
+  // kr_scatter_copy: three records of odd sizes and offsets.
+  const kr_copy_record copies[3] = {
+      {uint64_t(uintptr_t(dst)), uint64_t(uintptr_t(src)), 4096},
+      {uint64_t(uintptr_t(dst + 3 * 4096 + 5)), uint64_t(uintptr_t(src + 7 * 4096 + 1)), 1000},
+      {uint64_t(uintptr_t(dst + 8 * 4096)), uint64_t(uintptr_t(src + 8 * 4096)), 40 * 4096}};
+  std::memcpy(records, copies, sizeof(copies));
+  const kr_scatter_copy_args scatter_args{reinterpret_cast<const kr_copy_record*>(records), 3};
+  std::memcpy(args, &scatter_args, sizeof(scatter_args));
+  check(dispatch(q, scatter, args, 3, KR_WORKGROUP, done), "kr_scatter_copy dispatched and complete");
+  std::vector<unsigned char> expect(kBytes, 0);
+  for (const kr_copy_record& r : copies) {
+    std::memcpy(expect.data() + (r.dst - uint64_t(uintptr_t(dst))),
+                host_src.data() + (r.src - uint64_t(uintptr_t(src))), r.size);
+  }
+  hsa_memory_copy(back.data(), dst, kBytes);
+  check(back == expect, "every record copied, nothing else written");
+
+  // kr_hash_blocks: blocks 0 and 1 of src (one full, one of 100 bytes).
+  const kr_hash_block blocks[2] = {{uint64_t(uintptr_t(src)), 4096},
+                                   {uint64_t(uintptr_t(src + 4096)), 100}};
+  std::memcpy(records, blocks, sizeof(blocks));
+  const kr_hash_blocks_args hash_args{reinterpret_cast<const kr_hash_block*>(records), 2, keys,
+                                      hashes};
+  std::memcpy(args, &hash_args, sizeof(hash_args));
+  check(dispatch(q, hash, args, 2, KR_WORKGROUP, done), "kr_hash_blocks dispatched and complete");
+  uint64_t device_hashes[4] = {};
+  uint64_t expected_hashes[4] = {};
+  hsa_memory_copy(device_hashes, hashes, sizeof(device_hashes));
+  reference_hash(host_src.data(), 4096, host_keys, expected_hashes);
+  reference_hash(host_src.data() + 4096, 100, host_keys, expected_hashes + 2);
+  check(std::memcmp(device_hashes, expected_hashes, sizeof(device_hashes)) == 0,
+        "both lanes of both blocks equal replay_kernels.h's formula on the host");
+
+  // kr_compare_copy: dst's blocks 0..3 against src's hashes; dst block 0
+  // equals src (scattered above), 1..3 differ: three copied.
+  kr_block_pair pairs[4];
+  for (int i = 0; i < 4; ++i) {
+    pairs[i] = {uint64_t(uintptr_t(dst + i * 4096)), uint64_t(uintptr_t(src + i * 4096)), 4096};
+  }
+  uint64_t want[8];
+  for (int i = 0; i < 4; ++i) reference_hash(host_src.data() + i * 4096, 4096, host_keys, want + 2 * i);
+  hsa_memory_copy(hashes, want, sizeof(want));
+  std::memcpy(records, pairs, sizeof(pairs));
+  const uint64_t zero = 0;
+  hsa_memory_copy(changed, &zero, sizeof(zero));
+  const kr_compare_copy_args compare_args{reinterpret_cast<const kr_block_pair*>(records), 4,
+                                          keys, hashes, changed, 0, 0};
+  std::memcpy(args, &compare_args, sizeof(compare_args));
+  check(dispatch(q, compare, args, 4, KR_WORKGROUP, done),
+        "kr_compare_copy dispatched and complete");
+  hsa_memory_copy(back.data(), dst, 4 * 4096);
+  uint64_t copied = 0;
+  hsa_memory_copy(&copied, changed, sizeof(copied));
+  check(copied == 3 && std::memcmp(back.data(), host_src.data(), 4 * 4096) == 0,
+        "the three changed blocks copied and counted, the equal one left");
+
+  // A barrier-AND packet waits for its dependency.
+  hsa_signal_t dependency{0};
+  hsa_signal_create(1, 0, nullptr, &dependency);
+  T().hsa_signal_store_screlease_fn(done, 1);
+  const uint64_t index = T().hsa_queue_add_write_index_scacq_screl_fn(q, 1);
+  auto* barrier = reinterpret_cast<hsa_barrier_and_packet_t*>(
+      static_cast<unsigned char*>(q->base_address) + (index % q->size) * 64);
+  std::memset(reinterpret_cast<unsigned char*>(barrier) + 4, 0, 60);
+  barrier->dep_signal[0] = dependency;
+  barrier->completion_signal = done;
+  __atomic_store_n(reinterpret_cast<uint16_t*>(barrier),
+                   uint16_t(HSA_PACKET_TYPE_BARRIER_AND << HSA_PACKET_HEADER_TYPE),
+                   __ATOMIC_RELEASE);
+  T().hsa_signal_store_screlease_fn(q->doorbell_signal, hsa_signal_value_t(index));
+  usleep(50000);
+  const bool held = T().hsa_signal_load_scacquire_fn(done) == 1;
+  T().hsa_signal_store_screlease_fn(dependency, 0);
+  check(held && T().hsa_signal_wait_scacquire_fn(done, HSA_SIGNAL_CONDITION_LT, 1,
+                                                 uint64_t{5} * 1000 * 1000 * 1000,
+                                                 HSA_WAIT_STATE_BLOCKED) == 0,
+        "a barrier-AND packet completes once its dependency reads 0, not before");
+  hsa_signal_destroy(dependency);
+
+  // Errors: a launch the driver refuses (2048 work-items per workgroup).
+  check(errors.calls.load() == 0, "no error so far");
+  dispatch(q, scatter, args, 1, 2048, done, /*wait=*/false);
+  for (int i = 0; i < 500 && errors.calls.load() == 0; ++i) usleep(10000);
+  usleep(20000);
+  expected_errors += 1;
+  check(errors.calls.load() == 1 && errors.status.load() == HSA_STATUS_ERROR_OUT_OF_RESOURCES &&
+            T().hsa_signal_load_scacquire_fn(done) == 1,
+        "a launch the driver refuses: the error callback, once, OUT_OF_RESOURCES; the "
+        "completion signal untouched");
+  T().hsa_queue_destroy_fn(q);
+  // A packet naming no kernel.
+  QueueErrors bad;
+  if (T().hsa_queue_create_fn(gpu0, 64, HSA_QUEUE_TYPE_MULTI, on_queue_error, &bad, UINT32_MAX,
+                              UINT32_MAX, &q) == HSA_STATUS_SUCCESS) {
+    Loaded bogus = scatter;
+    bogus.object = 0x4242;
+    dispatch(q, bogus, args, 1, KR_WORKGROUP, done, /*wait=*/false);
+    for (int i = 0; i < 500 && bad.calls.load() == 0; ++i) usleep(10000);
+    check(bad.calls.load() == 1 && bad.status.load() == HSA_STATUS_ERROR_INVALID_PACKET_FORMAT,
+          "a kernel_object naming no kernel: INVALID_PACKET_FORMAT");
+    T().hsa_queue_destroy_fn(q);
+  }
+
+  hsa_signal_destroy(done);
+  for (void* p : {static_cast<void*>(args), static_cast<void*>(records), static_cast<void*>(src),
+                  static_cast<void*>(dst), static_cast<void*>(keys), static_cast<void*>(hashes),
+                  static_cast<void*>(changed)}) {
+    hsa_amd_memory_pool_free(p);
+  }
+  check(hsa_executable_destroy(executable) == HSA_STATUS_SUCCESS, "the executable destroyed");
+  return expected_errors;
+}
+
 // Everything above on the driver loaded now; `fake` adds what only the fake
 // driver can show.
 void check_runtime_on_driver(bool fake, const char* module_file) {
@@ -738,6 +1170,7 @@ void check_runtime_on_driver(bool fake, const char* module_file) {
   check(!hsa_cuda_vmem_supported(), "hsa_cuda_vmem_supported is false");
 #endif
   check_async_handler();
+  expected_errors += check_aql(fake);
   if (fake) check_quarantine_gives_way();
   check(hsa_cuda_cuda_error_count() == cuda_errors + expected_errors,
         "no CUDA call failed inside the runtime but those expected");

@@ -4,6 +4,13 @@
 //
 //   kernel_replay_gpu_bench --csv OUT.csv [--table OUT.md] [--gpu N] [--quick]
 //                           [--config NAME] [--toolkit "nvcc 13.0 ..."]
+//                           [--cubin KERNELS.cubin] [--part policies|kernels|all]
+//
+// Two tables. The first (--part policies) is described here; the second
+// (--part kernels, needs --cubin: gpu/kernels.cu's cubin) measures the
+// library's own kernels per strategy and tier beside the CUPTI checkpoint
+// API, with a correctness column: see "the library's kernels, side by side
+// with the CUPTI checkpoint API" below.
 //
 // For each tracked footprint (64 MiB, 256 MiB, 1 GiB, 4 GiB, 8 GiB as four
 // regions each, 10,000 regions of 4 KiB, and, beside the plain allocations of
@@ -13,7 +20,7 @@
 //   - the library: kr_snap and kr_restore of GPU 0, each timed with the host's
 //     steady clock after cuCtxSynchronize (both calls return only when their
 //     copies have landed), median of N repetitions, N chosen from a warm-up
-//     run so one operation takes about 1 s in total (at least 3, at most
+//     run so one operation takes about 0.5 s in total (at least 3, at most
 //     50); every snapshot is freed outside the timed region;
 //   - the ceilings, region by region with the same layout and one cuMemcpy
 //     per region, synchronised once at the end: pinned host <-> device
@@ -39,6 +46,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstddef>
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -466,7 +474,7 @@ class Bench {
   void measure_ceilings(const Footprint& f, Stats* ceilings) {
     for (int kind = 0; kind < kCeilings; ++kind) {
       const auto ceiling = static_cast<Ceiling>(kind);
-      ceilings[kind] = measure([&] { return copy_pass(ceiling, f); }, 0.4, 3, 50);
+      ceilings[kind] = measure([&] { return copy_pass(ceiling, f); }, 0.25, 3, 50);
       report(f, "ceiling", kCeilingNames[kind], ceilings[kind]);
     }
   }
@@ -498,7 +506,7 @@ class Bench {
           kr_snapshot_free(snapshot);  // outside the timed region
           return ok ? seconds : -1;
         },
-        1.0, 3, 50);
+        0.5, 3, 50);
     if (declined >= 0) {
       // The library said no (too little device or host memory for this
       // policy, say): a result, not a failure of the bench.
@@ -537,7 +545,7 @@ class Bench {
             }
             return seconds;
           },
-          1.0, 3, 50);
+          0.5, 3, 50);
       report(f, config, "restore", row->restore);
     }
     kr_snapshot_free(snapshot);
@@ -624,6 +632,552 @@ std::string markdown_table(const std::vector<Row>& rows) {
   return out.str();
 }
 
+// ---- the library's kernels, side by side with the CUPTI checkpoint API ----------------
+//
+// A second table, one row per (case, footprint, tier, method):
+//   cases   "all written": every byte of the footprint rewritten before each
+//           restore (the worst case for dirty blocks); "1% written": a fixed
+//           set of 1% of its 4 KiB blocks (every 100th) mutated before each
+//           restore; "1%, moving set": a different 1% on every pass (the
+//           case CUPTI's OPT_TRANSFER caches wrongly); "consecutive snaps":
+//           1% mutated, then a snapshot, repeatedly, the previous snapshot
+//           freed (its arena retained) each time: the incremental snapshot.
+//   methods the library under each strategy (kr_set_strategy, resolved at run
+//           time; without it only the one KERNEL_REPLAY_STRATEGY chose), in
+//           the device and pinned tiers (kr_set_storage_policy), and the CUPTI
+//           checkpoint API (libcheckpoint, dlopen'd at run time: $CUPTI_CHECKPOINT_LIB,
+//           libcheckpoint.so, /usr/local/cuda/extras/CUPTI/lib64) with
+//           OPT_NONE and with OPT_TRANSFER.
+// Every restore is checked on the device (count_mismatches over every word
+// of every region, against the pattern the footprint was filled with when
+// it was saved); the "correct" column says whether every pass matched. The
+// data is written by the application's kernels (gpu/kernels.cu: fill_pattern,
+// mutate_blocks), so this table needs --cubin. Times: host steady clock
+// around kr_snap / kr_restore (or cuptiCheckpointSave / Restore) and a
+// cuCtxSynchronize, median of kKernelReps passes.
+
+// Passes per row (2 with --quick).
+int kKernelReps = 5;
+constexpr uint64_t kBlockBytes = 4 * KiB;
+constexpr uint64_t kDirtyStride = 100;  // every 100th block: 1%
+
+// cupti_checkpoint.h's CUpti_Checkpoint, declared here with its documented
+// layout (the GPU machine's CUDA install has the header, this build needs
+// none): the size field covers everything up to and including pPriv.
+struct CuptiCheckpoint {
+  size_t structSize;
+  CUcontext ctx;
+  size_t reserveDeviceMB;
+  size_t reserveHostMB;
+  uint8_t allowOverwrite;
+  uint8_t optimizations;
+  void* pPriv;
+};
+constexpr size_t kCuptiCheckpointStructSize = offsetof(CuptiCheckpoint, pPriv) + sizeof(void*);
+constexpr uint8_t kCuptiOptTransfer = 1;  // CUPTI_CHECKPOINT_OPT_TRANSFER
+using CuptiCheckpointFn = int (*)(CuptiCheckpoint*);
+
+struct Cupti {
+  CuptiCheckpointFn save = nullptr;
+  CuptiCheckpointFn restore = nullptr;
+  CuptiCheckpointFn free = nullptr;
+  std::string library;  // what was loaded, or why nothing was
+  bool ok() const { return save != nullptr && restore != nullptr && free != nullptr; }
+};
+
+Cupti load_cupti() {
+  Cupti cupti;
+  std::vector<std::string> candidates;
+  if (const char* path = std::getenv("CUPTI_CHECKPOINT_LIB")) candidates.emplace_back(path);
+  candidates.insert(candidates.end(),
+                    {"libcheckpoint.so", "/usr/local/cuda/extras/CUPTI/lib64/libcheckpoint.so",
+                     "/usr/local/cuda/lib64/libcheckpoint.so",
+                     "/usr/local/cuda/targets/x86_64-linux/lib/libcheckpoint.so"});
+  std::string tried;
+  for (const std::string& candidate : candidates) {
+    void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* why = dlerror();
+      tried += "\n     " + candidate + ": " + (why != nullptr ? why : "not loaded");
+      continue;
+    }
+    const auto resolve = [&](const char* name) {
+      CuptiCheckpointFn fn = nullptr;
+      void* address = dlsym(handle, name);
+      std::memcpy(&fn, &address, sizeof(fn));
+      return fn;
+    };
+    cupti.save = resolve("cuptiCheckpointSave");
+    cupti.restore = resolve("cuptiCheckpointRestore");
+    cupti.free = resolve("cuptiCheckpointFree");
+    if (cupti.ok()) {
+      cupti.library = candidate;
+      return cupti;
+    }
+    tried += "\n     " + candidate + ": no cuptiCheckpointSave/Restore/Free";
+  }
+  cupti = Cupti{};
+  cupti.library = "CUPTI's checkpoint library was not found:" + tried;
+  return cupti;
+}
+
+// The application's kernels the table writes and checks memory with.
+struct AppKernels {
+  hsa_executable_t executable{0};
+  CUfunction fill = nullptr;
+  CUfunction mutate_blocks = nullptr;
+  CUfunction count_mismatches = nullptr;
+};
+
+struct KernelRow {
+  std::string kind;  // case
+  std::string footprint;
+  uint64_t bytes = 0;
+  size_t regions = 0;
+  uint64_t region_bytes = 0;
+  std::string tier;
+  std::string method;
+  Stats snap;
+  Stats restore;
+  std::string correct;  // "yes", "NO (...)", "—"
+  std::string note;
+};
+
+Stats stats_of(std::vector<double> times, const std::string& error) {
+  Stats s;
+  if (!error.empty() || times.empty()) {
+    s.error = error.empty() ? "no measurement" : error;
+    return s;
+  }
+  std::sort(times.begin(), times.end());
+  const size_t n = times.size();
+  s.reps = int(n);
+  s.median = n % 2 == 1 ? times[n / 2] : (times[n / 2 - 1] + times[n / 2]) / 2;
+  s.min = times.front();
+  s.max = times.back();
+  s.ok = true;
+  return s;
+}
+
+// The strategies (kr_strategy_t: AUTO 0, COPIES 1, SCATTER 2, DIRTY_BLOCKS 3).
+struct StrategyChoice {
+  const char* name;
+  int code;  // -1: whatever KERNEL_REPLAY_STRATEGY chose
+};
+
+class KernelBench {
+ public:
+  KernelBench(const harness::Gpu& gpu, const AppKernels& app, const Cupti& cupti, std::FILE* csv)
+      : gpu_(gpu), app_(app), cupti_(cupti), csv_(csv) {
+    set_strategy_ = kr_optional<bool (*)(uint32_t)>("kr_set_strategy");
+    if (set_strategy_ != nullptr) {
+      strategies_ = {{"copies", 1}, {"scatter", 2}, {"dirty", 3}, {"auto", 0}};
+    } else {
+      const char* env = std::getenv("KERNEL_REPLAY_STRATEGY");
+      env_strategy_ = std::string("env:") + (env != nullptr ? env : "unset");
+      strategies_ = {{env_strategy_.c_str(), -1}};
+    }
+  }
+
+  void run(bool quick, std::vector<KernelRow>* rows) {
+    if (quick) kKernelReps = 2;
+    std::printf("\n== the library's kernels and the CUPTI checkpoint API\n");
+    if (set_strategy_ == nullptr) {
+      std::printf("   this library has no kr_set_strategy: one strategy, %s\n",
+                  env_strategy_.c_str());
+    }
+    std::printf("   CUPTI checkpoint: %s%s\n", cupti_.library.c_str(),
+                cupti_.ok() ? "" : "\n   (its rows are skipped)");
+    struct Shape {
+      const char* label;
+      uint64_t region_bytes;
+      size_t regions;
+    };
+    // --quick (the fake driver runs kernels on one host thread): smaller.
+    const Shape small = quick ? Shape{"16 MiB", 4 * MiB, 4} : Shape{"64 MiB", 16 * MiB, 4};
+    const Shape large = quick ? Shape{"64 MiB", 16 * MiB, 4} : Shape{"4 GiB", 1 * GiB, 4};
+    const Shape many{quick ? "1,000 x 4 KiB" : "10,000 x 4 KiB", 4 * KiB, quick ? 1000u : 10000u};
+    const Shape shapes[] = {small, many, large};
+    for (size_t index = 0; index < 3; ++index) {
+      const Shape& shape = shapes[index];
+      if (!allocate(shape.label, shape.region_bytes, shape.regions)) {
+        std::printf("   %s: allocation failed, skipped\n", shape.label);
+        release();
+        continue;
+      }
+      const bool is_large = index == 2;
+      for (const StrategyChoice& s : strategies_) library_case(rows, "all written", "device", s);
+      cupti_case(rows, "all written", false);
+      cupti_case(rows, "all written", true);
+      if (is_large) {
+        for (const char* tier : {"device", "pinned"}) {
+          for (const StrategyChoice& s : strategies_) library_case(rows, "1% written", tier, s);
+          for (const StrategyChoice& s : strategies_) {
+            library_case(rows, "1%, moving set", tier, s);
+          }
+          for (const StrategyChoice& s : strategies_) {
+            library_case(rows, "consecutive snaps", tier, s);
+          }
+        }
+        cupti_case(rows, "1% written", false);
+        cupti_case(rows, "1% written", true);
+        cupti_case(rows, "1%, moving set", false);
+        cupti_case(rows, "1%, moving set", true);
+      }
+      release();
+    }
+    if (set_strategy_ != nullptr) set_strategy_(0);
+  }
+
+ private:
+  bool allocate(const char* label, uint64_t region_bytes, size_t regions) {
+    label_ = label;
+    region_bytes_ = region_bytes;
+    harness::ContextScope scope(gpu_.context);
+    if (!scope.ok()) return false;
+    const uint64_t needed = region_bytes * regions + GiB;
+    if (harness::free_device_memory(gpu_.agent) < needed) return false;
+    for (size_t i = 0; i < regions; ++i) {
+      void* p = nullptr;
+      if (!KR_HSA(hsa_amd_memory_pool_allocate(gpu_.vram, region_bytes, 0, &p))) return false;
+      regions_.push_back(p);
+    }
+    return KR_CU(cu().cuMemAlloc(&counter_, sizeof(unsigned long long)));
+  }
+
+  void release() {
+    harness::ContextScope scope(gpu_.context);
+    for (void* p : regions_) KR_HSA(hsa_amd_memory_pool_free(p));
+    regions_.clear();
+    if (counter_ != 0) KR_CU(cu().cuMemFree(counter_));
+    counter_ = 0;
+    harness::trim_retained();
+  }
+
+  uint64_t bytes() const { return region_bytes_ * regions_.size(); }
+
+  bool launch(CUfunction f, void** params, uint64_t items) {
+    const uint64_t blocks = std::min<uint64_t>((items + 255) / 256, 4096);
+    return KR_CU(cu().cuLaunchKernel(f, unsigned(std::max<uint64_t>(blocks, 1)), 1, 1, 256, 1, 1,
+                                     0, nullptr, params, nullptr));
+  }
+
+  // Every region i filled with kr_pattern(seed + i, word).
+  bool fill(unsigned int seed) {
+    harness::ContextScope scope(gpu_.context);
+    for (size_t i = 0; i < regions_.size(); ++i) {
+      CUdeviceptr p = reinterpret_cast<CUdeviceptr>(regions_[i]);
+      unsigned long long n = region_bytes_ / 4;
+      unsigned int s = seed + unsigned(i);
+      void* params[] = {&p, &n, &s};
+      if (!launch(app_.fill, params, n)) return false;
+    }
+    return KR_CU(cu().cuCtxSynchronize());
+  }
+
+  // Every 100th 4 KiB block of every region from block `first`, mutated;
+  // returns the words changed.
+  uint64_t mutate(unsigned long long first, unsigned int salt) {
+    harness::ContextScope scope(gpu_.context);
+    unsigned long long blocks = region_bytes_ / kBlockBytes;
+    unsigned long long stride = kDirtyStride;
+    unsigned int block_words = unsigned(kBlockBytes / 4);
+    uint64_t words = 0;
+    for (void* region : regions_) {
+      CUdeviceptr p = reinterpret_cast<CUdeviceptr>(region);
+      void* params[] = {&p, &blocks, &first, &stride, &block_words, &salt};
+      const uint64_t selected = blocks > first ? (blocks - first + stride - 1) / stride : 0;
+      if (selected == 0) continue;
+      if (!launch(app_.mutate_blocks, params, selected * block_words)) return 0;
+      words += selected * block_words;
+    }
+    KR_CU(cu().cuCtxSynchronize());
+    return words;
+  }
+
+  // Words of the footprint that differ from the pattern filled with `seed`.
+  uint64_t mismatches(unsigned int seed) {
+    harness::ContextScope scope(gpu_.context);
+    unsigned long long zero = 0;
+    if (!KR_CU(cu().cuMemcpyHtoD(counter_, &zero, sizeof(zero)))) return UINT64_MAX;
+    for (size_t i = 0; i < regions_.size(); ++i) {
+      CUdeviceptr p = reinterpret_cast<CUdeviceptr>(regions_[i]);
+      unsigned long long n = region_bytes_ / 4;
+      unsigned int s = seed + unsigned(i);
+      unsigned int mutated = 0;
+      unsigned int salt = 0;
+      CUdeviceptr out = counter_;
+      void* params[] = {&p, &n, &s, &mutated, &salt, &out};
+      if (!launch(app_.count_mismatches, params, n)) return UINT64_MAX;
+    }
+    unsigned long long found = 0;
+    if (!KR_CU(cu().cuMemcpyDtoH(&found, counter_, sizeof(found)))) return UINT64_MAX;
+    return found;
+  }
+
+  bool synchronize() {
+    harness::ContextScope scope(gpu_.context);
+    return scope.ok() && KR_CU(cu().cuCtxSynchronize());
+  }
+
+  // What a case writes before pass `pass` (0-based); returns the words
+  // changed (the whole footprint for "all written").
+  uint64_t write_before(const std::string& kind, int pass) {
+    if (kind == "all written") return fill(1000) ? bytes() / 4 : 0;
+    const unsigned long long first = kind == "1% written" ? 7 : 7 + pass;
+    return mutate(first, unsigned(pass) + 1);
+  }
+
+  void library_case(std::vector<KernelRow>* rows, const std::string& kind, const char* tier,
+                    const StrategyChoice& strategy) {
+    KernelRow row = start_row(kind, tier, std::string("library ") + strategy.name);
+    std::string why;
+    if (!set_policy(tier, &why)) {
+      row.note = why;
+      finish(rows, row);
+      return;
+    }
+    if (strategy.code >= 0 && !set_strategy_(uint32_t(strategy.code))) {
+      row.note = "kr_set_strategy refused it";
+      finish(rows, row);
+      return;
+    }
+    harness::trim_retained();
+    if (!fill(1)) {
+      row.note = "fill failed";
+      finish(rows, row);
+      return;
+    }
+    std::vector<double> snaps, restores;
+    std::string error;
+    bool correct = true;
+    std::string detail;
+    kr_snapshot_t* snapshot = nullptr;
+    if (kind == "consecutive snaps") {
+      // The first snapshot is a full one; the passes' are incremental.
+      kr_snapshot_t* first = kr_snap(gpu_.agent);
+      if (!kr_snapshot_ok(first)) error = "the first snapshot declined";
+      kr_snapshot_free(first);
+      uint64_t changed = 0;
+      for (int pass = 0; error.empty() && pass < kKernelReps; ++pass) {
+        changed += write_before(kind, pass);
+        synchronize();
+        const double start = harness::now_seconds();
+        kr_snapshot_t* s = kr_snap(gpu_.agent);
+        synchronize();
+        snaps.push_back(harness::now_seconds() - start);
+        if (!kr_snapshot_ok(s)) {
+          error = "a snapshot declined";
+          kr_snapshot_free(s);
+          break;
+        }
+        if (pass + 1 < kKernelReps) {
+          kr_snapshot_free(s);
+        } else {
+          snapshot = s;
+        }
+      }
+      // The last snapshot must hold every pass's writes: reset everything,
+      // restore it, and exactly the words mutated so far differ from the
+      // pattern (the passes' block sets are disjoint).
+      if (snapshot != nullptr) {
+        fill(1);
+        kr_restore_report_t report{};
+        kr_restore_with_report(snapshot, &report);
+        const uint64_t found = mismatches(1);
+        correct = found == changed;
+        if (!correct) {
+          detail = std::to_string(found) + " words differ, " + std::to_string(changed) +
+                   " expected";
+        }
+        kr_snapshot_free(snapshot);
+      }
+    } else {
+      const double start = harness::now_seconds();
+      snapshot = kr_snap(gpu_.agent);
+      synchronize();
+      snaps.push_back(harness::now_seconds() - start);
+      if (!kr_snapshot_ok(snapshot)) error = "the snapshot declined";
+      for (int pass = 0; error.empty() && pass < kKernelReps; ++pass) {
+        write_before(kind, pass);
+        synchronize();
+        kr_restore_report_t report{};
+        const double t0 = harness::now_seconds();
+        kr_restore_with_report(snapshot, &report);
+        synchronize();
+        restores.push_back(harness::now_seconds() - t0);
+        if (report.failed != 0 || report.restored != regions_.size()) {
+          error = "restore: " + std::to_string(report.restored) + " restored, " +
+                  std::to_string(report.failed) + " failed";
+        }
+        const uint64_t found = mismatches(1);
+        if (found != 0 && correct) {
+          correct = false;
+          detail = std::to_string(found) + " words differ after pass " + std::to_string(pass + 1);
+        }
+      }
+      kr_snapshot_free(snapshot);
+    }
+    row.snap = stats_of(snaps, error);
+    if (kind != "consecutive snaps") row.restore = stats_of(restores, error);
+    row.correct = !error.empty() ? "—" : correct ? "yes" : "NO (" + detail + ")";
+    if (!error.empty()) row.note = error;
+    // The arenas go back, and the runtime's quarantine of freed blocks with
+    // them, so the next row's device budget is what this one's was.
+    harness::trim_retained();
+    hsa_cuda_release_quarantine();
+    finish(rows, row);
+  }
+
+  void cupti_case(std::vector<KernelRow>* rows, const std::string& kind, bool transfer) {
+    KernelRow row = start_row(kind, "CUPTI", transfer ? "CUPTI OPT_TRANSFER" : "CUPTI OPT_NONE");
+    if (!cupti_.ok()) {
+      row.note = "skipped: CUPTI's checkpoint library was not found";
+      finish(rows, row);
+      return;
+    }
+    // CUPTI saves every allocation of the context: nothing of the library's
+    // and none of the runtime's quarantined blocks may be there.
+    harness::trim_retained();
+    hsa_cuda_release_quarantine();
+    if (!fill(1)) {
+      row.note = "fill failed";
+      finish(rows, row);
+      return;
+    }
+    CuptiCheckpoint cp;
+    std::memset(&cp, 0, sizeof(cp));
+    cp.structSize = kCuptiCheckpointStructSize;
+    cp.ctx = gpu_.context;
+    cp.optimizations = transfer ? kCuptiOptTransfer : 0;
+    std::vector<double> snaps, restores;
+    std::string error;
+    bool correct = true;
+    std::string detail;
+    {
+      harness::ContextScope scope(gpu_.context);
+      const double start = harness::now_seconds();
+      const int saved = cupti_.save(&cp);
+      KR_CU(cu().cuCtxSynchronize());
+      snaps.push_back(harness::now_seconds() - start);
+      if (saved != 0) error = "cuptiCheckpointSave: CUptiResult " + std::to_string(saved);
+    }
+    for (int pass = 0; error.empty() && pass < kKernelReps; ++pass) {
+      write_before(kind, pass);
+      harness::ContextScope scope(gpu_.context);
+      KR_CU(cu().cuCtxSynchronize());
+      const double t0 = harness::now_seconds();
+      const int restored = cupti_.restore(&cp);
+      KR_CU(cu().cuCtxSynchronize());
+      restores.push_back(harness::now_seconds() - t0);
+      if (restored != 0) {
+        error = "cuptiCheckpointRestore: CUptiResult " + std::to_string(restored);
+        break;
+      }
+      const uint64_t found = mismatches(1);
+      if (found != 0 && correct) {
+        correct = false;
+        detail = std::to_string(found) + " words differ after pass " + std::to_string(pass + 1);
+      }
+    }
+    {
+      harness::ContextScope scope(gpu_.context);
+      cupti_.free(&cp);
+    }
+    row.snap = stats_of(snaps, error.rfind("cuptiCheckpointSave", 0) == 0 ? error : "");
+    row.restore = stats_of(restores, error);
+    row.correct = !restores.empty() ? (correct ? "yes" : "NO (" + detail + ")") : "—";
+    if (!error.empty()) row.note = error;
+    finish(rows, row);
+  }
+
+  bool set_policy(const char* tier, std::string* why) {
+    for (const harness::StoragePolicy& policy : harness::storage_policies()) {
+      if (policy.name == tier) {
+        if (harness::set_storage_policy(policy.value)) return true;
+        *why = std::string("kr_set_storage_policy refused ") + tier;
+        return false;
+      }
+    }
+    *why = "this library has no storage policies";
+    return false;
+  }
+
+  KernelRow start_row(const std::string& kind, const std::string& tier, const std::string& method) {
+    KernelRow row;
+    row.kind = kind;
+    row.footprint = label_;
+    row.bytes = bytes();
+    row.regions = regions_.size();
+    row.region_bytes = region_bytes_;
+    row.tier = tier;
+    row.method = method;
+    return row;
+  }
+
+  void finish(std::vector<KernelRow>* rows, const KernelRow& row) {
+    const auto ms = [](const Stats& s) { return s.ok ? s.median * 1e3 : -1.0; };
+    std::printf("   %-18s %-14s %-7s %-20s snap %9.3f ms  restore %9.3f ms  correct: %s%s%s\n",
+                row.kind.c_str(), row.footprint.c_str(), row.tier.c_str(), row.method.c_str(),
+                ms(row.snap), ms(row.restore), row.correct.empty() ? "—" : row.correct.c_str(),
+                row.note.empty() ? "" : "  ", row.note.c_str());
+    std::fflush(stdout);
+    if (csv_ != nullptr) {
+      for (const auto& [operation, s] : {std::pair<const char*, const Stats*>{"snap", &row.snap},
+                                         {"restore", &row.restore}}) {
+        std::fprintf(csv_,
+                     "\"%s\",%" PRIu64 ",%zu,%" PRIu64 ",\"%s/%s\",\"%s %s\",%s,%d,%.9f,%.9f,%.9f,%.4f\n",
+                     row.footprint.c_str(), row.bytes, row.regions, row.region_bytes,
+                     row.method.c_str(), row.tier.c_str(), row.kind.c_str(), operation,
+                     s->ok ? (row.correct == "yes" ? "ok" : "incorrect") : "failed", s->reps,
+                     s->median, s->min, s->max, s->ok ? gb_per_s(row.bytes, s->median) : 0.0);
+      }
+      std::fflush(csv_);
+    }
+    rows->push_back(row);
+  }
+
+  harness::Gpu gpu_;
+  AppKernels app_;
+  Cupti cupti_;
+  std::FILE* csv_;
+  bool (*set_strategy_)(uint32_t) = nullptr;
+  std::string env_strategy_;
+  std::vector<StrategyChoice> strategies_;
+  std::string label_;
+  uint64_t region_bytes_ = 0;
+  std::vector<void*> regions_;
+  CUdeviceptr counter_ = 0;
+};
+
+std::string kernel_table(const std::vector<KernelRow>& rows) {
+  std::ostringstream out;
+  out << "| case | footprint | regions | tier | method | snap ms | restore ms | restore µs/region "
+         "| restore GB/s | correct | note |\n";
+  out << "|---|---|---:|---|---|---:|---:|---:|---:|---|---|\n";
+  for (const KernelRow& row : rows) {
+    const auto ms = [](const Stats& s) {
+      if (!s.ok) return std::string("—");
+      char text[32];
+      std::snprintf(text, sizeof(text), "%.3f", s.median * 1e3);
+      return std::string(text);
+    };
+    out << "| " << row.kind << " | " << row.footprint << " | " << row.regions << " | " << row.tier
+        << " | " << row.method << " | " << ms(row.snap) << " | " << ms(row.restore) << " | "
+        << per_region(row.restore, row.regions) << " | " << cell(row.restore, row.bytes) << " | "
+        << (row.correct.empty() ? "—" : row.correct) << " | " << row.note << " |\n";
+  }
+  out << "\nMedian of " << kKernelReps
+      << " passes (a snapshot column of the restore cases: the one snapshot taken). \"all "
+         "written\": every byte rewritten before each restore; \"1% written\": every 100th 4 KiB "
+         "block, the same set each pass; \"1%, moving set\": a different set each pass (what "
+         "CUPTI_CHECKPOINT_OPT_TRANSFER caches); \"consecutive snaps\": 1% mutated then a "
+         "snapshot, the previous one freed (arena retained), the snap column timing the "
+         "incremental snapshots. \"correct\": every word of every region compared on the device "
+         "after every restore (for consecutive snaps, once, after restoring the last).\n";
+  return out.str();
+}
+
 void log_to_stdout(kr_log_level_t level, const char* message, void*) {
   std::printf("   [kernel-replay %s] %s\n", level == KR_LOG_ERROR ? "ERROR" : "WARN", message);
 }
@@ -631,7 +1185,7 @@ void log_to_stdout(kr_log_level_t level, const char* message, void*) {
 void usage(const char* program) {
   std::printf(
       "usage: %s --csv PATH [--table PATH] [--gpu N] [--quick] [--config NAME] "
-      "[--toolkit TEXT]\n",
+      "[--toolkit TEXT] [--cubin PATH] [--part policies|kernels|all]\n",
       program);
 }
 
@@ -645,6 +1199,8 @@ int main(int argc, char** argv) {
   const char* csv_path = nullptr;
   const char* table_path = nullptr;
   const char* only_config = nullptr;
+  const char* cubin = nullptr;
+  std::string part = "all";
   std::string toolkit = "not given (--toolkit)";
   uint32_t gpu_index = 0;
   bool quick = false;
@@ -660,6 +1216,10 @@ int main(int argc, char** argv) {
       only_config = argv[++i];
     } else if (arg == "--toolkit" && i + 1 < argc) {
       toolkit = argv[++i];
+    } else if (arg == "--cubin" && i + 1 < argc) {
+      cubin = argv[++i];
+    } else if (arg == "--part" && i + 1 < argc) {
+      part = argv[++i];
     } else if (arg == "--quick") {
       quick = true;
     } else {
@@ -669,7 +1229,8 @@ int main(int argc, char** argv) {
     }
   }
   const std::vector<harness::Gpu> gpus = harness::gpus();
-  if (csv_path == nullptr || gpu_index >= gpus.size()) {
+  if (csv_path == nullptr || gpu_index >= gpus.size() ||
+      (part != "all" && part != "policies" && part != "kernels")) {
     usage(argv[0]);
     hsa_cuda_shutdown();
     return 2;
@@ -744,14 +1305,44 @@ int main(int argc, char** argv) {
 
   const double started = harness::now_seconds();
   std::vector<Row> rows;
-  Bench bench(gpu, csv);
-  for (const Footprint& footprint : footprints) bench.run(footprint, configs, &rows);
+  if (part != "kernels") {
+    Bench bench(gpu, csv);
+    for (const Footprint& footprint : footprints) bench.run(footprint, configs, &rows);
+  }
+  std::vector<KernelRow> kernel_rows;
+  std::string kernels_skipped;
+  if (part != "policies") {
+    AppKernels app;
+    if (cubin == nullptr) {
+      kernels_skipped = "the kernels table needs --cubin (gpu/kernels.cu's cubin)";
+    } else if (!KR_HSA(hsa_cuda_executable_load(gpu.agent, cubin, &app.executable)) ||
+               !KR_HSA(hsa_cuda_executable_register_kernel(app.executable, "fill_pattern",
+                                                           &app.fill)) ||
+               !KR_HSA(hsa_cuda_executable_register_kernel(app.executable, "mutate_blocks",
+                                                           &app.mutate_blocks)) ||
+               !KR_HSA(hsa_cuda_executable_register_kernel(app.executable, "count_mismatches",
+                                                           &app.count_mismatches))) {
+      kernels_skipped = std::string("cannot load the application's kernels from ") + cubin;
+    } else {
+      const Cupti cupti = load_cupti();
+      header << "CUPTI checkpoint: "
+             << (cupti.ok() ? cupti.library : std::string("not found (rows skipped)")) << "\n";
+      KernelBench kernel_bench(gpu, app, cupti, csv);
+      kernel_bench.run(quick, &kernel_rows);
+    }
+    if (app.executable.handle != 0) hsa_cuda_executable_unload(app.executable);
+    if (!kernels_skipped.empty()) std::printf("\n%s\n", kernels_skipped.c_str());
+  }
   std::fclose(csv);
 
   std::printf("\n");
   bool failed = false;
   for (const Row& row : rows) {
     failed |= row.unavailable.empty() && (!row.snap.ok || !row.restore.ok);
+  }
+  // The library must be right in every row; CUPTI's rows report, not fail.
+  for (const KernelRow& row : kernel_rows) {
+    failed |= row.method.rfind("library", 0) == 0 && row.correct.rfind("NO", 0) == 0;
   }
   const uint64_t cuda_errors = hsa_cuda_cuda_error_count();
   const uint64_t violations = hsa_cuda_copy_violations();
@@ -771,7 +1362,11 @@ int main(int argc, char** argv) {
   kr_finalize();
   hsa_cuda_shutdown();
 
-  const std::string table = markdown_table(rows);
+  std::string table = part != "kernels" ? markdown_table(rows) : std::string();
+  if (part != "policies") {
+    table += "\n" + (kernels_skipped.empty() ? kernel_table(kernel_rows)
+                                               : "Kernels table: " + kernels_skipped + ".\n");
+  }
   if (table_path != nullptr) {
     std::ofstream out(table_path);
     out << header.str() << "\n" << table;

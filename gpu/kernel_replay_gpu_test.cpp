@@ -29,6 +29,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 #include <cstring>
 #include <iterator>
 #include <memory>
@@ -217,6 +218,11 @@ struct Module {
   // the counter values they observed and the constant table as they read it.
   CUdeviceptr counter = 0;
   unsigned char* scratch = nullptr;
+  // Test h's AQL queue, kernarg buffer and completion signal (made on first
+  // use, through the runtime's tables, as HIP makes them).
+  hsa_queue_t* queue = nullptr;
+  void* kernarg = nullptr;
+  hsa_signal_t completion{0};
   unsigned long long* observed() const {
     return reinterpret_cast<unsigned long long*>(scratch + 64);
   }
@@ -272,7 +278,19 @@ bool load_module(Reporter& r, const harness::Gpu& gpu, const char* cubin, Module
   return T_CU(r, cu().cuMemAlloc(&m->counter, sizeof(unsigned long long)));
 }
 
+// Test h's queue, kernarg buffer and signal (before the final accounting,
+// which expects none).
+void release_aql(Module& m) {
+  if (m.queue != nullptr) KR_HSA(hsa_cuda_core_table()->hsa_queue_destroy_fn(m.queue));
+  if (m.kernarg != nullptr) KR_HSA(hsa_amd_memory_pool_free(m.kernarg));
+  if (m.completion.handle != 0) KR_HSA(hsa_signal_destroy(m.completion));
+  m.queue = nullptr;
+  m.kernarg = nullptr;
+  m.completion = hsa_signal_t{0};
+}
+
 void unload_module(Module& m) {
+  release_aql(m);
   harness::ContextScope scope(m.gpu.context);
   if (m.counter != 0) KR_CU(cu().cuMemFree(m.counter));
   if (m.scratch != nullptr) KR_CU(cu().cuMemFreeHost(m.scratch));
@@ -602,6 +620,9 @@ void test_runtime(Reporter& r, const Module& m) {
 
 struct SaxpyState {
   const Module* m = nullptr;
+  // Test h: dispatch saxpy through the module's AQL queue instead of
+  // cuLaunchKernel.
+  Module* aql = nullptr;
   CUdeviceptr x = 0;
   CUdeviceptr y = 0;
   unsigned long long n = 0;
@@ -611,6 +632,60 @@ struct SaxpyState {
   std::vector<std::string> errors;
   uint32_t passes = 0;
 };
+
+// saxpy as HIP dispatches it on ROCm: its arguments in kernarg memory (the
+// kernarg pool), a KERNEL_DISPATCH packet naming the kernel's KERNEL_OBJECT
+// on an AQL queue, the doorbell, a wait on the completion signal.
+CUresult saxpy_through_aql(Module& m, float a, CUdeviceptr x, CUdeviceptr y, unsigned long long n,
+                           unsigned int grid) {
+  const CoreApiTable& t = *hsa_cuda_core_table();
+  if (m.queue == nullptr) {
+    if (t.hsa_queue_create_fn(m.gpu.agent, 64, HSA_QUEUE_TYPE_MULTI, nullptr, nullptr, UINT32_MAX,
+                              UINT32_MAX, &m.queue) != HSA_STATUS_SUCCESS ||
+        hsa_amd_memory_pool_allocate(hsa_cuda_pool(hsa_cuda_cpu_agent(),
+                                                   HSA_CUDA_POOL_SYSTEM_KERNARG),
+                                     64, 0, &m.kernarg) != HSA_STATUS_SUCCESS ||
+        hsa_signal_create(0, 0, nullptr, &m.completion) != HSA_STATUS_SUCCESS) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  // saxpy(float a, const float* x, float* y, unsigned long long n): the
+  // kernarg segment with each argument at its natural alignment.
+  auto* args = static_cast<unsigned char*>(m.kernarg);
+  std::memset(args, 0, 64);
+  std::memcpy(args, &a, sizeof(a));
+  std::memcpy(args + 8, &x, sizeof(x));
+  std::memcpy(args + 16, &y, sizeof(y));
+  std::memcpy(args + 24, &n, sizeof(n));
+  t.hsa_signal_store_screlease_fn(m.completion, 1);
+  const uint64_t index = t.hsa_queue_add_write_index_scacq_screl_fn(m.queue, 1);
+  auto* packet = static_cast<hsa_kernel_dispatch_packet_t*>(m.queue->base_address) +
+                 index % m.queue->size;
+  hsa_kernel_dispatch_packet_t body{};
+  body.workgroup_size_x = 256;
+  body.workgroup_size_y = 1;
+  body.workgroup_size_z = 1;
+  body.grid_size_x = grid * 256;
+  body.grid_size_y = 1;
+  body.grid_size_z = 1;
+  body.kernel_object = reinterpret_cast<uint64_t>(m.saxpy);  // its KERNEL_OBJECT
+  body.kernarg_address = m.kernarg;
+  body.completion_signal = m.completion;
+  std::memcpy(reinterpret_cast<unsigned char*>(packet) + 4,
+              reinterpret_cast<const unsigned char*>(&body) + 4, sizeof(body) - 4);
+  const uint32_t header = (HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE) |
+                          (1u << HSA_PACKET_HEADER_BARRIER) |
+                          (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_ACQUIRE_FENCE_SCOPE) |
+                          (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_RELEASE_FENCE_SCOPE);
+  __atomic_store_n(reinterpret_cast<uint32_t*>(packet),
+                   header | ((1u << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS) << 16),
+                   __ATOMIC_RELEASE);
+  t.hsa_signal_store_screlease_fn(m.queue->doorbell_signal, hsa_signal_value_t(index));
+  const hsa_signal_value_t left =
+      t.hsa_signal_wait_scacquire_fn(m.completion, HSA_SIGNAL_CONDITION_LT, 1,
+                                     60ull * 1000 * 1000 * 1000, HSA_WAIT_STATE_BLOCKED);
+  return left == 0 ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+}
 
 void saxpy_pass(uint32_t pass, void* user_data) {
   auto& s = *static_cast<SaxpyState*>(user_data);
@@ -632,16 +707,21 @@ void saxpy_pass(uint32_t pass, void* user_data) {
   unsigned long long n = s.n;
   void* params[] = {&a, &x, &y, &n};
   const unsigned int grid = 4096;
-  CUresult result =
-      cu().cuLaunchKernel(s.m->saxpy, grid, 1, 1, 256, 1, 1, 0, s.m->stream, params, nullptr);
-  if (result == CUDA_SUCCESS) result = cu().cuStreamSynchronize(s.m->stream);
+  CUresult result = CUDA_SUCCESS;
+  if (s.aql != nullptr) {
+    result = saxpy_through_aql(*s.aql, a, x, y, n, grid);
+  } else {
+    result =
+        cu().cuLaunchKernel(s.m->saxpy, grid, 1, 1, 256, 1, 1, 0, s.m->stream, params, nullptr);
+    if (result == CUDA_SUCCESS) result = cu().cuStreamSynchronize(s.m->stream);
+  }
   if (result != CUDA_SUCCESS) {
     s.errors.push_back("pass " + std::to_string(pass) + ": saxpy: " +
                        harness::cuda_error_text(result));
   }
 }
 
-void test_saxpy(Reporter& r, const Module& m) {
+void test_saxpy(Reporter& r, const Module& m, Module* aql = nullptr) {
   const unsigned long long n = 4 * MiB;  // 16 MiB per vector
   const uint64_t bytes = n * sizeof(float);
   PoolBuffer x, y;
@@ -658,6 +738,7 @@ void test_saxpy(Reporter& r, const Module& m) {
 
   SaxpyState s;
   s.m = &m;
+  s.aql = aql;
   s.x = x.dptr();
   s.y = y.dptr();
   s.n = n;
@@ -1999,6 +2080,39 @@ void test_device_nearly_full(Reporter& r, const Module& m) {
 
 // ---- final accounting ------------------------------------------------------------------------------
 
+// The library's kernel and verify counters (kr_stats2_t's fields of issue
+// 12), read where the header the test is built against has them, so the
+// test builds against libraries with and without them.
+template <typename S, typename = void>
+struct HasKernelStats : std::false_type {};
+template <typename S>
+struct HasKernelStats<S, std::void_t<decltype(S::scatter_dispatches),
+                                     decltype(S::dirty_block_dispatches),
+                                     decltype(S::blocks_compared), decltype(S::blocks_copied),
+                                     decltype(S::kernel_fallbacks),
+                                     decltype(S::verified_restores),
+                                     decltype(S::verify_mismatched_regions),
+                                     decltype(S::verify_mismatched_bytes)>> : std::true_type {};
+
+template <typename S>
+void report_kernel_stats(Reporter& r, const S& stats) {
+  if constexpr (HasKernelStats<S>::value) {
+    r.note("library kernels: %" PRIu64 " scatter dispatches, %" PRIu64
+           " dirty-block dispatches (%" PRIu64 " blocks compared, %" PRIu64
+           " copied), %" PRIu64 " fallbacks to copies; %" PRIu64 " restores verified",
+           uint64_t(stats.scatter_dispatches), uint64_t(stats.dirty_block_dispatches),
+           uint64_t(stats.blocks_compared), uint64_t(stats.blocks_copied),
+           uint64_t(stats.kernel_fallbacks), uint64_t(stats.verified_restores));
+    r.expect(stats.verify_mismatched_regions == 0 && stats.verify_mismatched_bytes == 0,
+             "verify mode found %" PRIu64 " regions (%" PRIu64 " bytes) different from their "
+             "snapshot after a restore",
+             uint64_t(stats.verify_mismatched_regions), uint64_t(stats.verify_mismatched_bytes));
+  } else {
+    (void)stats;
+    r.note("library kernels: this library's kr_stats2_t has no kernel or verify counters");
+  }
+}
+
 // Runs after kr_finalize and kr_trim_retained: nothing of the library's
 // (arenas, signals, snapshot buffers) may remain in the runtime, nor any
 // vmem object of the tests'.
@@ -2017,6 +2131,8 @@ void test_accounting(Reporter& r) {
            hsa_cuda_live_allocation_count());
   r.expect(hsa_cuda_live_signal_count() == 0, "%" PRIu64 " signals still live",
            hsa_cuda_live_signal_count());
+  r.expect(hsa_cuda_live_queue_count() == 0, "%" PRIu64 " AQL queues still live",
+           hsa_cuda_live_queue_count());
   r.expect(hsa_cuda_vmem_mapping_count() == 0 && hsa_cuda_vmem_handle_count() == 0 &&
                hsa_cuda_vmem_reservation_count() == 0,
            "vmem objects left: %" PRIu64 " mappings, %" PRIu64 " handles, %" PRIu64
@@ -2036,6 +2152,9 @@ void test_accounting(Reporter& r) {
          bytes_text(hsa_cuda_copy_bytes(HSA_CUDA_COPY_DEVICE_TO_HOST)).c_str(),
          hsa_cuda_copy_count(HSA_CUDA_COPY_DEVICE_TO_DEVICE),
          hsa_cuda_copy_count(HSA_CUDA_COPY_HOST_TO_HOST));
+  r.note("AQL dispatches run by the runtime's packet processors: %" PRIu64,
+         hsa_cuda_aql_dispatch_count());
+  report_kernel_stats(r, stats2());
 }
 
 void usage(const char* program) {
@@ -2078,6 +2197,13 @@ int main(int argc, char** argv) {
   std::printf("kernel-replay %s on HSA-on-CUDA; CUDA driver API %s, kernel module %s\n",
               kr_version(), harness::cuda_driver_api_version().c_str(),
               harness::kernel_module_version().c_str());
+  const auto env = [](const char* name) {
+    const char* value = std::getenv(name);
+    return value != nullptr && *value != '\0' ? value : "(unset)";
+  };
+  std::printf("KERNEL_REPLAY_STRATEGY=%s KERNEL_REPLAY_VERIFY=%s KERNEL_REPLAY_CODE_OBJECT=%s\n",
+              env("KERNEL_REPLAY_STRATEGY"), env("KERNEL_REPLAY_VERIFY"),
+              env("KERNEL_REPLAY_CODE_OBJECT"));
   const std::vector<harness::Gpu> gpus = harness::gpus();
   for (const harness::Gpu& gpu : gpus) {
     std::printf("GPU %u: %s (CUDA device %d), %s free\n", gpu.index, gpu.name.c_str(),
@@ -2145,6 +2271,14 @@ int main(int argc, char** argv) {
       continue;
     }
     run("a: saxpy accumulating into y, 5 passes" + tag, [&] { test_saxpy(r, m0); });
+    // The same, the application dispatching saxpy through an AQL queue of
+    // the runtime (kernarg pool, dispatch packet, doorbell, completion
+    // signal), as HIP does on ROCm.
+    run("h: saxpy dispatched through an AQL queue, 5 passes" + tag,
+        [&] {
+          test_saxpy(r, m0, &g_modules[0]);
+          release_aql(g_modules[0]);
+        });
     run("b: __device__ counter restored, __constant__ table captured" + tag,
         [&] { test_module_variables(r, m0); });
     for (size_t i = 0; i < g_modules.size(); ++i) {

@@ -75,3 +75,15 @@ extern "C" __global__ void count_mismatches(const unsigned int* p, unsigned long
   }
   if (local != 0) atomicAdd(mismatches, local);
 }
+
+// Mutates (kr_mutate) every stride-th block of block_words words, from block
+// `first`, of a buffer of `blocks` blocks: the bench's scattered 1% writes.
+extern "C" __global__ void mutate_blocks(unsigned int* p, unsigned long long blocks,
+                                         unsigned long long first, unsigned long long stride,
+                                         unsigned int block_words, unsigned int salt) {
+  const unsigned long long selected = blocks > first ? (blocks - first + stride - 1) / stride : 0;
+  for (unsigned long long i = first_index(); i < selected * block_words; i += grid_stride()) {
+    const unsigned long long word = (first + (i / block_words) * stride) * block_words + i % block_words;
+    p[word] = kr_mutate(p[word], salt);
+  }
+}

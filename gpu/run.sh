@@ -9,18 +9,29 @@
 #   lib/libkernel_replay.so     the unchanged library (cargo build --release)
 #   include/hsa/*.h             the HSA headers it was built against
 #
-# Steps: print the machine (nvidia-smi, nvcc, g++); compile gpu/kernels.cu to
-# a cubin with nvcc; compile HSA-on-CUDA, the test, the bench and the
-# self-check with g++; run the self-check, the tests, then the bench; print
-# the bench's Markdown table last. Raw output goes to $OUT (or gpu/out):
-# environment.txt, build.log, selfcheck.log, test.log, bench.log, bench.csv,
-# bench_table.md, summary.txt.
+# Steps: print the machine (nvidia-smi, nvcc, g++); compile gpu/kernels.cu
+# (the application's kernels) and kernels/replay_kernels.cu (the library's
+# own) to cubins with nvcc; compile HSA-on-CUDA, the test, the bench and the
+# self-check with g++; run the self-check, the tests once per strategy, then
+# the bench; print the bench's Markdown table last. Raw output goes to $OUT
+# (or gpu/out): environment.txt, build.log, selfcheck.log,
+# test-<strategy>.log, bench.log, bench.csv, bench_table.md, summary.txt.
+#
+# The library's kernels: KERNEL_REPLAY_CODE_OBJECT is exported as the
+# replay_kernels cubin, so the library loads it (for any ISA) through
+# HSA-on-CUDA's code-object and queue entries, as it loads its embedded AMD
+# code objects on ROCm. The tests run once under each KERNEL_REPLAY_STRATEGY
+# in STRATEGIES, with KERNEL_REPLAY_VERIFY=$TEST_VERIFY (every restore
+# compared byte for byte by the library too).
 #
 # Variables: CARRY, OUT, BUILD_DIR (default gpu/.build), NVCC, CXX, ARCH
 # (sm_XY; default from nvidia-smi, else sm_90), WERROR=1 (add -Werror),
 # SKIP_TESTS=1, SKIP_BENCH=1, BENCH_ARGS (extra bench arguments, e.g.
-# --quick), TEST_ARGS (e.g. "--only f:"), TEST_TIMEOUT (200 s),
-# BENCH_TIMEOUT (420 s).
+# --quick, --part kernels), CUPTI_CHECKPOINT_LIB (CUPTI's libcheckpoint.so;
+# default: searched in the CUDA install), TEST_ARGS (e.g. "--only f:"), STRATEGIES (default
+# "copies scatter dirty auto"), TEST_VERIFY (default 1), TEST_TIMEOUT (200 s
+# per strategy), BENCH_TIMEOUT (420 s), NO_REPLAY_KERNELS=1 (do not export
+# KERNEL_REPLAY_CODE_OBJECT: the library falls back to its copies).
 #
 # Exit status: 0 all passed; 1 a test failed; 2 the build failed; 3 the bench
 # failed (tests passed); 4 the carry folder or a tool is missing.
@@ -33,6 +44,8 @@ OUT=${OUT:-gpu/out}
 BUILD_DIR=${BUILD_DIR:-gpu/.build}
 CXX=${CXX:-g++}
 TEST_TIMEOUT=${TEST_TIMEOUT:-200}
+STRATEGIES=${STRATEGIES:-copies scatter dirty auto}
+TEST_VERIFY=${TEST_VERIFY:-1}
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-420}
 STARTED=$(date +%s)
 
@@ -116,9 +129,36 @@ if ! "${NVCC_CMD[@]}" >>"$OUT/build.log" 2>&1; then
 fi
 ls -l "$CUBIN" | tee -a "$OUT/build.log"
 
+# The library's own kernels (scatter copy, block hashing, compare-and-copy),
+# the same source as the AMD code objects the library embeds.
+REPLAY_CUBIN="$BUILD_DIR/replay_kernels.cubin"
+rm -f "$REPLAY_CUBIN"
+NVCC_CMD=("$NVCC" -cubin "-arch=$ARCH" -O3 -I kernels -o "$REPLAY_CUBIN" kernels/replay_kernels.cu)
+echo "+ ${NVCC_CMD[*]}" | tee -a "$OUT/build.log"
+if ! "${NVCC_CMD[@]}" >>"$OUT/build.log" 2>&1; then
+  cat "$OUT/build.log"
+  echo "!! replay_kernels cubin build failed; trying a fatbin with PTX" | tee -a "$OUT/build.log"
+  CC_NUM=${ARCH#sm_}
+  NVCC_CMD=("$NVCC" -fatbin "-gencode=arch=compute_${CC_NUM},code=[sm_${CC_NUM},compute_${CC_NUM}]"
+            -I kernels -o "$REPLAY_CUBIN" kernels/replay_kernels.cu)
+  echo "+ ${NVCC_CMD[*]}" | tee -a "$OUT/build.log"
+  "${NVCC_CMD[@]}" >>"$OUT/build.log" 2>&1 || { cat "$OUT/build.log"; die 2 "nvcc could not compile kernels/replay_kernels.cu"; }
+fi
+ls -l "$REPLAY_CUBIN" | tee -a "$OUT/build.log"
+# Registers, shared and local memory of each kernel, for the record.
+"$NVCC" -cubin "-arch=$ARCH" -O3 -I kernels -Xptxas -v -o /dev/null kernels/replay_kernels.cu \
+  >>"$OUT/build.log" 2>&1 || true
+if [ "${NO_REPLAY_KERNELS:-0}" != 1 ]; then
+  export KERNEL_REPLAY_CODE_OBJECT="$REPLAY_CUBIN"
+  echo "KERNEL_REPLAY_CODE_OBJECT=$KERNEL_REPLAY_CODE_OBJECT"
+else
+  unset KERNEL_REPLAY_CODE_OBJECT
+  echo "NO_REPLAY_KERNELS=1: the library's kernels are not loaded"
+fi
+
 CXXFLAGS=(-std=c++17 -O2 -g -Wall -Wextra -Wpedantic -DAMD_INTERNAL_BUILD
           -isystem "$CARRY/include/hsa" -isystem "$CARRY/include"
-          -I include -I gpu -I gpu/hsa_cuda -I c_tests/hsa_common)
+          -I include -I gpu -I gpu/hsa_cuda -I c_tests/hsa_common -I kernels)
 [ "${WERROR:-0}" = 1 ] && CXXFLAGS+=(-Werror)
 # The programs load the library by its SONAME (libkernel_replay.so.<major>,
 # build.rs), not by cargo's file name: a link of that name to the carried
@@ -133,7 +173,7 @@ LDFLAGS=(-L "$CARRY/lib" -lkernel_replay "-Wl,-rpath,$BUILD_DIR/lib:$CARRY/lib" 
 SOURCES=(gpu/hsa_cuda/cuda_driver.cpp gpu/hsa_cuda/hsa_cuda_runtime.cpp
          gpu/hsa_cuda/hsa_cuda_memory.cpp gpu/hsa_cuda/hsa_cuda_signals.cpp
          gpu/hsa_cuda/hsa_cuda_vmem.cpp gpu/hsa_cuda/hsa_cuda_loader.cpp
-         gpu/hsa_cuda/hsa_cuda_tables.cpp
+         gpu/hsa_cuda/hsa_cuda_queues.cpp gpu/hsa_cuda/hsa_cuda_tables.cpp
          gpu/hsa_cuda/hsa_cuda_app.cpp c_tests/hsa_common/hsa_common.cpp
          c_tests/hsa_common/hsa_common_signals.cpp c_tests/hsa_common/hsa_common_app.cpp
          gpu/harness.cpp gpu/kernel_replay_gpu_test.cpp
@@ -159,7 +199,7 @@ done
 
 RUNTIME_OBJS=()
 for name in cuda_driver hsa_cuda_runtime hsa_cuda_memory hsa_cuda_signals hsa_cuda_vmem hsa_cuda_loader \
-            hsa_cuda_tables hsa_cuda_app hsa_common hsa_common_signals hsa_common_app; do
+            hsa_cuda_queues hsa_cuda_tables hsa_cuda_app hsa_common hsa_common_signals hsa_common_app; do
   RUNTIME_OBJS+=("$BUILD_DIR/$name.o")
 done
 link() {
@@ -187,24 +227,53 @@ banner "self-check (log: $OUT/selfcheck.log)"
 SELFCHECK_RC=${PIPESTATUS[0]}
 [ "$SELFCHECK_RC" = 0 ] || echo "!! self-check failed (exit $SELFCHECK_RC); running the tests anyway"
 
+# Once per strategy: every test (a..n, under every storage policy) must pass
+# under each, every pass byte-identical to pass 0.
 TEST_RC=skipped
+TEST_RESULTS=""
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
-  banner "tests (log: $OUT/test.log)"
-  # shellcheck disable=SC2086
-  timeout --kill-after=10 "$TEST_TIMEOUT" "$BUILD_DIR/kernel_replay_gpu_test" --cubin "$CUBIN" ${TEST_ARGS:-} \
-    2>&1 | tee "$OUT/test.log"
-  TEST_RC=${PIPESTATUS[0]}
-  [ "$TEST_RC" = 124 ] && echo "!! the tests timed out after ${TEST_TIMEOUT} s"
-  [ "$TEST_RC" = 0 ] || echo "!! tests failed (exit $TEST_RC); running the bench anyway"
+  TEST_RC=0
+  for strategy in $STRATEGIES; do
+    banner "tests, KERNEL_REPLAY_STRATEGY=$strategy KERNEL_REPLAY_VERIFY=$TEST_VERIFY (log: $OUT/test-$strategy.log)"
+    started=$(date +%s)
+    # shellcheck disable=SC2086
+    KERNEL_REPLAY_STRATEGY=$strategy KERNEL_REPLAY_VERIFY=$TEST_VERIFY \
+      timeout --kill-after=10 "$TEST_TIMEOUT" "$BUILD_DIR/kernel_replay_gpu_test" --cubin "$CUBIN" ${TEST_ARGS:-} \
+      2>&1 | tee "$OUT/test-$strategy.log"
+    rc=${PIPESTATUS[0]}
+    [ "$rc" = 124 ] && echo "!! the tests ($strategy) timed out after ${TEST_TIMEOUT} s"
+    [ "$rc" = 0 ] || { echo "!! tests failed under $strategy (exit $rc)"; TEST_RC=$rc; }
+    TEST_RESULTS="$TEST_RESULTS $strategy=exit$rc($(( $(date +%s) - started ))s)"
+  done
+  [ "$TEST_RC" = 0 ] || echo "!! some tests failed; running the bench anyway"
 fi
 
 BENCH_RC=skipped
 if [ "${SKIP_BENCH:-0}" != 1 ]; then
   banner "bench (log: $OUT/bench.log)"
+  # CUPTI's checkpoint library (libcheckpoint.so), for the bench's side-by-side
+  # rows: CUPTI_CHECKPOINT_LIB if set, else looked for in the CUDA install;
+  # its directory goes on LD_LIBRARY_PATH (it needs libcupti from there).
+  # Not found: the bench says so and skips those rows.
+  if [ -z "${CUPTI_CHECKPOINT_LIB:-}" ]; then
+    NVCC_ROOT=$(dirname "$(dirname "$(readlink -f "$NVCC")")")
+    CUPTI_CHECKPOINT_LIB=$(find "$NVCC_ROOT" /usr/local/cuda /usr/local/cuda-* /usr/lib/x86_64-linux-gnu \
+        -maxdepth 6 -name 'libcheckpoint.so*' 2>/dev/null | sort | head -1)
+    # Else the CUPTI of the Python environment (nvidia-cuda-cupti's wheel).
+    [ -n "$CUPTI_CHECKPOINT_LIB" ] || CUPTI_CHECKPOINT_LIB=$(find /opt /usr/local/lib -maxdepth 8 \
+        -name 'libcheckpoint.so*' 2>/dev/null | sort | head -1)
+  fi
+  if [ -n "${CUPTI_CHECKPOINT_LIB:-}" ]; then
+    export CUPTI_CHECKPOINT_LIB
+    export LD_LIBRARY_PATH="$(dirname "$CUPTI_CHECKPOINT_LIB")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    echo "CUPTI checkpoint library: $CUPTI_CHECKPOINT_LIB" | tee -a "$OUT/environment.txt"
+  else
+    echo "CUPTI checkpoint library: not found (its bench rows are skipped)" | tee -a "$OUT/environment.txt"
+  fi
   # shellcheck disable=SC2086
   timeout --kill-after=10 "$BENCH_TIMEOUT" "$BUILD_DIR/kernel_replay_gpu_bench" \
     --csv "$OUT/bench.csv" --table "$OUT/bench_table.md" --toolkit "nvcc ${TOOLKIT:-unknown}" \
-    ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
+    --cubin "$CUBIN" ${BENCH_ARGS:-} 2>&1 | tee "$OUT/bench.log"
   BENCH_RC=${PIPESTATUS[0]}
   [ "$BENCH_RC" = 124 ] && echo "!! the bench timed out after ${BENCH_TIMEOUT} s"
 fi
@@ -214,7 +283,8 @@ fi
 {
   echo "run.sh finished in $(( $(date +%s) - STARTED )) s"
   echo "self-check: exit $SELFCHECK_RC"
-  echo "tests: exit $TEST_RC"
+  echo "tests: exit $TEST_RC${TEST_RESULTS:+ (per strategy:$TEST_RESULTS)}"
+  echo "library kernels: ${KERNEL_REPLAY_CODE_OBJECT:-not loaded}"
   echo "bench: exit $BENCH_RC"
   echo "raw output: $OUT"
 } | tee "$OUT/summary.txt"

@@ -34,6 +34,19 @@
 //     CUDA_ERROR_ILLEGAL_ADDRESS. Access to device memory for the host
 //     (CU_MEM_LOCATION_TYPE_HOST) is CUDA_ERROR_NOT_SUPPORTED.
 //
+// The library's own kernels (kernels/replay_kernels.cu, built with KR_HOST
+// into this library when the build has it: FAKE_CUDA_REPLAY_KERNELS) are in
+// every module too: a launch of kr_scatter_copy, kr_hash_blocks or
+// kr_compare_copy runs the whole grid through kr_host_dispatch, with the one
+// parameter (the argument struct) as its kernarg bytes; it must use
+// KR_WORKGROUP threads per block. cuFuncGetAttribute answers their static
+// shared memory (two lanes of KR_WORKGROUP 64-bit sums) and
+// cuFuncGetParamInfo their one parameter; the other kernels have no shared
+// memory, and their parameters are not described (CUDA_ERROR_NOT_SUPPORTED)
+// except saxpy's, which a launch may also pass as one buffer
+// (CU_LAUNCH_PARAM_BUFFER_POINTER, as an AQL dispatch of it does).
+// Dynamic shared memory up to 48 KiB is accepted and unused.
+//
 // Each module has its own storage for the module variables (as each real
 // module has): a launch swaps the module's values into the host-compiled
 // kernels' globals and back out afterwards.
@@ -65,6 +78,9 @@
 
 #include "../hsa_cuda/cuda_driver.h"
 #include "kernels_host_shim.h"
+#if FAKE_CUDA_REPLAY_KERNELS
+#include "replay_kernels.h"
+#endif
 
 #define FAKE_EXPORT extern "C" __attribute__((visibility("default")))
 
@@ -83,6 +99,9 @@ extern "C" void mutate(unsigned int* p, unsigned long long n, unsigned int salt)
 extern "C" void count_mismatches(const unsigned int* p, unsigned long long n, unsigned int seed,
                                  unsigned int mutated, unsigned int salt,
                                  unsigned long long* mismatches);
+extern "C" void mutate_blocks(unsigned int* p, unsigned long long blocks, unsigned long long first,
+                              unsigned long long stride, unsigned int block_words,
+                              unsigned int salt);
 extern unsigned long long pass_counter;
 extern unsigned int const_table[256];
 
@@ -110,7 +129,15 @@ constexpr CUresult kInvalidHandle = 400;
 
 struct Kernel {
   const char* name;
+  // Runs one thread of the grid (threadIdx, blockIdx set).
   void (*run)(void** params);
+  // Or, for the library's kernels, the whole grid at once: the argument
+  // struct's size (its one parameter).
+  size_t replay_args = 0;
+  unsigned int static_shared = 0;
+  // The parameters' offsets and sizes, where cuFuncGetParamInfo describes
+  // them and a launch may pass them as one buffer (CU_LAUNCH_PARAM_*).
+  std::vector<std::pair<size_t, size_t>> params = {};
 };
 
 }  // namespace
@@ -135,7 +162,8 @@ const Kernel kKernels[] = {
      [](void** p) {
        saxpy(arg<float>(p, 0), arg<const float*>(p, 1), arg<float*>(p, 2),
              arg<unsigned long long>(p, 3));
-     }},
+     },
+     0, 0, {{0, 4}, {8, 8}, {16, 8}, {24, 8}}},
     {"bump_pass_counter", [](void** p) { bump_pass_counter(arg<unsigned long long*>(p, 0)); }},
     {"read_const_table",
      [](void** p) { read_const_table(arg<unsigned int*>(p, 0), arg<unsigned int>(p, 1)); }},
@@ -154,7 +182,22 @@ const Kernel kKernels[] = {
                         arg<unsigned int>(p, 2), arg<unsigned int>(p, 3), arg<unsigned int>(p, 4),
                         arg<unsigned long long*>(p, 5));
      }},
+    {"mutate_blocks",
+     [](void** p) {
+       mutate_blocks(arg<unsigned int*>(p, 0), arg<unsigned long long>(p, 1),
+                     arg<unsigned long long>(p, 2), arg<unsigned long long>(p, 3),
+                     arg<unsigned int>(p, 4), arg<unsigned int>(p, 5));
+     }},
+#if FAKE_CUDA_REPLAY_KERNELS
+    {"kr_scatter_copy", nullptr, sizeof(kr_scatter_copy_args), 0},
+    {"kr_hash_blocks", nullptr, sizeof(kr_hash_blocks_args), 2 * KR_WORKGROUP * 8},
+    {"kr_compare_copy", nullptr, sizeof(kr_compare_copy_args), 2 * KR_WORKGROUP * 8},
+#endif
 };
+
+// The largest dynamic shared memory a launch may ask for (a real GPU's
+// default limit).
+constexpr unsigned int kMaxDynamicShared = 48 * 1024;
 
 struct Block {
   size_t size = 0;
@@ -888,10 +931,31 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, un
   CUmod_st* module = handle->module;
   if (module->device != t_current->device) return CUDA_ERROR_INVALID_CONTEXT;
   const Kernel* kernel = handle->kernel;
+  // The parameters as one buffer (CU_LAUNCH_PARAM_BUFFER_POINTER, buffer,
+  // CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END), for a kernel
+  // whose layout the fake knows: unpacked into the usual pointers.
+  std::vector<void*> unpacked;
+  if (extra != nullptr) {
+    if (params != nullptr || kernel->params.empty() || extra[0] != reinterpret_cast<void*>(1) ||
+        extra[2] != reinterpret_cast<void*>(2) || extra[4] != nullptr || extra[3] == nullptr) {
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    auto* buffer = static_cast<unsigned char*>(extra[1]);
+    const size_t size = *static_cast<const size_t*>(extra[3]);
+    for (const auto& [offset, bytes] : kernel->params) {
+      if (offset + bytes > size) return CUDA_ERROR_INVALID_VALUE;
+      unpacked.push_back(buffer + offset);
+    }
+    params = unpacked.data();
+  }
   if (grid_x == 0 || block_x == 0 || block_x > 1024 || grid_y != 1 || grid_z != 1 ||
-      block_y != 1 || block_z != 1 || shared_bytes != 0 || params == nullptr || extra != nullptr) {
+      block_y != 1 || block_z != 1 || shared_bytes > kMaxDynamicShared || params == nullptr) {
     return CUDA_ERROR_INVALID_VALUE;
   }
+#if FAKE_CUDA_REPLAY_KERNELS
+  // The library's kernels are written for exactly KR_WORKGROUP work-items.
+  if (kernel->replay_args != 0 && block_x != KR_WORKGROUP) return CUDA_ERROR_INVALID_VALUE;
+#endif
   gridDim = fake_dim3{grid_x, 1, 1};
   blockDim = fake_dim3{block_x, 1, 1};
   // The module's variables in, the grid, the variables out.
@@ -906,6 +970,12 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, un
   sigjmp_buf fault;
   if (sigsetjmp(fault, 1) == 0) {
     t_launch_fault = &fault;
+#if FAKE_CUDA_REPLAY_KERNELS
+    if (kernel->replay_args != 0) {
+      if (kr_host_dispatch(kernel->name, params[0], grid_x) != 0) result = CUDA_ERROR_INVALID_VALUE;
+      grid_x = 0;  // the grid ran
+    }
+#endif
     for (unsigned int b = 0; b < grid_x; ++b) {
       blockIdx = fake_dim3{b, 0, 0};
       for (unsigned int t = 0; t < block_x; ++t) {
@@ -924,6 +994,67 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, un
   close_mappings(d);
   module->pass_counter = pass_counter;
   return result;
+}
+
+namespace {
+
+// The function behind a handle, if it belongs to a loaded module.
+const FakeFunction* known_function(const Driver& d, CUfunction function) {
+  auto* handle = reinterpret_cast<const FakeFunction*>(function);
+  for (CUmod_st* module : d.modules) {
+    for (const auto& f : module->functions) {
+      if (f.get() == handle) return handle;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+FAKE_EXPORT CUresult cuFuncGetAttribute(int* value, int attribute, CUfunction function) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (!d.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const FakeFunction* f = known_function(d, function);
+  if (f == nullptr) return kInvalidHandle;
+  switch (attribute) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
+      *value = 1024;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+      *value = int(f->kernel->static_shared);
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES:
+      *value = 0;
+      return CUDA_SUCCESS;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      *value = int(kMaxDynamicShared);
+      return CUDA_SUCCESS;
+    default:
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+}
+
+FAKE_EXPORT CUresult cuFuncGetParamInfo(CUfunction function, size_t index, size_t* offset,
+                                        size_t* size) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (!d.initialized) return CUDA_ERROR_NOT_INITIALIZED;
+  const FakeFunction* f = known_function(d, function);
+  if (f == nullptr) return kInvalidHandle;
+  if (offset == nullptr || size == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (!f->kernel->params.empty()) {
+    if (index >= f->kernel->params.size()) return CUDA_ERROR_INVALID_VALUE;
+    *offset = f->kernel->params[index].first;
+    *size = f->kernel->params[index].second;
+    return CUDA_SUCCESS;
+  }
+  if (f->kernel->replay_args == 0) return CUDA_ERROR_NOT_SUPPORTED;
+  if (index != 0) return CUDA_ERROR_INVALID_VALUE;
+  *offset = 0;
+  *size = f->kernel->replay_args;
+  return CUDA_SUCCESS;
 }
 
 // ---- streams and events -----------------------------------------------------------------------

@@ -89,6 +89,8 @@ const Entry kEntries[] = {
     HSA_CUDA_ENTRY(cuModuleGetGlobal, "cuModuleGetGlobal_v2", nullptr, true),
     HSA_CUDA_ENTRY(cuModuleGetFunction, "cuModuleGetFunction", nullptr, true),
     HSA_CUDA_ENTRY(cuLaunchKernel, "cuLaunchKernel", nullptr, true),
+    HSA_CUDA_ENTRY(cuFuncGetAttribute, "cuFuncGetAttribute", nullptr, true),
+    HSA_CUDA_ENTRY(cuFuncGetParamInfo, "cuFuncGetParamInfo", nullptr, false),
 
     HSA_CUDA_ENTRY(cuStreamCreate, "cuStreamCreate", nullptr, true),
     HSA_CUDA_ENTRY(cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy", true),

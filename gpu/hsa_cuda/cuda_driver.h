@@ -122,6 +122,12 @@ typedef struct CUmemAccessDesc_st {
 #define CU_MEMORYTYPE_ARRAY 3
 #define CU_MEMORYTYPE_UNIFIED 4
 
+/* CUfunction_attribute values (cuFuncGetAttribute) */
+#define CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0
+#define CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES 1
+#define CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES 3
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+
 /* CUmemAllocationType, CUmemLocationType, CUmemAccess_flags,
  * CUmemAllocationGranularity_flags, CUmemAllocationHandleType */
 #define CU_MEM_ALLOCATION_TYPE_PINNED 0x1
@@ -201,6 +207,11 @@ typedef CUresult (*cuLaunchKernel_t)(CUfunction function, unsigned int grid_x,
                                      unsigned int block_z, unsigned int shared_bytes,
                                      CUstream stream, void** params, void** extra);
 
+typedef CUresult (*cuFuncGetAttribute_t)(int* value, int attribute, CUfunction function);
+/* CUDA 12.4+: the offset and size of a kernel's parameter paramIndex;
+ * CUDA_ERROR_INVALID_VALUE past the last one. */
+typedef CUresult (*cuFuncGetParamInfo_t)(CUfunction function, size_t param_index,
+                                         size_t* param_offset, size_t* param_size);
 typedef CUresult (*cuStreamCreate_t)(CUstream* stream, unsigned int flags);
 typedef CUresult (*cuStreamDestroy_t)(CUstream stream);
 typedef CUresult (*cuStreamSynchronize_t)(CUstream stream);
@@ -269,6 +280,8 @@ typedef struct cuda_driver_t {
   cuModuleGetGlobal_t cuModuleGetGlobal;
   cuModuleGetFunction_t cuModuleGetFunction;
   cuLaunchKernel_t cuLaunchKernel;
+  cuFuncGetAttribute_t cuFuncGetAttribute;
+  cuFuncGetParamInfo_t cuFuncGetParamInfo; /* optional (CUDA 12.4+) */
 
   cuStreamCreate_t cuStreamCreate;
   cuStreamDestroy_t cuStreamDestroy;

@@ -50,6 +50,10 @@
  *                INVALID_ARGUMENT. Copies into a reservation are device
  *                copies only inside one mapping a GPU may access that way;
  *                anything else is refused and counted as a violation.
+ *   ISAs, queues one ISA per GPU, "nvptx-nvidia-cuda--sm_XY"; AQL queues whose
+ *                packet processor launches KERNEL_DISPATCH packets with
+ *                cuLaunchKernel and runs BARRIER_AND packets
+ *                (hsa_cuda_queues.cpp says how, and what differs from ROCr).
  *   executables  CUDA modules (cubin / fatbin) loaded per GPU agent. The driver
  *                API cannot enumerate a module's globals, so the caller
  *                registers the __device__ / __constant__ variables (and the
@@ -170,6 +174,11 @@ hsa_region_t hsa_cuda_region(hsa_agent_t agent, hsa_cuda_pool_kind_t kind);
 
 /* ---- executables (CUDA modules) --------------------------------------------- */
 
+/* Executables are also made through the HSA entries, as a tool makes them
+ * on ROCm: hsa_code_object_reader_create_from_memory, hsa_executable_create_alt,
+ * hsa_executable_load_agent_code_object (a cubin or fatbin), freeze, and
+ * hsa_executable_get_symbol_by_name ("name.kd" for a kernel); see
+ * hsa_cuda_loader.cpp. */
 /* Loads a cubin / fatbin file (cuModuleLoad) or an image in memory
  * (cuModuleLoadData) into the GPU agent's context as an executable.
  * HSA_STATUS_ERROR_INVALID_AGENT for the CPU or an unknown agent,
@@ -214,6 +223,11 @@ hsa_status_t hsa_cuda_iterate_executables(hsa_status_t (*callback)(hsa_executabl
 void hsa_cuda_set_address_reuse(bool enabled);
 /* Bytes held in the address-reuse cache. */
 uint64_t hsa_cuda_reuse_cache_bytes(void);
+/* Gives every GPU's quarantined freed device blocks back to CUDA now (they
+ * are otherwise kept, up to 8 GiB, to catch copies into freed memory): for a
+ * measurement that must see only live allocations, such as the CUPTI
+ * checkpoint API, which saves every allocation of the context. */
+void hsa_cuda_release_quarantine(void);
 
 /* ---- virtual memory ------------------------------------------------------------ */
 
@@ -262,6 +276,10 @@ void hsa_cuda_reset_counters(void);
 /* Live allocations (pool and region), and live signals. */
 uint64_t hsa_cuda_live_allocation_count(void);
 uint64_t hsa_cuda_live_signal_count(void);
+/* Live AQL queues, and the kernel-dispatch packets their processors have
+ * launched successfully since init or the last counter reset. */
+uint64_t hsa_cuda_live_queue_count(void);
+uint64_t hsa_cuda_aql_dispatch_count(void);
 
 #ifdef __cplusplus
 }

@@ -10,7 +10,9 @@
  *   hsa_cuda_vmem.cpp      the virtual memory API (hsa_amd_vmem_*) on CUDA's
  *                          virtual memory management
  *   hsa_cuda_signals.cpp   signals and the per-GPU asynchronous copy engines
- *   hsa_cuda_loader.cpp    executables (CUDA modules) and their symbols
+ *   hsa_cuda_loader.cpp    executables (CUDA modules) and their symbols,
+ *                          code object readers
+ *   hsa_cuda_queues.cpp    ISAs, AQL queues and their packet processors
  *   hsa_cuda_tables.cpp    the CoreApiTable / AmdExtTable
  *   hsa_cuda_app.cpp       the plain HSA names an application calls
  *
@@ -172,6 +174,7 @@ struct Counters {
   std::atomic<uint64_t> async_copies;
   std::atomic<uint64_t> violations;
   std::atomic<uint64_t> cuda_errors;
+  std::atomic<uint64_t> aql_dispatches;
 };
 Counters& counters();
 
@@ -241,8 +244,82 @@ uint64_t live_signal_count();
 // ---- loader (hsa_cuda_loader.cpp) ------------------------------------------------------------
 
 void unload_all_executables();
+void release_all_code_object_readers();
+// What a packet processor needs to launch the kernel behind a dispatch
+// packet's kernel_object (the CUfunction's value, see the loader).
+struct KernelLaunch {
+  CUfunction function = nullptr;
+  std::string name;
+  // CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: the static shared memory, which the
+  // packet's group_segment_size includes (ROCr's GROUP_SEGMENT_SIZE does).
+  uint32_t static_shared = 0;
+  uint32_t kernarg_size = 0;
+  // Kernel parameters (cuFuncGetParamInfo); -1 when unknown, then the
+  // kernarg segment is passed as one by-value parameter.
+  int param_count = -1;
+};
+// The kernel of a live executable loaded on agent_index whose KERNEL_OBJECT
+// is `object`; false if there is none.
+bool kernel_for_object(uint64_t object, uint32_t agent_index, KernelLaunch* out);
+
+// ---- ISAs and AQL queues (hsa_cuda_queues.cpp) ------------------------------------------------
+
+// Handle tags of this runtime only (hsa_common::HandleTag lists the shared
+// ones; these values are not among them).
+constexpr HandleTag kIsaTag = static_cast<HandleTag>(0x9A);
+constexpr HandleTag kCodeObjectReaderTag = static_cast<HandleTag>(0x8B);
+// "nvptx-nvidia-cuda--sm_90": what hsa_isa_get_info_alt(NAME) says for a GPU.
+std::string isa_name(uint32_t agent_index);
+// hsa_agent_get_info's queue attributes for a GPU (QUEUE_MIN_SIZE,
+// QUEUE_MAX_SIZE, QUEUE_TYPE, ISA); false for any other attribute.
+bool write_queue_agent_info(uint32_t agent_index, uint32_t attribute, void* value);
+// Stops every packet processor and destroys every queue (shutdown, before the
+// signals go).
+void queues_shutdown();
+uint64_t live_queue_count();
+// The runtime's signal table (hsa_cuda_signals.cpp), for the packet
+// processors' doorbells and completion signals.
+hsa_common::SignalTable& signal_table();
 
 // ---- entry points, by file, for the tables ------------------------------------------------
+
+// The core entries only this runtime has (the sim runs no AQL queues of its
+// own): ISAs and queues (hsa_cuda_queues.cpp), code object readers and the
+// loading of executables (hsa_cuda_loader.cpp). The field names are the same
+// in every header generation this builds against (5.2 to 7.x).
+#define HSA_CUDA_AQL_CORE_ENTRIES(ENTRY)                                                      \
+  ENTRY(CoreApiTable, hsa_agent_iterate_isas_fn, agent_iterate_isas)                          \
+  ENTRY(CoreApiTable, hsa_isa_get_info_alt_fn, isa_get_info_alt)                              \
+  ENTRY(CoreApiTable, hsa_isa_get_info_fn, isa_get_info)                                      \
+  ENTRY(CoreApiTable, hsa_isa_from_name_fn, isa_from_name)                                    \
+  ENTRY(CoreApiTable, hsa_queue_create_fn, queue_create)                                      \
+  ENTRY(CoreApiTable, hsa_queue_destroy_fn, queue_destroy)                                    \
+  ENTRY(CoreApiTable, hsa_queue_inactivate_fn, queue_inactivate)                              \
+  ENTRY(CoreApiTable, hsa_queue_load_read_index_scacquire_fn, queue_load_read_index)          \
+  ENTRY(CoreApiTable, hsa_queue_load_read_index_relaxed_fn, queue_load_read_index)            \
+  ENTRY(CoreApiTable, hsa_queue_load_write_index_scacquire_fn, queue_load_write_index)        \
+  ENTRY(CoreApiTable, hsa_queue_load_write_index_relaxed_fn, queue_load_write_index)          \
+  ENTRY(CoreApiTable, hsa_queue_store_write_index_relaxed_fn, queue_store_write_index)        \
+  ENTRY(CoreApiTable, hsa_queue_store_write_index_screlease_fn, queue_store_write_index)      \
+  ENTRY(CoreApiTable, hsa_queue_cas_write_index_scacq_screl_fn, queue_cas_write_index)        \
+  ENTRY(CoreApiTable, hsa_queue_cas_write_index_scacquire_fn, queue_cas_write_index)          \
+  ENTRY(CoreApiTable, hsa_queue_cas_write_index_relaxed_fn, queue_cas_write_index)            \
+  ENTRY(CoreApiTable, hsa_queue_cas_write_index_screlease_fn, queue_cas_write_index)          \
+  ENTRY(CoreApiTable, hsa_queue_add_write_index_scacq_screl_fn, queue_add_write_index)        \
+  ENTRY(CoreApiTable, hsa_queue_add_write_index_scacquire_fn, queue_add_write_index)          \
+  ENTRY(CoreApiTable, hsa_queue_add_write_index_relaxed_fn, queue_add_write_index)            \
+  ENTRY(CoreApiTable, hsa_queue_add_write_index_screlease_fn, queue_add_write_index)          \
+  ENTRY(CoreApiTable, hsa_queue_store_read_index_relaxed_fn, queue_store_read_index)          \
+  ENTRY(CoreApiTable, hsa_queue_store_read_index_screlease_fn, queue_store_read_index)        \
+  ENTRY(CoreApiTable, hsa_code_object_reader_create_from_memory_fn,                           \
+        code_object_reader_create_from_memory)                                                \
+  ENTRY(CoreApiTable, hsa_code_object_reader_destroy_fn, code_object_reader_destroy)          \
+  ENTRY(CoreApiTable, hsa_executable_create_alt_fn, executable_create_alt)                    \
+  ENTRY(CoreApiTable, hsa_executable_load_agent_code_object_fn,                               \
+        executable_load_agent_code_object)                                                    \
+  ENTRY(CoreApiTable, hsa_executable_freeze_fn, executable_freeze)                            \
+  ENTRY(CoreApiTable, hsa_executable_get_info_fn, executable_get_info)                        \
+  ENTRY(CoreApiTable, hsa_executable_get_symbol_by_name_fn, executable_get_symbol_by_name)
 
 // init, shut_down, iterate_agents, agent_get_info: hsa_cuda_runtime.cpp;
 // regions, pools, allocation, copies, pointer info: hsa_cuda_memory.cpp;
@@ -252,6 +329,7 @@ void unload_all_executables();
 namespace api {
 HSA_COMMON_RUNTIME_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 HSA_COMMON_RUNTIME_AMD_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
+HSA_CUDA_AQL_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 }  // namespace api
 
 // The signal entries (hsa_common::SignalEntries over this runtime's signal

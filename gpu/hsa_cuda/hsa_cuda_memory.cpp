@@ -811,3 +811,8 @@ extern "C" uint64_t hsa_cuda_reuse_cache_bytes(void) {
   SharedLock lock(m.mutex);
   return m.reuse_cache_bytes;
 }
+
+extern "C" void hsa_cuda_release_quarantine(void) {
+  if (!hsa_cuda::ready()) return;
+  for (uint32_t i = 1; i <= hsa_cuda::gpu_count(); ++i) hsa_cuda::release_quarantine(i);
+}

@@ -151,8 +151,8 @@ hsa_common::AgentDescription describe_agent(uint32_t index) {
     const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     agent.compute_unit_count = uint32_t(cpus > 0 ? cpus : 1);
   }
-  // This runtime has no AQL queues: kernels are launched through CUDA.
-  agent.queues_max = 0;
+  // GPUs run AQL queues (hsa_cuda_queues.cpp); the CPU agent has none.
+  agent.queues_max = is_gpu_index(index) ? 128 : 0;
   // No HSA_AMD_AGENT_INFO_UUID (agent.has_uuid stays false).
   return agent;
 }
@@ -220,6 +220,9 @@ hsa_status_t agent_get_info(hsa_agent_t agent, hsa_agent_info_t attribute, void*
     // attribute).
     if (!is_gpu_index(index)) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     return write_memory_avail(index, value);
+  }
+  if (write_queue_agent_info(index, static_cast<uint32_t>(attribute), value)) {
+    return HSA_STATUS_SUCCESS;
   }
   return hsa_common::write_agent_info(index, describe_agent(index),
                                       static_cast<uint32_t>(attribute), value);
@@ -351,10 +354,13 @@ extern "C" bool hsa_cuda_initialized(void) { return ready(); }
 extern "C" void hsa_cuda_shutdown(void) {
   std::lock_guard<std::mutex> lock(g_init_mutex);
   if (!ready()) return;
-  // Copies and waits first (they touch memory and signals), then the modules
-  // and the memory, then the contexts that held them.
+  // The queues' packet processors first (they launch kernels and complete
+  // signals), then copies and waits (they touch memory and signals), then
+  // the modules and the memory, then the contexts that held them.
+  queues_shutdown();
   signals_shutdown();
   unload_all_executables();
+  release_all_code_object_readers();
   vmem_release_all();
   release_all_memory();
   g_ready.store(false, std::memory_order_release);
@@ -416,8 +422,13 @@ extern "C" void hsa_cuda_reset_counters(void) {
   g_counters.async_copies.store(0);
   g_counters.violations.store(0);
   g_counters.cuda_errors.store(0);
+  g_counters.aql_dispatches.store(0);
 }
 
 extern "C" uint64_t hsa_cuda_live_allocation_count(void) { return live_allocation_count(); }
 
 extern "C" uint64_t hsa_cuda_live_signal_count(void) { return live_signal_count(); }
+
+extern "C" uint64_t hsa_cuda_live_queue_count(void) { return live_queue_count(); }
+
+extern "C" uint64_t hsa_cuda_aql_dispatch_count(void) { return g_counters.aql_dispatches.load(); }

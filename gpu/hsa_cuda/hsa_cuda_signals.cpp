@@ -355,6 +355,8 @@ void signals_shutdown() {
 
 uint64_t live_signal_count() { return signals().live_count(); }
 
+hsa_common::SignalTable& signal_table() { return signals(); }
+
 void fill_signal_core_entries(CoreApiTable* core) { Entries::fill_core(core); }
 
 void fill_signal_amd_entries(AmdExtTable* amd) { Entries::fill_amd(amd); }
