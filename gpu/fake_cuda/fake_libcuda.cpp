@@ -913,6 +913,39 @@ FAKE_EXPORT CUresult cuModuleGetFunction(CUfunction* function, CUmodule module, 
   return CUDA_ERROR_NOT_FOUND;
 }
 
+enum class LaunchOutcome { kDone, kInvalid, kFault };
+
+// Runs a launch's grid on the CPU; a touch of memory the device has no
+// access to longjmps back here (on_fault) and ends it as a fault. Kept apart
+// from cuLaunchKernel so that nothing lives across the sigsetjmp but these
+// arguments, which are never written after it.
+static LaunchOutcome run_grid(const Kernel* kernel, void** params, unsigned int grid_x,
+                       unsigned int block_x) {
+  sigjmp_buf fault;
+  if (sigsetjmp(fault, 1) != 0) {
+    t_launch_fault = nullptr;
+    return LaunchOutcome::kFault;
+  }
+  t_launch_fault = &fault;
+  LaunchOutcome outcome = LaunchOutcome::kDone;
+#if FAKE_CUDA_REPLAY_KERNELS
+  if (kernel->replay_args != 0) {
+    if (kr_host_dispatch(kernel->name, params[0], grid_x) != 0) outcome = LaunchOutcome::kInvalid;
+    t_launch_fault = nullptr;
+    return outcome;
+  }
+#endif
+  for (unsigned int b = 0; b < grid_x; ++b) {
+    blockIdx = fake_dim3{b, 0, 0};
+    for (unsigned int t = 0; t < block_x; ++t) {
+      threadIdx = fake_dim3{t, 0, 0};
+      kernel->run(params);
+    }
+  }
+  t_launch_fault = nullptr;
+  return outcome;
+}
+
 FAKE_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, unsigned int grid_y,
                                     unsigned int grid_z, unsigned int block_x,
                                     unsigned int block_y, unsigned int block_z,
@@ -965,32 +998,16 @@ FAKE_EXPORT CUresult cuLaunchKernel(CUfunction function, unsigned int grid_x, un
   // access allows; a touch of anything else faults, and the fault ends the
   // launch with CUDA_ERROR_ILLEGAL_ADDRESS (on_fault).
   open_mappings_for(d, t_current->device);
-  // volatile: written after a longjmp back into this frame.
-  volatile CUresult result = CUDA_SUCCESS;
-  sigjmp_buf fault;
-  if (sigsetjmp(fault, 1) == 0) {
-    t_launch_fault = &fault;
-#if FAKE_CUDA_REPLAY_KERNELS
-    if (kernel->replay_args != 0) {
-      if (kr_host_dispatch(kernel->name, params[0], grid_x) != 0) result = CUDA_ERROR_INVALID_VALUE;
-      grid_x = 0;  // the grid ran
-    }
-#endif
-    for (unsigned int b = 0; b < grid_x; ++b) {
-      blockIdx = fake_dim3{b, 0, 0};
-      for (unsigned int t = 0; t < block_x; ++t) {
-        threadIdx = fake_dim3{t, 0, 0};
-        kernel->run(params);
-      }
-    }
-  } else {
+  const LaunchOutcome outcome = run_grid(kernel, params, grid_x, block_x);
+  CUresult result = CUDA_SUCCESS;
+  if (outcome == LaunchOutcome::kInvalid) result = CUDA_ERROR_INVALID_VALUE;
+  if (outcome == LaunchOutcome::kFault) {
     std::fprintf(stderr,
                  "fake_cuda: a kernel of device %d touched virtual memory at %#lx it has no "
                  "access to\n",
                  t_current->device, static_cast<unsigned long>(t_fault_address));
     result = CUDA_ERROR_ILLEGAL_ADDRESS;
   }
-  t_launch_fault = nullptr;
   close_mappings(d);
   module->pass_counter = pass_counter;
   return result;
