@@ -131,7 +131,14 @@ impl<'p> DeviceBatch<'p> {
                     .iter()
                     .map(|(_, t)| blocks_of(t.size) as u64)
                     .sum();
-                compare_copy(plan, blocks, self.to_device, taken_blocks, &mut outcome)
+                compare_copy(
+                    plan,
+                    core,
+                    blocks,
+                    self.to_device,
+                    taken_blocks,
+                    &mut outcome,
+                )
             }
             None => scatter(plan, core, amd, &self.taken),
         };
@@ -195,6 +202,7 @@ fn scatter(
 /// is copied and hashed.
 fn compare_copy(
     plan: &DevicePlan,
+    core: &CoreEntries,
     blocks: &mut BlockTable,
     to_device: bool,
     taken_blocks: u64,
@@ -206,7 +214,6 @@ fn compare_copy(
     } else {
         KR_COMPARE_SWAP | KR_COMPARE_HASH_SRC | KR_COMPARE_UPDATE_HASH | KR_COMPARE_FORCE_COPY
     };
-    blocks.take_changed();
     let args = kr_compare_copy_args {
         pairs: blocks.pairs.address() as *const _,
         count: blocks.count as u64,
@@ -216,10 +223,12 @@ fn compare_copy(
         flags,
         reserved: 0,
     };
-    plan.runner
-        .run(Kernel::CompareCopy, &args, workgroups)
-        .map_err(|_| ())?;
+    let ran = plan.runner.run(Kernel::CompareCopy, &args, workgroups);
+    // Read (and cleared) after every dispatch, a failed one too, so each
+    // starts from 0 (allocated so).
+    let copied = blocks.take_changed(core);
+    ran.map_err(|_| ())?;
     outcome.blocks_compared = taken_blocks;
-    outcome.blocks_copied = blocks.take_changed();
+    outcome.blocks_copied = copied.unwrap_or(0);
     Ok(())
 }

@@ -49,7 +49,10 @@ pub(crate) struct BlockTable {
     pub(crate) pairs: PoolBuffer,
     /// Two hash lanes per block, on the device.
     pub(crate) hashes: PoolBuffer,
-    /// One counter the compare kernel increments per block it copies.
+    /// One counter the compare kernel increments per block it copies, in
+    /// device memory: an atomic per changed block across the host link
+    /// (kernarg memory) costs about a microsecond each, which measured on
+    /// an H200 was most of a restore's time.
     pub(crate) changed: PoolBuffer,
     /// Blocks in use.
     pub(crate) count: usize,
@@ -81,7 +84,7 @@ impl BlockTable {
         Some(BlockTable {
             pairs: PoolBuffer::kernarg(core, amd, agent, pair_bytes)?,
             hashes: PoolBuffer::device(core, amd, agent, count.checked_mul(16)?)?,
-            changed: PoolBuffer::kernarg(core, amd, agent, 8)?,
+            changed: PoolBuffer::device_with(core, amd, agent, &[0])?,
             count,
             capacity: count,
         })
@@ -116,10 +119,21 @@ impl BlockTable {
         }
     }
 
-    /// Reads and clears the changed-block counter.
-    pub(crate) fn take_changed(&mut self) -> u64 {
-        // SAFETY: host memory of 8 bytes, no kernel running (as above).
-        let counter = unsafe { self.changed.host_slice_mut::<u64>(1) };
-        std::mem::take(&mut counter[0])
+    /// Reads and clears the changed-block counter (two small copies
+    /// through the captured entries); `None` if either copy fails.
+    pub(crate) fn take_changed(&mut self, core: &CoreEntries) -> Option<u64> {
+        let mut value = 0u64;
+        let zero = 0u64;
+        let counter = self.changed.address() as *mut std::ffi::c_void;
+        // SAFETY: the counter is 8 bytes of the agent's memory, ours, with
+        // no kernel running on it (dispatches are waited for); the host
+        // sides are locals.
+        unsafe {
+            core.copy(std::ptr::from_mut(&mut value).cast(), counter, 8)
+                .ok()?;
+            core.copy(counter, std::ptr::from_ref(&zero).cast(), 8)
+                .ok()?;
+        }
+        Some(value)
     }
 }
