@@ -189,9 +189,9 @@ typedef enum kr_storage_tier_t {
 typedef enum kr_strategy_t {
   /**
    * The library decides per snapshot: the runtime's copies for a few
-   * regions, one scatter dispatch from many on. It never picks dirty
-   * blocks, which pay only when restores are many and write little,
-   * which the library cannot know at a snapshot. The default.
+   * regions, one scatter dispatch from 64 on, and dirty blocks for a
+   * footprint of 64 MiB or more kept mostly in pinned host memory
+   * (where a full restore crosses the host link). The default.
    */
   KR_STRATEGY_AUTO = 0,
   /**

@@ -354,3 +354,34 @@ fn verify_mode_counts_a_restore_that_left_bytes_wrong() {
         1
     );
 }
+
+#[test]
+fn auto_takes_dirty_blocks_for_a_large_pinned_footprint_and_copies_for_a_small_one() {
+    let Some(sim) = kernel_session(Strategy::Auto) else {
+        return;
+    };
+    let _pinned = PolicyGuard::set(StoragePolicy::Pinned);
+    // 64 MiB in two regions: dirty blocks.
+    let big: Vec<*mut u8> = (0..2)
+        .map(|i| device_buffer(&sim.sim, sim.gpu(0), 32 << 20, 0x60 + i))
+        .collect();
+    let snap = Snap::of(sim.gpu(0));
+    assert_eq!(snap.tier_bytes(kernel_replay::Tier::Pinned), 64 << 20);
+    // SAFETY: inside the buffer.
+    unsafe { *big[1].add(12345) ^= 1 };
+    let report = snap.restore();
+    assert_eq!(report.device.strategy, Strategy::DirtyBlocks);
+    assert_eq!(report.device.blocks_copied, 1);
+    assert!(all(big[1], 32 << 20, 0x61));
+    drop(snap);
+    for &p in &big {
+        assert_eq!(pool_free(p), SUCCESS);
+    }
+    // One small region: copies.
+    let small = device_buffer(&sim.sim, sim.gpu(0), 1 << 20, 0x70);
+    let snap = Snap::of(sim.gpu(0));
+    fill(small, 1 << 20, 0);
+    let report = snap.restore();
+    assert_eq!(report.device.strategy, Strategy::Copies);
+    assert!(all(small, 1 << 20, 0x70));
+}

@@ -57,9 +57,9 @@ crate::c_enum! {
     /// what the stats say ran).
     pub enum Strategy: "kr_strategy_t", "KR_STRATEGY_" {
         /// The library decides per snapshot: the runtime's copies for a few
-        /// regions, one scatter dispatch from many on. It never picks dirty
-        /// blocks, which pay only when restores are many and write little,
-        /// which the library cannot know at a snapshot. The default.
+        /// regions, one scatter dispatch from 64 on, and dirty blocks for a
+        /// footprint of 64 MiB or more kept mostly in pinned host memory
+        /// (where a full restore crosses the host link). The default.
         Auto = 0 => "AUTO",
         /// The runtime's copies only (async copies in batches, or blocking).
         Copies = 1 => "COPIES",
