@@ -48,3 +48,10 @@ pub fn retained_for(agent: crate::hsa::hsa_agent_t) -> [u64; 3] {
         .retained
         .map(|bytes| bytes as u64)
 }
+
+/// Whether the device kernels are set up on some agent (their queue,
+/// executable and buffers are runtime allocations the library holds until
+/// `trim_retained` or finalize).
+pub fn device_kernels_set_up() -> bool {
+    crate::memory_snapshot::state::SNAPSHOTS.kernels.any_runner()
+}

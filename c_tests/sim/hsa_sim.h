@@ -168,7 +168,8 @@ void hsa_sim_fail_pointer_info(bool fail);
  * one) fails with HSA_STATUS_ERROR and copies nothing; 0 disarms. */
 void hsa_sim_fail_nth_d2h_copy(uint64_t n);
 /* Host-to-device copies whose destination range contains device_addr fail
- * with HSA_STATUS_ERROR and copy nothing. Up to 16 addresses; NULL clears all. */
+ * with HSA_STATUS_ERROR and copy nothing; a dispatch that would move host
+ * memory there faults. Up to 16 addresses; NULL clears all. */
 void hsa_sim_fail_h2d_copy_into(const void* device_addr);
 /* Every copy whose destination range contains addr fails, whatever its
  * direction: hsa_memory_copy with HSA_STATUS_ERROR; an asynchronous copy

@@ -128,6 +128,18 @@ class Reach {
   // fail at (hsa_sim_fail_copies_into / _from): a fault, not a violation.
   bool injected_fault() const { return injected_; }
 
+  // A host-to-device move a kernel makes (its source in host memory) into a
+  // range a test made host-to-device copies fail at
+  // (hsa_sim_fail_h2d_copy_into): a fault, as for a copy.
+  void host_to_device(uint64_t dst, uint64_t src, uint64_t size) {
+    if (!ok_ || size == 0) return;
+    const auto* source = reinterpret_cast<const void*>(src);
+    if (h2d_fault_covers_locked(s_, reinterpret_cast<const void*>(dst), size) &&
+        classify_range_locked(s_, source, size, CopyRole::kSource) == Side::kHost) {
+      injected_ = true;
+    }
+  }
+
   void* operator()(uint64_t address, uint64_t size, uint32_t access) {
     if (!ok_ || size == 0) return reinterpret_cast<void*>(address);
     const auto* ptr = reinterpret_cast<const void*>(address);
@@ -229,6 +241,7 @@ bool prepare_scatter(Reach& reach, const void* kernarg, uint32_t workgroups, Pre
     return false;
   }
   for (kr_copy_record& record : p->records) {
+    reach.host_to_device(record.dst, record.src, record.size);
     record.dst = reinterpret_cast<uintptr_t>(reach(record.dst, record.size, kWrite));
     record.src = reinterpret_cast<uintptr_t>(reach(record.src, record.size, kRead));
   }
@@ -268,6 +281,11 @@ bool prepare_compare(Reach& reach, const void* kernarg, uint32_t workgroups, Pre
   for (kr_block_pair& pair : p->pairs) {
     // The written side may also be hashed; the other is read.
     const uint64_t len = block_bytes(pair.len);
+    if (swap) {
+      reach.host_to_device(pair.src, pair.dst, len);
+    } else {
+      reach.host_to_device(pair.dst, pair.src, len);
+    }
     pair.dst = reinterpret_cast<uintptr_t>(
         reach(pair.dst, len, swap ? uint32_t{kRead} : uint32_t{kRead | kWrite}));
     pair.src = reinterpret_cast<uintptr_t>(

@@ -466,6 +466,7 @@ impl Interp {
             } => self.replay(op, agent, u32::from(passes % 5), target, byte),
             Op::Storage { policy, batched } => {
                 {
+                    let strategy = usize::from(policy / 5 % 4);
                     let policy = Policy::from_byte(policy);
                     let value = match policy {
                         Policy::Baseline => kernel_replay::StoragePolicy::Baseline,
@@ -476,6 +477,14 @@ impl Interp {
                     };
                     assert!(kr_set_storage_policy(value as u32));
                     kernel_replay::set_batched_copies(batched);
+                    kernel_replay::set_strategy(
+                        [
+                            kernel_replay::Strategy::Auto,
+                            kernel_replay::Strategy::Copies,
+                            kernel_replay::Strategy::Scatter,
+                            kernel_replay::Strategy::DirtyBlocks,
+                        ][strategy],
+                    );
                     self.batched = batched;
                     self.model.policy = policy;
                     // The device-to-host countdown is modelled for the
@@ -1282,10 +1291,15 @@ impl Interp {
         {
             self.fail(op, format_args!("tracking / finalized state differs"));
         }
-        // Device and pinned arenas are runtime allocations too.
+        // Device and pinned arenas are runtime allocations too, and so are
+        // the device kernels' buffers (a snapshot may hold a runner after a
+        // trim).
         let live = self.sim.live_allocation_count();
         let model = self.model.allocs.len() as u64;
-        if live < model || (live != model && !self.arenas_held()) {
+        let library_held = self.arenas_held()
+            || kernel_replay::testing::device_kernels_set_up()
+            || !self.snaps.is_empty();
+        if live < model || (live != model && !library_held) {
             self.fail(op, format_args!("the runtime holds {live} allocations"));
         }
         // Every kept snapshot still reads as it was made.
@@ -1481,6 +1495,7 @@ pub fn clean_session() -> hsa_sim::SimSession {
             kernel_replay::StoragePolicy::Baseline as u32
         ));
         kernel_replay::set_batched_copies(true);
+        kernel_replay::set_strategy(kernel_replay::Strategy::Auto);
         assert_eq!(
             kernel_replay::device_bytes_in_use(),
             0,

@@ -396,7 +396,9 @@ pub enum Op {
         byte: u8,
     },
     /// `kr_set_storage_policy` (`policy % 5`: baseline, auto, device,
-    /// pinned, pageable) and `kernel_replay::set_batched_copies(batched)`. Inputs start
+    /// pinned, pageable) and `kernel_replay::set_batched_copies(batched)`, and
+    /// `policy / 5` the device-kernel strategy (auto, copies, scatter, dirty
+    /// blocks: the software runtime runs the kernels' own source). Inputs start
     /// in baseline. Needs a library with storage tiers (else a no-op).
     Storage {
         policy: u8,
@@ -651,7 +653,8 @@ impl Op {
                 byte: byte(u),
             },
             s if s < TRIM_RETAINED => Op::Storage {
-                policy: byte(u) % 5,
+                // Policy (mod 5) and device-kernel strategy (/ 5).
+                policy: byte(u) % 20,
                 batched: flag(u),
             },
             s if s < DESTROY_EXECUTABLE => Op::TrimRetained,

@@ -209,6 +209,15 @@ impl DeviceKernels {
             .map(HashKeys::as_slice)
     }
 
+    /// Whether a runner is set up on some agent.
+    pub(crate) fn any_runner(&self) -> bool {
+        self.runners
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .any(|(_, runner)| runner.is_ok())
+    }
+
     /// Whether `executable` is one of the library's own (discovery skips
     /// those).
     pub(crate) fn owns_executable(&self, executable: u64) -> bool {
