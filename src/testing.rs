@@ -53,5 +53,7 @@ pub fn retained_for(agent: crate::hsa::hsa_agent_t) -> [u64; 3] {
 /// executable and buffers are runtime allocations the library holds until
 /// `trim_retained` or finalize).
 pub fn device_kernels_set_up() -> bool {
-    crate::memory_snapshot::state::SNAPSHOTS.kernels.any_runner()
+    crate::memory_snapshot::state::SNAPSHOTS
+        .kernels
+        .any_runner()
 }
