@@ -259,3 +259,47 @@ fn the_executable_flag_is_checked_before_any_pointer_query() {
         assert_eq!(pool_free(p), SUCCESS);
     }
 }
+
+#[test]
+fn dropping_what_was_tracked_warns_only_when_there_was_something() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    const WARNING: &str = "no longer trusted and were dropped";
+    kernel_replay::testing::forget_tracked();
+    assert_eq!(
+        logs_containing(WARNING),
+        Vec::<String>::new(),
+        "nothing to drop"
+    );
+
+    // Allocations only.
+    let p = device_buffer(&sim, gpu, 4096, 1);
+    kernel_replay::testing::forget_tracked();
+    let warned = logs_containing(WARNING);
+    assert_eq!(warned.len(), 1, "{:?}", logs());
+    assert!(
+        warned[0].contains("the 1 tracked allocation(s)"),
+        "{warned:?}"
+    );
+    assert_eq!(pool_free(p), SUCCESS);
+
+    // Executables only: a snapshot registered the loaded one.
+    let exe = sim.executable_create();
+    sim.add_variable(exe, gpu, "v", 16, false);
+    assert!(Snap::of(gpu).ok());
+    logs_clear();
+    kernel_replay::testing::forget_tracked();
+    let warned = logs_containing(WARNING);
+    assert_eq!(warned.len(), 1, "{:?}", logs());
+    assert!(
+        warned[0].contains("the 0 tracked allocation(s)"),
+        "{warned:?}"
+    );
+    logs_clear();
+    kernel_replay::testing::forget_tracked();
+    assert_eq!(
+        logs_containing(WARNING),
+        Vec::<String>::new(),
+        "all dropped"
+    );
+}
