@@ -341,14 +341,33 @@ fn decline_cases() -> Vec<DeclineCase> {
     cases
 }
 
+/// Every storage policy: each has declines and copy paths only it reaches,
+/// so one plain `cargo test` (and each cargo-mutants run) covers them all,
+/// not only the policy the process was started with.
+const POLICIES: [StoragePolicy; 5] = [
+    StoragePolicy::Auto,
+    StoragePolicy::Device,
+    StoragePolicy::Pinned,
+    StoragePolicy::Pageable,
+    StoragePolicy::Baseline,
+];
+
 #[test]
 fn every_decline_reason_declines_cleanly_and_the_process_recovers() {
-    let policy = policy();
+    for policy in POLICIES {
+        decline_matrix(policy);
+    }
+}
+
+/// The decline cases that apply to `policy`, each run under it.
+fn decline_matrix(policy: StoragePolicy) {
     let cases = decline_cases();
     let mut ran = 0;
     for case in cases.iter().filter(|c| (c.applies)(policy)) {
         ran += 1;
         let sim = session(2);
+        // Set under the runtime's lock, which keeps the other tests out.
+        let _policy = PolicyGuard::set(policy);
         let mut f = Fixture::new(&sim);
         let earlier = Snap::of(f.gpu);
         assert!(earlier.ok());
@@ -358,7 +377,12 @@ fn every_decline_reason_declines_cleanly_and_the_process_recovers() {
 
         let declined = (case.snap)(&f);
         assert!(!declined.ok(), "{}: declined", case.name);
-        assert_eq!(declined.reason(), Some(case.reason), "{}", case.name);
+        assert_eq!(
+            declined.reason(),
+            Some(case.reason),
+            "{} ({policy:?})",
+            case.name
+        );
         assert_eq!(
             (declined.regions(), declined.bytes()),
             (0, 0),
@@ -501,8 +525,17 @@ fn restore_cases() -> Vec<RestoreCase> {
 
 #[test]
 fn every_restore_failure_is_reported_and_the_other_regions_restored() {
+    for policy in POLICIES {
+        restore_matrix(policy);
+    }
+}
+
+/// Every restore case, each run under `policy`.
+fn restore_matrix(policy: StoragePolicy) {
     for case in restore_cases() {
         let sim = session(2);
+        // Set under the runtime's lock, which keeps the other tests out.
+        let _policy = PolicyGuard::set(policy);
         let mut f = Fixture::new(&sim);
         let snap = Snap::of(f.gpu);
         assert!(snap.ok());
@@ -513,7 +546,7 @@ fn every_restore_failure_is_reported_and_the_other_regions_restored() {
         assert_eq!(
             (report.restored, report.skipped_not_live, report.failed),
             (4 - case.failed - case.skipped, case.skipped, case.failed),
-            "{}",
+            "{} ({policy:?})",
             case.name
         );
         assert_eq!(
