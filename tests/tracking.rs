@@ -175,6 +175,8 @@ fn after_finalize_wrappers_only_chain_and_nothing_is_captured() {
     let sim = session(1);
     let gpu = sim.gpu(0);
     let coarse = sim.pool(gpu, PoolKind::DeviceCoarse);
+    let empty = Snap::of(gpu);
+    assert_eq!((empty.ok(), empty.regions()), (true, 0));
     let before = device_buffer(&sim, gpu, 4096, 0x33);
     let snap = Snap::of(gpu);
     assert!(snap.ok());
@@ -208,16 +210,29 @@ fn after_finalize_wrappers_only_chain_and_nothing_is_captured() {
     assert!(!late.ok());
     assert_eq!(late.reason(), Some(kernel_replay::DeclineReason::Finalized));
     let copies_before = copies(&sim);
+    logs_clear();
     let report = snap.restore();
     assert_eq!(
         (report.restored, report.skipped_not_live, report.failed),
         (0, 1, 0)
     );
     assert_eq!(copies(&sim), copies_before);
+    assert_eq!(
+        logs_containing("restore after kr_finalize"),
+        ["restore after kr_finalize: 1 region(s) not written"]
+    );
+    logs_clear();
+    assert!(!empty.restore().complete());
+    assert_eq!(
+        logs_containing("restore after kr_finalize"),
+        Vec::<String>::new(),
+        "an empty snapshot has nothing to warn about"
+    );
     // Finalize released what was retained; the last snapshot's arena goes
     // back to the runtime with it.
     drop(snap);
     drop(late);
+    drop(empty);
     assert_eq!(
         sim.live_allocation_count(),
         0,
