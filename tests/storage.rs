@@ -567,3 +567,42 @@ fn overridden_pools_are_used_and_a_zero_pool_disables_its_tier() {
     assert_eq!(snap.restore().restored, 3);
     assert!(restored(&regions));
 }
+
+#[test]
+fn a_forced_tier_the_agent_lacks_declines_only_when_there_is_something_to_keep() {
+    use kernel_replay::{DeclineReason, StoragePolicy};
+    let sim = session(1);
+    // A CPU agent has neither a device tier nor a pinned one.
+    let cpu = sim.cpu();
+    for policy in [StoragePolicy::Device, StoragePolicy::Pinned] {
+        let _p = PolicyGuard::set(policy);
+        let empty = Snap::of(cpu);
+        assert_eq!(
+            (empty.reason(), empty.regions()),
+            (None, 0),
+            "{policy:?}: nothing to keep, so no tier is lacking"
+        );
+    }
+    device_buffer_on(&sim, cpu);
+    for (policy, reason, says) in [
+        (
+            StoragePolicy::Device,
+            DeclineReason::DeviceMemory,
+            "have no pool: the agent has no device tier",
+        ),
+        (
+            StoragePolicy::Pinned,
+            DeclineReason::HostMemory,
+            "have no pool: none the agent can be granted access to",
+        ),
+    ] {
+        let _p = PolicyGuard::set(policy);
+        let snap = Snap::of(cpu);
+        assert_eq!(snap.reason(), Some(reason), "{policy:?}");
+        let detail = snap.0.as_ref().err().map(ToString::to_string);
+        assert!(
+            detail.as_deref().is_some_and(|d| d.contains(says)),
+            "{policy:?}: {detail:?}"
+        );
+    }
+}
