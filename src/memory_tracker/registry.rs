@@ -570,6 +570,19 @@ mod tests {
     }
 
     #[test]
+    fn forget_range_drops_the_keys_in_the_range_whatever_their_state() {
+        let registry: Registry<usize, ()> = Registry::new(Origin::Recorded);
+        for key in [0x10, 0x20, 0x30] {
+            registry.record(key, ());
+        }
+        registry.retire_then_free(0x20, || registry.forget_range(0x10..0x30), |_| false);
+        let mut keys = Vec::new();
+        registry.collect(&mut keys, |k, _, _| Some(k)).unwrap();
+        assert_eq!(keys, [0x30]);
+        assert_eq!(registry.len(), 1);
+    }
+
+    #[test]
     fn collect_and_fold_see_only_live_entries() {
         let registry: Registry<usize, u8> = Registry::new(Origin::Recorded);
         registry.record(0x30, 3);
