@@ -606,3 +606,21 @@ fn a_forced_tier_the_agent_lacks_declines_only_when_there_is_something_to_keep()
         );
     }
 }
+
+#[test]
+fn pinned_arenas_are_made_reachable_by_the_replayed_agent() {
+    let sim = session(1);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Pinned);
+    let _b = BatchGuard::set(true);
+    // As on hardware: an async copy whose agent cannot reach both sides is
+    // a violation.
+    sim.set_strict_async_access(true);
+    let regions = workload(&sim);
+    let snap = Snap::of(sim.gpu(0));
+    assert_eq!(snap.tier_bytes(kernel_replay::Tier::Pinned), TOTAL);
+    mutate(&regions);
+    assert!(snap.restore_all());
+    assert!(restored(&regions));
+    sim.set_strict_async_access(false);
+    assert_eq!(sim.copy_violations(), 0);
+}
