@@ -203,6 +203,9 @@ fn copies_that_touch_no_tracked_memory_are_not_fenced() {
     );
     assert_eq!(signal_wait_below(done, 1, LONG), 0);
     assert_eq!(stats2().fenced_copies, before.fenced_copies);
+    // Nothing in flight on the agent: a snapshot does not count a wait.
+    assert!(Snap::of(gpu).ok());
+    assert_eq!(stats2().fence_waits, before.fence_waits);
     signal_destroy(done);
 }
 
