@@ -382,3 +382,21 @@ fn batched_copies_reuse_their_completion_signals() {
         assert_eq!(pool_free(p), SUCCESS);
     }
 }
+
+#[test]
+fn discovery_picks_a_coarse_device_pool_and_a_fine_grained_host_pool() {
+    use hsa_sim::PoolKind;
+    use kernel_replay::testing::storage_pools;
+    let sim = session(2);
+    let cpu = sim.cpu();
+    let host = Some((sim.pool(cpu, PoolKind::SystemFine).handle, cpu.handle));
+    for gpu in sim.gpus() {
+        let device = Some(sim.pool(gpu, PoolKind::DeviceCoarse).handle);
+        assert_eq!(storage_pools(agent(gpu)), (device, host), "{gpu:?}");
+    }
+    assert_eq!(
+        storage_pools(agent(cpu)),
+        (None, None),
+        "a CPU agent has no tier of its own"
+    );
+}
