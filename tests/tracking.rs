@@ -181,8 +181,36 @@ fn after_finalize_wrappers_only_chain_and_nothing_is_captured() {
     let snap = Snap::of(gpu);
     assert!(snap.ok());
     assert!(!kernel_replay::is_finalized());
+    // A second arena, retained once its snapshot is gone, and an
+    // application async copy through the fence (which leaves an idle proxy
+    // signal): finalize gives both back to the runtime.
+    drop(Snap::of(gpu));
+    assert_eq!(
+        kernel_replay::testing::retained_for(agent(gpu)) == [0; 3],
+        is_baseline(),
+        "the baseline keeps no arenas"
+    );
+    let host = pool_allocate(sim.pool(sim.cpu(), PoolKind::SystemFine), 4096, 0).unwrap();
+    fill(host, 4096, 0x33);
+    let done = signal_create(1);
+    assert_eq!(
+        async_copy(before, gpu, host, sim.cpu(), 4096, &[], done),
+        SUCCESS
+    );
+    assert_eq!(
+        signal_wait_below(done, 1, std::time::Duration::from_secs(10)),
+        0
+    );
+    signal_destroy(done);
+    assert_eq!(pool_free(host), SUCCESS);
 
     kernel_replay::finalize();
+    assert_eq!(kernel_replay::testing::retained_for(agent(gpu)), [0; 3]);
+    assert_eq!(
+        sim.live_signal_count(),
+        0,
+        "the copy engine's and the fence's signals are destroyed"
+    );
     assert!(kernel_replay::is_finalized());
     assert!(!kernel_replay::tracking());
     assert!(
