@@ -430,3 +430,49 @@ fn the_vmem_wrappers_pass_the_runtimes_errors_through() {
     assert_eq!(address_free(va, CHUNK), SUCCESS);
     assert_eq!(sim.vmem_reservation_count(), 0);
 }
+
+#[test]
+fn a_mapping_unmapped_behind_the_wrappers_back_is_dropped_when_its_address_is_mapped_again() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let va = reserve(CHUNK).unwrap();
+    let first = map_new(&sim, gpu, PoolKind::DeviceCoarse, va, CHUNK);
+    grant(&sim, gpu, va, CHUNK);
+    fill(va, CHUNK, 0x11);
+    let snap = Snap::of(gpu);
+    assert_eq!(snap.regions(), 1);
+
+    // Unmapped through the runtime's own entry (an application calling the
+    // runtime directly): the wrappers never see it.
+    let runtime = hsa_sim::fresh_amd_ext_table();
+    // SAFETY: a copy of the runtime's AMD table, as the runtime fills it.
+    let runtime = unsafe {
+        &*runtime
+            .as_bytes()
+            .as_ptr()
+            .cast::<kernel_replay::hsa::AmdExtTable>()
+    };
+    // SAFETY: the runtime's unmap entry, on the range mapped above.
+    let status = unsafe { runtime.hsa_amd_vmem_unmap_fn.expect("unmap entry")(va.cast(), CHUNK) };
+    assert_eq!(status, SUCCESS);
+    assert_eq!(handle_release(first), SUCCESS);
+
+    // Mapped again through the wrappers: new memory, whatever the inventory
+    // still held there.
+    map_new(&sim, gpu, PoolKind::DeviceCoarse, va, CHUNK);
+    grant(&sim, gpu, va, CHUNK);
+    fill(va, CHUNK, 0x22);
+    let report = snap.restore();
+    assert_eq!(
+        (report.restored, report.skipped_not_live),
+        (0, 1),
+        "the old snapshot's mapping is gone"
+    );
+    assert!(all(va, CHUNK, 0x22));
+    let fresh = Snap::of(gpu);
+    assert_eq!(fresh.regions(), 1, "the new mapping is tracked");
+    fill(va, CHUNK, 0x33);
+    assert!(fresh.restore_all());
+    assert!(all(va, CHUNK, 0x22));
+    assert_eq!(sim.copy_violations(), 0);
+}
