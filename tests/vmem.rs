@@ -375,6 +375,12 @@ fn fine_grained_and_inaccessible_mappings_are_reported_not_captured() {
     let snap = Snap::of(gpu);
     assert_eq!(snap.regions(), 1);
     assert_eq!(stats2().untracked_device_bytes, 2 * CHUNK as u64);
+
+    // Dropping what was tracked (as when the wrappers were found taken out)
+    // drops the mappings the wrappers saw too.
+    kernel_replay::testing::forget_tracked();
+    let untracked = kernel_replay::untracked(agent(gpu));
+    assert_eq!((untracked.mappings, untracked.mapping_bytes), (0, 0));
 }
 
 #[test]
