@@ -624,3 +624,31 @@ fn pinned_arenas_are_made_reachable_by_the_replayed_agent() {
     sim.set_strict_async_access(false);
     assert_eq!(sim.copy_violations(), 0);
 }
+
+#[test]
+fn kernel_replay_copy_blocking_turns_batching_off_and_anything_else_leaves_it_on() {
+    const NAME: &str =
+        "kernel_replay_copy_blocking_turns_batching_off_and_anything_else_leaves_it_on";
+    // Two children, one per setting (the parent's own may be either).
+    if !in_child_with(NAME, &[("KERNEL_REPLAY_COPY", "blocking")])
+        && !in_child_with(NAME, &[("KERNEL_REPLAY_COPY", "batched")])
+    {
+        return;
+    }
+    let blocking = std::env::var("KERNEL_REPLAY_COPY").as_deref() == Ok("blocking");
+    let sim = session(1);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Device);
+    let regions = workload(&sim);
+    let before = sim.async_copy_count();
+    let snap = Snap::of(sim.gpu(0));
+    assert!(snap.ok());
+    assert_eq!(
+        sim.async_copy_count() > before,
+        !blocking,
+        "KERNEL_REPLAY_COPY={}",
+        std::env::var("KERNEL_REPLAY_COPY").unwrap_or_default()
+    );
+    mutate(&regions);
+    assert!(snap.restore_all());
+    assert!(restored(&regions));
+}
