@@ -189,6 +189,19 @@ fn a_forced_device_tier_that_does_not_fit_declines_with_device_memory() {
         Some(kernel_replay::DeclineReason::DeviceMemory)
     );
     assert!(logs_containing("device budget").len() == 1, "{:?}", logs());
+    // It says how much did not fit: the aligned regions up to the first that
+    // passed the budget (100,000 bytes alone do).
+    let detail = snap.0.as_ref().err().map(ToString::to_string);
+    let needed: u64 = detail
+        .as_deref()
+        .and_then(|d| d.split(" bytes of device memory").next())
+        .and_then(|d| d.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        (100_096..=100_096 + 4096 + 256).contains(&needed),
+        "{detail:?}"
+    );
     assert_nothing_held();
     kernel_replay::set_device_budget(kernel_replay::DeviceBudget::Auto);
     // A CPU agent has no device tier at all.
