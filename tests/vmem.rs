@@ -482,3 +482,27 @@ fn a_mapping_unmapped_behind_the_wrappers_back_is_dropped_when_its_address_is_ma
     assert!(all(va, CHUNK, 0x22));
     assert_eq!(sim.copy_violations(), 0);
 }
+
+#[test]
+fn unmapping_past_a_gap_leaves_the_mapping_before_the_gap_alone() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let (va, handles) = heap(&sim, gpu, 4);
+    // Chunk 1 goes first, then chunk 2: chunk 0 now ends before the range.
+    for i in [1, 2] {
+        assert_eq!(unmap(at(va, i), CHUNK), SUCCESS);
+        assert_eq!(handle_release(handles[i]), SUCCESS);
+    }
+    assert_eq!(footprint(gpu), (2, 2 * CHUNK as u64), "chunks 0 and 3");
+    let untracked = kernel_replay::untracked(agent(gpu));
+    assert_eq!(
+        (untracked.mappings, untracked.mapping_bytes),
+        (0, 0),
+        "an unmapped chunk is no longer noted"
+    );
+    let snap = Snap::of(gpu);
+    assert_eq!(snap.regions(), 2);
+    fill(at(va, 0), CHUNK, 0xEE);
+    assert!(snap.restore_all());
+    assert!(all(at(va, 0), CHUNK, 0x10));
+}
