@@ -92,16 +92,15 @@ impl Fences {
     /// closed. False (nothing counted) without memory for the fence.
     pub fn enter(&self, agent: u64) -> bool {
         let mut agents = self.lock();
-        let Some(mut slot) = Self::slot(&mut agents, agent) else {
+        let Some(slot) = Self::slot(&mut agents, agent) else {
             return false;
         };
+        // Entries are never removed, so the index holds across the waits.
         while agents[slot].windows > 0 {
             agents = self
                 .changed
                 .wait(agents)
                 .unwrap_or_else(PoisonError::into_inner);
-            // Entries are never removed, so the index holds.
-            slot = agents.iter().position(|f| f.agent == agent).unwrap_or(slot);
         }
         agents[slot].in_flight += 1;
         true
