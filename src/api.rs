@@ -375,7 +375,7 @@ pub fn set_storage_pools(agent: hsa_agent_t, pools: StoragePools) -> bool {
             .host_pool
             .map(|(pool, cpu_agent)| HostPool { pool, cpu_agent }),
     };
-    SNAPSHOTS.storage.set_pools(agent, Some(pools));
+    SNAPSHOTS.storage.set_pools(agent, pools);
     true
 }
 

@@ -57,3 +57,17 @@ pub fn device_kernels_set_up() -> bool {
         .kernels
         .any_runner()
 }
+
+/// The pools snapshots of `agent` allocate from (discovered, or set by
+/// `set_storage_pools`): the device pool's handle, and the host pool's with
+/// its CPU agent's.
+pub fn storage_pools(agent: crate::hsa::hsa_agent_t) -> (Option<u64>, Option<(u64, u64)>) {
+    use crate::memory_snapshot::state::{Env, SNAPSHOTS};
+    let pools = SNAPSHOTS.storage.view(Env::process(), agent).pools;
+    (
+        pools.device_pool.map(|(pool, _)| pool.handle),
+        pools
+            .host_pool
+            .map(|host| (host.pool.handle, host.cpu_agent.handle)),
+    )
+}

@@ -198,3 +198,56 @@ fn a_refusal_for_another_reason_is_not_retried() {
 fn held_host() -> u64 {
     kernel_replay::host_bytes_in_use()
 }
+
+#[test]
+fn a_retained_arena_that_holds_the_snapshot_is_reused_however_full_the_device() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let pool = sim.pool(gpu, PoolKind::DeviceCoarse);
+    let full = device_nearly_full(&sim, gpu);
+    // Less free than the safety margin (at least 256 MiB): a device arena
+    // sized from what is free would not hold the 256 MiB buffer, but the
+    // retained one does, and it is the snapshot's to reuse.
+    assert!(!kernel_replay::set_tracking(false));
+    while memory_avail(gpu) >= 128 * MIB as u64 {
+        pool_allocate(pool, 128 * MIB, 0).expect("filler");
+    }
+    assert!(kernel_replay::set_tracking(true));
+    let snap = Snap::of(gpu);
+    assert_eq!(
+        snap.tier_bytes(kernel_replay::Tier::Device),
+        256 * MIB as u64,
+        "{:?}",
+        snap.reason()
+    );
+    assert_eq!(kernel_replay::device_bytes_in_use(), full.arena);
+}
+
+#[test]
+fn untracked_memory_is_measured_against_a_device_pool_set_by_the_tool() {
+    // Pools set for an agent stay set: in a process of its own.
+    if !in_child("untracked_memory_is_measured_against_a_device_pool_set_by_the_tool") {
+        return;
+    }
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let pool = sim.pool(gpu, PoolKind::DeviceCoarse);
+    assert!(kernel_replay::set_storage_pools(
+        agent(gpu),
+        kernel_replay::StoragePools {
+            device_pool: Some(kernel_replay::hsa::sys::hsa_amd_memory_pool_t {
+                handle: pool.handle
+            }),
+            host_pool: None,
+        }
+    ));
+    assert!(!kernel_replay::set_tracking(false));
+    pool_allocate(pool, 96 * MIB, 0).unwrap();
+    assert!(kernel_replay::set_tracking(true));
+    device_buffer(&sim, gpu, MIB, 1);
+    assert_eq!(
+        kernel_replay::untracked(agent(gpu)).bytes,
+        Some(96 * MIB as u64),
+        "in use on the pool's device, less what is tracked"
+    );
+}

@@ -120,6 +120,8 @@ impl Fixture {
 struct DeclineCase {
     name: &'static str,
     reason: DeclineReason,
+    /// What the decline's detail (its `Display`, and the log line) says.
+    says: &'static str,
     /// The policies that can reach this decline.
     applies: fn(StoragePolicy) -> bool,
     arm: fn(&SimSession, &mut Fixture),
@@ -164,6 +166,7 @@ fn decline_cases() -> Vec<DeclineCase> {
         DeclineCase {
             name: "no executable iterator (none set, no loader extension)",
             reason: DeclineReason::NoExecutableIterator,
+            says: "no executable iterator: none set",
             applies: any_policy,
             arm: |sim, _| {
                 kernel_replay::set_executable_iterator(None);
@@ -175,6 +178,7 @@ fn decline_cases() -> Vec<DeclineCase> {
         DeclineCase {
             name: "executable iterator fails",
             reason: DeclineReason::SymbolEnumeration,
+            says: "the executable iterator failed with HSA status 0x",
             applies: any_policy,
             arm: |sim, _| sim.fail_executable_iteration(true),
             snap: plain_snap,
@@ -183,6 +187,7 @@ fn decline_cases() -> Vec<DeclineCase> {
         DeclineCase {
             name: "symbol walk refused",
             reason: DeclineReason::SymbolEnumeration,
+            says: "symbol walk of executable 0x",
             applies: any_policy,
             arm: |sim, f| {
                 let exe = fresh_executable(sim, f);
@@ -194,6 +199,7 @@ fn decline_cases() -> Vec<DeclineCase> {
         DeclineCase {
             name: "symbol kind query fails",
             reason: DeclineReason::SymbolEnumeration,
+            says: "symbol query (attribute 0) in executable 0x",
             applies: any_policy,
             arm: |sim, f| {
                 fresh_executable(sim, f);
@@ -205,6 +211,7 @@ fn decline_cases() -> Vec<DeclineCase> {
         DeclineCase {
             name: "variable address query fails",
             reason: DeclineReason::SymbolEnumeration,
+            says: "symbol query (attribute 21) in executable 0x",
             applies: any_policy,
             arm: |sim, f| {
                 fresh_executable(sim, f);
@@ -218,6 +225,7 @@ fn decline_cases() -> Vec<DeclineCase> {
         DeclineCase {
             name: "variable size query fails",
             reason: DeclineReason::SymbolEnumeration,
+            says: "symbol query (attribute 9) in executable 0x",
             applies: any_policy,
             arm: |sim, f| {
                 fresh_executable(sim, f);
@@ -231,6 +239,7 @@ fn decline_cases() -> Vec<DeclineCase> {
             // tens of KiB while no host copy reaches 16 KiB.
             name: "metadata allocation fails",
             reason: DeclineReason::MetadataMemory,
+            says: "",
             applies: any_policy,
             arm: |sim, f| {
                 let pool = sim.pool(f.gpu, PoolKind::DeviceCoarse);
@@ -245,6 +254,7 @@ fn decline_cases() -> Vec<DeclineCase> {
             // No device tier, and a host budget the footprint passes.
             name: "host budget exceeded",
             reason: DeclineReason::HostMemory,
+            says: "would pass the host budget",
             applies: host_tiers,
             arm: |_, _| {
                 kernel_replay::set_device_budget(kernel_replay::DeviceBudget::Bytes(0));
@@ -261,6 +271,7 @@ fn decline_cases() -> Vec<DeclineCase> {
             // 8 KiB region copy, or the pageable arena.
             name: "host buffer allocation fails",
             reason: DeclineReason::HostMemory,
+            says: "cannot be allocated",
             applies: pageable_host,
             arm: |_, _| (),
             snap: |f| with_allocations_failing_at(8192, || Snap::of(f.gpu)),
@@ -269,6 +280,7 @@ fn decline_cases() -> Vec<DeclineCase> {
         DeclineCase {
             name: "pinned arena allocation fails",
             reason: DeclineReason::HostMemory,
+            says: "bytes of host memory for the snapshot cannot be allocated",
             applies: |p| p == StoragePolicy::Pinned,
             arm: |sim, _| sim.fail_next_allocations(1),
             snap: plain_snap,
@@ -277,6 +289,7 @@ fn decline_cases() -> Vec<DeclineCase> {
         DeclineCase {
             name: "device arena allocation fails",
             reason: DeclineReason::DeviceMemory,
+            says: "bytes of device memory for the snapshot cannot be allocated",
             applies: |p| p == StoragePolicy::Device,
             arm: |sim, _| sim.fail_next_allocations(1),
             snap: plain_snap,
@@ -285,6 +298,7 @@ fn decline_cases() -> Vec<DeclineCase> {
         DeclineCase {
             name: "device budget exceeded",
             reason: DeclineReason::DeviceMemory,
+            says: "would pass the device budget",
             applies: |p| p == StoragePolicy::Device,
             arm: |_, _| kernel_replay::set_device_budget(kernel_replay::DeviceBudget::Bytes(4096)),
             snap: plain_snap,
@@ -294,6 +308,7 @@ fn decline_cases() -> Vec<DeclineCase> {
             // The baseline's own injection: the n-th device-to-host copy.
             name: "second device-to-host copy fails",
             reason: DeclineReason::CopyFailed,
+            says: "failed with HSA status",
             applies: |p| p == StoragePolicy::Baseline,
             arm: |sim, _| sim.fail_nth_d2h_copy(2),
             snap: plain_snap,
@@ -311,6 +326,7 @@ fn decline_cases() -> Vec<DeclineCase> {
         cases.push(DeclineCase {
             name,
             reason: DeclineReason::CopyFailed,
+            says: "failed with HSA status",
             applies: any_policy,
             arm: match region {
                 0 => |sim, f| sim.fail_copies_from(f.regions[0].0),
@@ -325,14 +341,33 @@ fn decline_cases() -> Vec<DeclineCase> {
     cases
 }
 
+/// Every storage policy: each has declines and copy paths only it reaches,
+/// so one plain `cargo test` (and each cargo-mutants run) covers them all,
+/// not only the policy the process was started with.
+const POLICIES: [StoragePolicy; 5] = [
+    StoragePolicy::Auto,
+    StoragePolicy::Device,
+    StoragePolicy::Pinned,
+    StoragePolicy::Pageable,
+    StoragePolicy::Baseline,
+];
+
 #[test]
 fn every_decline_reason_declines_cleanly_and_the_process_recovers() {
-    let policy = policy();
+    for policy in POLICIES {
+        decline_matrix(policy);
+    }
+}
+
+/// The decline cases that apply to `policy`, each run under it.
+fn decline_matrix(policy: StoragePolicy) {
     let cases = decline_cases();
     let mut ran = 0;
     for case in cases.iter().filter(|c| (c.applies)(policy)) {
         ran += 1;
         let sim = session(2);
+        // Set under the runtime's lock, which keeps the other tests out.
+        let _policy = PolicyGuard::set(policy);
         let mut f = Fixture::new(&sim);
         let earlier = Snap::of(f.gpu);
         assert!(earlier.ok());
@@ -342,7 +377,12 @@ fn every_decline_reason_declines_cleanly_and_the_process_recovers() {
 
         let declined = (case.snap)(&f);
         assert!(!declined.ok(), "{}: declined", case.name);
-        assert_eq!(declined.reason(), Some(case.reason), "{}", case.name);
+        assert_eq!(
+            declined.reason(),
+            Some(case.reason),
+            "{} ({policy:?})",
+            case.name
+        );
         assert_eq!(
             (declined.regions(), declined.bytes()),
             (0, 0),
@@ -358,6 +398,24 @@ fn every_decline_reason_declines_cleanly_and_the_process_recovers() {
             logs_containing("declined").len(),
             1,
             "{}: one log line {:?}",
+            case.name,
+            logs()
+        );
+        let detail = declined.0.as_ref().err().map(ToString::to_string);
+        let detail = detail.unwrap_or_default();
+        assert!(
+            detail.contains(case.says) && detail.contains("declined ("),
+            "{}: {detail:?} says {:?}",
+            case.name,
+            case.says
+        );
+        assert_eq!(
+            logs_containing(&format!("declined ({}): ", case.reason))
+                .iter()
+                .filter(|line| line.contains(case.says))
+                .count(),
+            1,
+            "{}: the log line says it too {:?}",
             case.name,
             logs()
         );
@@ -467,8 +525,17 @@ fn restore_cases() -> Vec<RestoreCase> {
 
 #[test]
 fn every_restore_failure_is_reported_and_the_other_regions_restored() {
+    for policy in POLICIES {
+        restore_matrix(policy);
+    }
+}
+
+/// Every restore case, each run under `policy`.
+fn restore_matrix(policy: StoragePolicy) {
     for case in restore_cases() {
         let sim = session(2);
+        // Set under the runtime's lock, which keeps the other tests out.
+        let _policy = PolicyGuard::set(policy);
         let mut f = Fixture::new(&sim);
         let snap = Snap::of(f.gpu);
         assert!(snap.ok());
@@ -479,7 +546,7 @@ fn every_restore_failure_is_reported_and_the_other_regions_restored() {
         assert_eq!(
             (report.restored, report.skipped_not_live, report.failed),
             (4 - case.failed - case.skipped, case.skipped, case.failed),
-            "{}",
+            "{} ({policy:?})",
             case.name
         );
         assert_eq!(

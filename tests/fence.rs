@@ -203,6 +203,9 @@ fn copies_that_touch_no_tracked_memory_are_not_fenced() {
     );
     assert_eq!(signal_wait_below(done, 1, LONG), 0);
     assert_eq!(stats2().fenced_copies, before.fenced_copies);
+    // Nothing in flight on the agent: a snapshot does not count a wait.
+    assert!(Snap::of(gpu).ok());
+    assert_eq!(stats2().fence_waits, before.fence_waits);
     signal_destroy(done);
 }
 
@@ -335,4 +338,29 @@ fn wait_until(mut done: impl FnMut() -> bool) {
         assert!(std::time::Instant::now() < deadline, "timed out");
         std::thread::sleep(Duration::from_millis(1));
     }
+}
+
+#[test]
+fn a_copy_between_two_agents_tracked_memory_holds_back_both_and_one_agent_once() {
+    let sim = session(2);
+    let (gpu0, gpu1) = (sim.gpu(0), sim.gpu(1));
+    let on0 = device_buffer(&sim, gpu0, SIZE, 0x10);
+    let on1 = device_buffer(&sim, gpu1, SIZE, 0x20);
+    let also_on0 = device_buffer(&sim, gpu0, SIZE, 0x30);
+    let in_flight = |gpu: Agent| kernel_replay::testing::fence_in_flight(agent(gpu).handle);
+    for (dst, src, expected) in [(on0, on1, [1, 1]), (on0, also_on0, [1, 0])] {
+        let dependency = signal_create(1);
+        let done = signal_create(1);
+        assert_eq!(
+            async_copy(dst, gpu0, src, gpu0, SIZE, &[dependency], done),
+            SUCCESS
+        );
+        assert_eq!([in_flight(gpu0), in_flight(gpu1)], expected);
+        signal_store(dependency, 0);
+        assert_eq!(signal_wait_below(done, 1, LONG), 0);
+        wait_until(|| in_flight(gpu0) == 0 && in_flight(gpu1) == 0);
+        signal_destroy(dependency);
+        signal_destroy(done);
+    }
+    assert!(all(on0, SIZE, 0x30), "both copies ran");
 }

@@ -17,20 +17,30 @@ use kernel_replay::hsa::{hsa_status_t, AmdExtTable, CoreApiTable};
 /// The SDK's `restore_table`: the runtime's original entries back into the
 /// live tables, every tool's wrapper gone.
 fn restore_original_tables() {
+    restore_tables(true, true);
+}
+
+/// The runtime's original entries back into the core table, the AMD table,
+/// or both.
+fn restore_tables(core: bool, amd: bool) {
     let (core_original, amd_original) = (fresh_core_table(), fresh_amd_ext_table());
     // SAFETY: the runtime's live tables and same-sized original copies; no
     // other thread is calling through them.
     unsafe {
-        std::ptr::copy_nonoverlapping(
-            core_original.as_bytes().as_ptr(),
-            core_table().cast::<u8>(),
-            std::mem::size_of::<CoreApiTable>(),
-        );
-        std::ptr::copy_nonoverlapping(
-            amd_original.as_bytes().as_ptr(),
-            amd_table().cast::<u8>(),
-            std::mem::size_of::<AmdExtTable>(),
-        );
+        if core {
+            std::ptr::copy_nonoverlapping(
+                core_original.as_bytes().as_ptr(),
+                core_table().cast::<u8>(),
+                std::mem::size_of::<CoreApiTable>(),
+            );
+        }
+        if amd {
+            std::ptr::copy_nonoverlapping(
+                amd_original.as_bytes().as_ptr(),
+                amd_table().cast::<u8>(),
+                std::mem::size_of::<AmdExtTable>(),
+            );
+        }
     }
 }
 
@@ -105,6 +115,30 @@ fn a_snapshot_after_the_tables_were_restored_declines_and_drops_the_inventory() 
         0,
         "frees are seen again"
     );
+}
+
+#[test]
+fn either_table_restored_on_its_own_is_noticed() {
+    if !in_child("either_table_restored_on_its_own_is_noticed") {
+        return;
+    }
+    let sim = installed_session();
+    let gpu = sim.gpu(0);
+    for (core, amd) in [(true, false), (false, true)] {
+        let p = device_buffer(&sim, gpu, 4096, 1);
+        assert!(Snap::of(gpu).ok());
+        restore_tables(core, amd);
+        assert_eq!(
+            Snap::of(gpu).reason(),
+            Some(kernel_replay::DeclineReason::WrappersRemoved),
+            "core table restored: {core}, AMD table restored: {amd}"
+        );
+        assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);
+        assert!(init().is_ok());
+        let after = Snap::of(gpu);
+        assert!(after.ok(), "{:?}", after.reason());
+        assert_eq!(pool_free(p), SUCCESS);
+    }
 }
 
 #[test]

@@ -158,3 +158,74 @@ fn restores_repeat_and_each_returns_the_original_state() {
     }
     pool_free(p);
 }
+
+/// Nine small buffers on `gpu`, each filled with its index.
+fn nine_buffers(sim: &hsa_sim::SimSession, gpu: hsa_sim::Agent) -> Vec<*mut u8> {
+    (0..9u8).map(|i| device_buffer(sim, gpu, 256, i)).collect()
+}
+
+#[test]
+fn the_first_eight_skipped_regions_are_named_and_the_rest_counted() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let buffers = nine_buffers(&sim, gpu);
+    let snap = Snap::of(gpu);
+    assert_eq!(snap.regions(), 9);
+    for &p in &buffers[..8] {
+        assert_eq!(pool_free(p), SUCCESS);
+    }
+    logs_clear();
+    assert_eq!(snap.restore().skipped_not_live, 8);
+    assert_eq!(
+        logs_containing("no longer the captured allocation").len(),
+        8
+    );
+    assert_eq!(
+        logs_containing("more region(s)"),
+        Vec::<String>::new(),
+        "eight are all named"
+    );
+    assert_eq!(pool_free(buffers[8]), SUCCESS);
+    logs_clear();
+    assert_eq!(snap.restore().skipped_not_live, 9);
+    assert_eq!(
+        logs_containing("no longer the captured allocation").len(),
+        8
+    );
+    assert_eq!(
+        logs_containing("more region(s)"),
+        ["restore skipped 1 more region(s)"]
+    );
+}
+
+#[test]
+fn the_first_eight_failed_regions_are_named_and_the_rest_counted() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let buffers = nine_buffers(&sim, gpu);
+    let snap = Snap::of(gpu);
+    assert_eq!(snap.regions(), 9);
+    for &p in &buffers[..8] {
+        sim.fail_copies_into(p);
+    }
+    logs_clear();
+    assert_eq!(snap.restore().failed, 8);
+    assert_eq!(logs_containing("failed with HSA status").len(), 8);
+    assert_eq!(
+        logs_containing("more region(s)"),
+        Vec::<String>::new(),
+        "eight are all named"
+    );
+    sim.fail_copies_into(buffers[8]);
+    logs_clear();
+    assert_eq!(snap.restore().failed, 9);
+    assert_eq!(logs_containing("failed with HSA status").len(), 8);
+    assert_eq!(
+        logs_containing("more region(s)"),
+        ["restore failed for 1 more region(s)"]
+    );
+    sim.clear_copy_faults();
+    for p in buffers {
+        assert_eq!(pool_free(p), SUCCESS);
+    }
+}

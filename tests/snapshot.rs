@@ -3,6 +3,7 @@
 mod common;
 
 use common::*;
+use kernel_replay::{DeclineReason, DeviceBudget, StoragePolicy};
 
 #[test]
 fn captures_the_agents_tracked_allocations_and_module_variables() {
@@ -129,6 +130,43 @@ fn zero_and_oversized_symbols_are_skipped_with_a_warning_for_the_oversized() {
         warned[0].contains(&format!("{huge_address:#x}"))
             && warned[0].contains(&((1u64 << 30) + 1).to_string())
     );
+}
+
+#[test]
+fn a_variable_of_exactly_the_cap_is_not_skipped() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let exe = sim.executable_create();
+    // No storage behind it: budgets far below 1 GiB make the snapshot
+    // decline before any copy, which shows the variable was counted.
+    sim.add_variable_raw(exe, gpu, "exactly_cap", 0x7200_0000, 1u32 << 30);
+    kernel_replay::set_device_budget(DeviceBudget::Bytes(1 << 20));
+    kernel_replay::set_host_budget(Some(1 << 20));
+    let snap = Snap::of(gpu);
+    assert_eq!(logs_containing("over the 1 GiB cap"), Vec::<String>::new());
+    assert!(
+        matches!(
+            snap.reason(),
+            Some(DeclineReason::HostMemory | DeclineReason::DeviceMemory)
+        ),
+        "{:?}",
+        snap.reason()
+    );
+    assert_eq!(sim.copy_violations(), 0);
+}
+
+#[test]
+fn a_snapshot_names_the_agent_it_captured() {
+    let sim = session(2);
+    let gpu1 = sim.gpu(1);
+    let snap = Snap::of(gpu1);
+    let taken = snap.0.as_ref().map(|s| s.agent().handle);
+    assert_eq!(taken.ok(), Some(agent(gpu1).handle));
+    sim.fail_loader_extension(true);
+    let declined = Snap::of(gpu1);
+    sim.fail_loader_extension(false);
+    let declined = declined.0.as_ref().err().map(|d| d.agent().handle);
+    assert_eq!(declined, Some(agent(gpu1).handle));
 }
 
 #[test]
@@ -299,5 +337,70 @@ fn snapshots_of_an_unknown_agent_are_empty_and_ok() {
         }))
         .regions,
         0
+    );
+}
+
+#[test]
+fn a_baseline_snapshot_of_module_variables_only() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let _policy = PolicyGuard::set(StoragePolicy::Baseline);
+    let exe = sim.executable_create();
+    let v = sim.add_variable(exe, gpu, "only", 32, false);
+    let w = sim.add_variable(exe, gpu, "also", 16, false);
+    fill(v, 32, 1);
+    fill(w, 16, 2);
+    let snap = Snap::of(gpu);
+    assert!(snap.ok(), "{:?}", snap.reason());
+    assert_eq!((snap.regions(), snap.bytes()), (2, 48));
+    fill(v, 32, 7);
+    fill(w, 16, 7);
+    assert!(snap.restore_all());
+    assert!(all(v, 32, 1) && all(w, 16, 2));
+}
+
+#[test]
+fn batched_copies_reuse_their_completion_signals() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let _policy = PolicyGuard::set(StoragePolicy::Auto);
+    let _batch = BatchGuard::set(true);
+    let buffers: Vec<_> = (0..4u8)
+        .map(|i| device_buffer(&sim, gpu, 4096, i))
+        .collect();
+    let first = Snap::of(gpu);
+    assert!(first.restore_all());
+    drop(first);
+    let signals = sim.live_signal_count();
+    assert!(signals > 0, "the copies were batched");
+    for _ in 0..20 {
+        let snap = Snap::of(gpu);
+        assert!(snap.restore_all());
+    }
+    assert_eq!(
+        sim.live_signal_count(),
+        signals,
+        "no snapshot or restore keeps signals of its own"
+    );
+    for p in buffers {
+        assert_eq!(pool_free(p), SUCCESS);
+    }
+}
+
+#[test]
+fn discovery_picks_a_coarse_device_pool_and_a_fine_grained_host_pool() {
+    use hsa_sim::PoolKind;
+    use kernel_replay::testing::storage_pools;
+    let sim = session(2);
+    let cpu = sim.cpu();
+    let host = Some((sim.pool(cpu, PoolKind::SystemFine).handle, cpu.handle));
+    for gpu in sim.gpus() {
+        let device = Some(sim.pool(gpu, PoolKind::DeviceCoarse).handle);
+        assert_eq!(storage_pools(agent(gpu)), (device, host), "{gpu:?}");
+    }
+    assert_eq!(
+        storage_pools(agent(cpu)),
+        (None, None),
+        "a CPU agent has no tier of its own"
     );
 }

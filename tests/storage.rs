@@ -191,6 +191,19 @@ fn a_forced_device_tier_that_does_not_fit_declines_with_device_memory() {
         Some(kernel_replay::DeclineReason::DeviceMemory)
     );
     assert!(logs_containing("device budget").len() == 1, "{:?}", logs());
+    // It says how much did not fit: the aligned regions up to the first that
+    // passed the budget (100,000 bytes alone do).
+    let detail = snap.0.as_ref().err().map(ToString::to_string);
+    let needed: u64 = detail
+        .as_deref()
+        .and_then(|d| d.split(" bytes of device memory").next())
+        .and_then(|d| d.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        (100_096..=100_096 + 4096 + 256).contains(&needed),
+        "{detail:?}"
+    );
     assert_nothing_held();
     kernel_replay::set_device_budget(kernel_replay::DeviceBudget::Auto);
     // A CPU agent has no device tier at all.
@@ -572,5 +585,93 @@ fn overridden_pools_are_used_and_a_zero_pool_disables_its_tier() {
     assert_eq!(snap.tier_bytes(kernel_replay::Tier::Pinned), TOTAL);
     mutate(&regions);
     assert_eq!(snap.restore().restored, 3);
+    assert!(restored(&regions));
+}
+
+#[test]
+fn a_forced_tier_the_agent_lacks_declines_only_when_there_is_something_to_keep() {
+    use kernel_replay::{DeclineReason, StoragePolicy};
+    let sim = session(1);
+    // A CPU agent has neither a device tier nor a pinned one.
+    let cpu = sim.cpu();
+    for policy in [StoragePolicy::Device, StoragePolicy::Pinned] {
+        let _p = PolicyGuard::set(policy);
+        let empty = Snap::of(cpu);
+        assert_eq!(
+            (empty.reason(), empty.regions()),
+            (None, 0),
+            "{policy:?}: nothing to keep, so no tier is lacking"
+        );
+    }
+    device_buffer_on(&sim, cpu);
+    for (policy, reason, says) in [
+        (
+            StoragePolicy::Device,
+            DeclineReason::DeviceMemory,
+            "have no pool: the agent has no device tier",
+        ),
+        (
+            StoragePolicy::Pinned,
+            DeclineReason::HostMemory,
+            "have no pool: none the agent can be granted access to",
+        ),
+    ] {
+        let _p = PolicyGuard::set(policy);
+        let snap = Snap::of(cpu);
+        assert_eq!(snap.reason(), Some(reason), "{policy:?}");
+        let detail = snap.0.as_ref().err().map(ToString::to_string);
+        assert!(
+            detail.as_deref().is_some_and(|d| d.contains(says)),
+            "{policy:?}: {detail:?}"
+        );
+    }
+}
+
+#[test]
+fn pinned_arenas_are_made_reachable_by_the_replayed_agent() {
+    let sim = session(1);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Pinned);
+    let _b = BatchGuard::set(true);
+    // As on hardware: an async copy whose agent cannot reach both sides is
+    // a violation.
+    sim.set_strict_async_access(true);
+    let regions = workload(&sim);
+    let snap = Snap::of(sim.gpu(0));
+    assert_eq!(snap.tier_bytes(kernel_replay::Tier::Pinned), TOTAL);
+    mutate(&regions);
+    assert!(snap.restore_all());
+    assert!(restored(&regions));
+    sim.set_strict_async_access(false);
+    assert_eq!(sim.copy_violations(), 0);
+}
+
+#[test]
+fn kernel_replay_copy_blocking_turns_batching_off_and_anything_else_leaves_it_on() {
+    const NAME: &str =
+        "kernel_replay_copy_blocking_turns_batching_off_and_anything_else_leaves_it_on";
+    // Two children, one per setting (the parent's own may be either).
+    if !in_child_with(NAME, &[("KERNEL_REPLAY_COPY", "blocking")])
+        && !in_child_with(NAME, &[("KERNEL_REPLAY_COPY", "batched")])
+    {
+        return;
+    }
+    let blocking = std::env::var("KERNEL_REPLAY_COPY").as_deref() == Ok("blocking");
+    let sim = session(1);
+    let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Device);
+    // The copy engine is what is tested: no device kernels (a process-wide
+    // setting, and this runs in a child of its own).
+    kernel_replay::set_strategy(kernel_replay::Strategy::Copies);
+    let regions = workload(&sim);
+    let before = sim.async_copy_count();
+    let snap = Snap::of(sim.gpu(0));
+    assert!(snap.ok());
+    assert_eq!(
+        sim.async_copy_count() > before,
+        !blocking,
+        "KERNEL_REPLAY_COPY={}",
+        std::env::var("KERNEL_REPLAY_COPY").unwrap_or_default()
+    );
+    mutate(&regions);
+    assert!(snap.restore_all());
     assert!(restored(&regions));
 }

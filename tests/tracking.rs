@@ -175,12 +175,55 @@ fn after_finalize_wrappers_only_chain_and_nothing_is_captured() {
     let sim = session(1);
     let gpu = sim.gpu(0);
     let coarse = sim.pool(gpu, PoolKind::DeviceCoarse);
+    let empty = Snap::of(gpu);
+    assert_eq!((empty.ok(), empty.regions()), (true, 0));
     let before = device_buffer(&sim, gpu, 4096, 0x33);
     let snap = Snap::of(gpu);
     assert!(snap.ok());
     assert!(!kernel_replay::is_finalized());
+    // A second arena, retained once its snapshot is gone, and an
+    // application async copy through the fence (which leaves an idle proxy
+    // signal): finalize gives both back to the runtime.
+    drop(Snap::of(gpu));
+    assert_eq!(
+        kernel_replay::testing::retained_for(agent(gpu)) == [0; 3],
+        is_baseline(),
+        "the baseline keeps no arenas"
+    );
+    let host = pool_allocate(sim.pool(sim.cpu(), PoolKind::SystemFine), 4096, 0).unwrap();
+    fill(host, 4096, 0x33);
+    let done = signal_create(1);
+    assert_eq!(
+        async_copy(before, gpu, host, sim.cpu(), 4096, &[], done),
+        SUCCESS
+    );
+    assert_eq!(
+        signal_wait_below(done, 1, std::time::Duration::from_secs(10)),
+        0
+    );
+    signal_destroy(done);
+    assert_eq!(pool_free(host), SUCCESS);
+    // The application's signal falls before the fence's handler has put its
+    // proxy back: wait until the copy is no longer counted in flight.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while kernel_replay::testing::fence_in_flight(gpu.handle) > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the fence's count never fell"
+        );
+        std::thread::yield_now();
+    }
 
     kernel_replay::finalize();
+    assert_eq!(kernel_replay::testing::retained_for(agent(gpu)), [0; 3]);
+    // Under a forced kernel strategy the live snapshot below still holds
+    // the device kernels' runner, and its completion signal with it, until
+    // it is dropped.
+    assert_eq!(
+        sim.live_signal_count(),
+        u64::from(!copies_move_everything()),
+        "the copy engine's and the fence's signals are destroyed"
+    );
     assert!(kernel_replay::is_finalized());
     assert!(!kernel_replay::tracking());
     assert!(
@@ -208,16 +251,29 @@ fn after_finalize_wrappers_only_chain_and_nothing_is_captured() {
     assert!(!late.ok());
     assert_eq!(late.reason(), Some(kernel_replay::DeclineReason::Finalized));
     let copies_before = copies(&sim);
+    logs_clear();
     let report = snap.restore();
     assert_eq!(
         (report.restored, report.skipped_not_live, report.failed),
         (0, 1, 0)
     );
     assert_eq!(copies(&sim), copies_before);
+    assert_eq!(
+        logs_containing("restore after kr_finalize"),
+        ["restore after kr_finalize: 1 region(s) not written"]
+    );
+    logs_clear();
+    assert!(!empty.restore().complete());
+    assert_eq!(
+        logs_containing("restore after kr_finalize"),
+        Vec::<String>::new(),
+        "an empty snapshot has nothing to warn about"
+    );
     // Finalize released what was retained; the last snapshot's arena goes
     // back to the runtime with it.
     drop(snap);
     drop(late);
+    drop(empty);
     assert_eq!(
         sim.live_allocation_count(),
         0,
@@ -258,4 +314,48 @@ fn the_executable_flag_is_checked_before_any_pointer_query() {
     for p in [exec, plain, untracked] {
         assert_eq!(pool_free(p), SUCCESS);
     }
+}
+
+#[test]
+fn dropping_what_was_tracked_warns_only_when_there_was_something() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    const WARNING: &str = "no longer trusted and were dropped";
+    kernel_replay::testing::forget_tracked();
+    assert_eq!(
+        logs_containing(WARNING),
+        Vec::<String>::new(),
+        "nothing to drop"
+    );
+
+    // Allocations only.
+    let p = device_buffer(&sim, gpu, 4096, 1);
+    kernel_replay::testing::forget_tracked();
+    let warned = logs_containing(WARNING);
+    assert_eq!(warned.len(), 1, "{:?}", logs());
+    assert!(
+        warned[0].contains("the 1 tracked allocation(s)"),
+        "{warned:?}"
+    );
+    assert_eq!(pool_free(p), SUCCESS);
+
+    // Executables only: a snapshot registered the loaded one.
+    let exe = sim.executable_create();
+    sim.add_variable(exe, gpu, "v", 16, false);
+    assert!(Snap::of(gpu).ok());
+    logs_clear();
+    kernel_replay::testing::forget_tracked();
+    let warned = logs_containing(WARNING);
+    assert_eq!(warned.len(), 1, "{:?}", logs());
+    assert!(
+        warned[0].contains("the 0 tracked allocation(s)"),
+        "{warned:?}"
+    );
+    logs_clear();
+    kernel_replay::testing::forget_tracked();
+    assert_eq!(
+        logs_containing(WARNING),
+        Vec::<String>::new(),
+        "all dropped"
+    );
 }

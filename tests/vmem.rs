@@ -375,6 +375,12 @@ fn fine_grained_and_inaccessible_mappings_are_reported_not_captured() {
     let snap = Snap::of(gpu);
     assert_eq!(snap.regions(), 1);
     assert_eq!(stats2().untracked_device_bytes, 2 * CHUNK as u64);
+
+    // Dropping what was tracked (as when the wrappers were found taken out)
+    // drops the mappings the wrappers saw too.
+    kernel_replay::testing::forget_tracked();
+    let untracked = kernel_replay::untracked(agent(gpu));
+    assert_eq!((untracked.mappings, untracked.mapping_bytes), (0, 0));
 }
 
 #[test]
@@ -429,4 +435,74 @@ fn the_vmem_wrappers_pass_the_runtimes_errors_through() {
     assert_eq!(footprint(gpu).0, 0);
     assert_eq!(address_free(va, CHUNK), SUCCESS);
     assert_eq!(sim.vmem_reservation_count(), 0);
+}
+
+#[test]
+fn a_mapping_unmapped_behind_the_wrappers_back_is_dropped_when_its_address_is_mapped_again() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let va = reserve(CHUNK).unwrap();
+    let first = map_new(&sim, gpu, PoolKind::DeviceCoarse, va, CHUNK);
+    grant(&sim, gpu, va, CHUNK);
+    fill(va, CHUNK, 0x11);
+    let snap = Snap::of(gpu);
+    assert_eq!(snap.regions(), 1);
+
+    // Unmapped through the runtime's own entry (an application calling the
+    // runtime directly): the wrappers never see it.
+    let runtime = hsa_sim::fresh_amd_ext_table();
+    // SAFETY: a copy of the runtime's AMD table, as the runtime fills it.
+    let runtime = unsafe {
+        &*runtime
+            .as_bytes()
+            .as_ptr()
+            .cast::<kernel_replay::hsa::AmdExtTable>()
+    };
+    // SAFETY: the runtime's unmap entry, on the range mapped above.
+    let status = unsafe { runtime.hsa_amd_vmem_unmap_fn.expect("unmap entry")(va.cast(), CHUNK) };
+    assert_eq!(status, SUCCESS);
+    assert_eq!(handle_release(first), SUCCESS);
+
+    // Mapped again through the wrappers: new memory, whatever the inventory
+    // still held there.
+    map_new(&sim, gpu, PoolKind::DeviceCoarse, va, CHUNK);
+    grant(&sim, gpu, va, CHUNK);
+    fill(va, CHUNK, 0x22);
+    let report = snap.restore();
+    assert_eq!(
+        (report.restored, report.skipped_not_live),
+        (0, 1),
+        "the old snapshot's mapping is gone"
+    );
+    assert!(all(va, CHUNK, 0x22));
+    let fresh = Snap::of(gpu);
+    assert_eq!(fresh.regions(), 1, "the new mapping is tracked");
+    fill(va, CHUNK, 0x33);
+    assert!(fresh.restore_all());
+    assert!(all(va, CHUNK, 0x22));
+    assert_eq!(sim.copy_violations(), 0);
+}
+
+#[test]
+fn unmapping_past_a_gap_leaves_the_mapping_before_the_gap_alone() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let (va, handles) = heap(&sim, gpu, 4);
+    // Chunk 1 goes first, then chunk 2: chunk 0 now ends before the range.
+    for i in [1, 2] {
+        assert_eq!(unmap(at(va, i), CHUNK), SUCCESS);
+        assert_eq!(handle_release(handles[i]), SUCCESS);
+    }
+    assert_eq!(footprint(gpu), (2, 2 * CHUNK as u64), "chunks 0 and 3");
+    let untracked = kernel_replay::untracked(agent(gpu));
+    assert_eq!(
+        (untracked.mappings, untracked.mapping_bytes),
+        (0, 0),
+        "an unmapped chunk is no longer noted"
+    );
+    let snap = Snap::of(gpu);
+    assert_eq!(snap.regions(), 2);
+    fill(at(va, 0), CHUNK, 0xEE);
+    assert!(snap.restore_all());
+    assert!(all(at(va, 0), CHUNK, 0x10));
 }

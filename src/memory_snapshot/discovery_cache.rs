@@ -140,4 +140,20 @@ mod tests {
         cache.forget_unloaded(&registry.live_view());
         assert!(cache.is_empty());
     }
+
+    #[test]
+    fn finalize_drops_even_what_is_still_loaded() {
+        let registry = Executables::new();
+        registry.start_tracking_destroys();
+        let cache = DiscoveryCache::new();
+        let exe = loaded(&registry, 0x10);
+        let variable = ModuleVariable {
+            address: 0x1000,
+            size: 8,
+        };
+        cache.remember(exe, 1, &[variable]);
+        cache.clear();
+        assert!(cache.is_empty());
+        assert_eq!(cache.with_cached(exe, 1, |_| ()), None);
+    }
 }

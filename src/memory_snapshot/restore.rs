@@ -64,10 +64,8 @@ pub fn restore(env: Env, snapshot: &Snapshot) -> RestoreReport {
         return RestoreReport::default();
     };
     let started = Instant::now();
-    let mut report = RestoreReport {
-        vouched: true,
-        ..RestoreReport::default()
-    };
+    // Every path below says whether the skips can be vouched for.
+    let mut report = RestoreReport::default();
     let mut log = Log::default();
     if env.tracker.gate.finalized() {
         report.vouched = false;

@@ -92,16 +92,15 @@ impl Fences {
     /// closed. False (nothing counted) without memory for the fence.
     pub fn enter(&self, agent: u64) -> bool {
         let mut agents = self.lock();
-        let Some(mut slot) = Self::slot(&mut agents, agent) else {
+        let Some(slot) = Self::slot(&mut agents, agent) else {
             return false;
         };
+        // Entries are never removed, so the index holds across the waits.
         while agents[slot].windows > 0 {
             agents = self
                 .changed
                 .wait(agents)
                 .unwrap_or_else(PoisonError::into_inner);
-            // Entries are never removed, so the index holds.
-            slot = agents.iter().position(|f| f.agent == agent).unwrap_or(slot);
         }
         agents[slot].in_flight += 1;
         true
@@ -324,11 +323,14 @@ const FORWARD_NOTHING: hsa_signal_value_t = i64::MIN;
 
 impl InFlight {
     /// Ends the count and gives the proxy back.
+    /// The proxy goes back first, then the count: once a copy is no longer
+    /// counted in flight its proxy is idle, so a finalize that waited for
+    /// the count destroys it.
     fn release(&self) {
+        self.fences.return_proxy(&self.core, self.proxy);
         for agent in self.agents.into_iter().flatten() {
             self.fences.leave(agent);
         }
-        self.fences.return_proxy(&self.core, self.proxy);
     }
 }
 

@@ -29,18 +29,18 @@ impl Gate {
     /// Turns tracking on or off; returns the state now in force. Once
     /// finalized, tracking stays off.
     pub fn set_tracking(&self, enabled: bool) -> bool {
-        let state = if enabled {
-            // Only set TRACKING when not finalized.
-            match self
-                .0
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
-                    (s & FINALIZED == 0).then_some(s | TRACKING)
-                }) {
-                Ok(previous) => previous | TRACKING,
-                Err(current) => current,
-            }
-        } else {
-            self.0.fetch_and(!TRACKING, Ordering::AcqRel) & !TRACKING
+        if !enabled {
+            self.0.fetch_and(!TRACKING, Ordering::AcqRel);
+            return false;
+        }
+        // Only set TRACKING when not finalized.
+        let state = match self
+            .0
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |s| {
+                (s & FINALIZED == 0).then_some(s | TRACKING)
+            }) {
+            Ok(previous) => previous | TRACKING,
+            Err(current) => current,
         };
         state == TRACKING
     }

@@ -222,3 +222,66 @@ fn runtime_function(table: *mut u8, function: usize, our_wrapper: usize) -> bool
         _ => false,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A function of this test binary (where the library is linked).
+    fn own() {}
+
+    fn ours() -> usize {
+        own as fn() as usize
+    }
+
+    /// Functions of the C library, a shared object of its own.
+    fn in_libc() -> (usize, usize) {
+        (
+            libc::malloc as unsafe extern "C" fn(usize) -> *mut c_void as usize,
+            libc::free as unsafe extern "C" fn(*mut c_void) as usize,
+        )
+    }
+
+    #[test]
+    fn object_of_finds_the_loaded_object_of_an_address() {
+        let (malloc, free) = in_libc();
+        let libc_base = object_of(malloc).expect("libc is a loaded object");
+        assert_eq!(object_of(free), Some(libc_base));
+        let own = object_of(ours()).expect("the test binary is one");
+        assert_ne!(own, libc_base);
+        assert_eq!(object_of(0), None, "no object holds address 0");
+    }
+
+    #[test]
+    fn a_runtime_function_lives_in_the_tables_object_and_not_in_ours() {
+        let (malloc, free) = in_libc();
+        let ours = ours();
+        // The "table" in libc: a libc function found in it is the runtime's.
+        let table = malloc as *mut u8;
+        assert!(runtime_function(table, free, ours));
+        // A function of another object (another tool's wrapper) is not.
+        assert!(!runtime_function(table, ours, ours));
+        // Runtime and library in one object: nothing can be told.
+        assert!(!runtime_function(table, free, malloc));
+        // An address in no object.
+        assert!(!runtime_function(table, 0, ours));
+    }
+
+    #[test]
+    fn a_reinstall_keeps_the_earlier_entries_listed() {
+        let hooks: Hooks<u64> = Hooks::new();
+        let mut table = [0usize; 2];
+        let table = table.as_mut_ptr().cast::<u8>();
+        let hooked = [Hooked {
+            offset: 0,
+            wrapper: 1,
+        }];
+        assert!(hooks.record(table, 7, &hooked, &[10]));
+        assert!(hooks.state().superseded.is_empty(), "nothing replaced yet");
+        let first = hooks.entries.load(Ordering::Acquire);
+        assert!(hooks.record(table, 8, &hooked, &[10, 11]));
+        assert_eq!(hooks.state().superseded, [first]);
+        assert_eq!(hooks.entries(), Some(&8));
+        assert_eq!(hooks.state().wrapped, [10, 11], "each value once");
+    }
+}

@@ -240,6 +240,19 @@ mod tests {
     }
 
     #[test]
+    fn a_range_touches_the_regions_it_overlaps_and_no_neighbour() {
+        let inv = Inventory::new();
+        inv.record(0x2000, 0x100, 7);
+        // Ending where the region starts, or starting where it ends.
+        assert_eq!(inv.owner_of_range(0x1000, 0x1000), None);
+        assert_eq!(inv.owner_of_range(0x2100, 0x10), None);
+        // One byte of overlap at either end.
+        assert_eq!(inv.owner_of_range(0x1000, 0x1001), Some(7));
+        assert_eq!(inv.owner_of_range(0x20FF, 0x10), Some(7));
+        assert_eq!(inv.owner_of_range(0x2080, 0), Some(7), "a zero-length copy");
+    }
+
+    #[test]
     fn generations_distinguish_a_reused_base() {
         let inv = Inventory::new();
         let first = inv.record(0x1000, 64, 7);

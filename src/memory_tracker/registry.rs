@@ -500,6 +500,89 @@ mod tests {
     }
 
     #[test]
+    fn a_second_free_of_a_retiring_entry_leaves_it_retiring() {
+        let registry: Registry<usize, u8> = Registry::new(Origin::Recorded);
+        let generation = registry.record(0x10, 1);
+        registry.retire_then_free(
+            0x10,
+            || {
+                // The same allocation freed again meanwhile: the runtime
+                // refuses that one, which must not make the entry live.
+                registry.retire_then_free(0x10, || false, |freed| *freed);
+                assert_eq!(registry.live_view().get(0x10, generation), None);
+                true
+            },
+            |freed| *freed,
+        );
+        assert!(registry.is_empty());
+    }
+
+    #[test]
+    fn a_recorded_kind_places_no_tombstone_for_an_unknown_key() {
+        let registry: Registry<usize, ()> = Registry::new(Origin::Recorded);
+        registry.record(0x10, ());
+        registry.retire_then_free(
+            0x20,
+            || {
+                assert_eq!(registry.len(), 1, "nothing noted for 0x20");
+                assert!(matches!(registry.admit(0x20, ()), Admission::Live(_)));
+                true
+            },
+            |freed| *freed,
+        );
+        assert_eq!(registry.len(), 2, "0x20 admitted during the free stays");
+    }
+
+    #[test]
+    fn an_older_retirement_ends_without_touching_a_newer_one() {
+        let registry: Registry<usize, u8> = Registry::new(Origin::Recorded);
+        registry.record(0x10, 1);
+        let first = registry.begin_retire(0x10).expect("retiring");
+        // The runtime freed it and handed the base out again, and the new
+        // allocation's free began before the first free's wrapper ended.
+        let newer = registry.record(0x10, 2);
+        let second = registry.begin_retire(0x10).expect("retiring");
+        registry.end_retire(0x10, first, true);
+        // The runtime refused the second free: the newer entry is live again.
+        registry.end_retire(0x10, second, false);
+        assert_eq!(registry.live_view().get(0x10, newer), Some(&2));
+    }
+
+    #[test]
+    fn the_cursor_answers_a_lower_key_after_a_higher_one() {
+        let registry: Registry<usize, ()> = Registry::new(Origin::Recorded);
+        let low = registry.record(0x1000, ());
+        let high = registry.record(0x9000, ());
+        let view = registry.live_view();
+        let mut cursor = view.cursor();
+        assert!(cursor.get(0x9000, high).is_some());
+        assert!(cursor.get(0x1000, low).is_some());
+    }
+
+    #[test]
+    fn the_cursor_never_answers_for_the_next_key() {
+        let registry: Registry<usize, ()> = Registry::new(Origin::Recorded);
+        let generation = registry.record(0x2000, ());
+        let view = registry.live_view();
+        let mut cursor = view.cursor();
+        assert!(cursor.get(0x1000, generation).is_none());
+        assert!(cursor.get(0x2000, generation).is_some());
+    }
+
+    #[test]
+    fn forget_range_drops_the_keys_in_the_range_whatever_their_state() {
+        let registry: Registry<usize, ()> = Registry::new(Origin::Recorded);
+        for key in [0x10, 0x20, 0x30] {
+            registry.record(key, ());
+        }
+        registry.retire_then_free(0x20, || registry.forget_range(0x10..0x30), |_| false);
+        let mut keys = Vec::new();
+        registry.collect(&mut keys, |k, _, _| Some(k)).unwrap();
+        assert_eq!(keys, [0x30]);
+        assert_eq!(registry.len(), 1);
+    }
+
+    #[test]
     fn collect_and_fold_see_only_live_entries() {
         let registry: Registry<usize, u8> = Registry::new(Origin::Recorded);
         registry.record(0x30, 3);

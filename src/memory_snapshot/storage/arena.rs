@@ -184,17 +184,17 @@ impl Storage {
         }
     }
 
-    /// Sets (or, with `None`, clears back to discovery) the pools of `agent`.
-    pub fn set_pools(&self, agent: hsa_agent_t, pools: Option<AgentPools>) {
+    /// Sets the pools of `agent` (instead of discovering them).
+    pub fn set_pools(&self, agent: hsa_agent_t, pools: AgentPools) {
         let mut agents = self.agents();
         if let Some(entry) = agents.iter_mut().find(|a| a.agent == agent.handle) {
-            entry.pools = pools;
+            entry.pools = Some(pools);
             return;
         }
-        if pools.is_some() && agents.try_reserve(1).is_ok() {
+        if agents.try_reserve(1).is_ok() {
             agents.push(AgentStorage {
                 agent: agent.handle,
-                pools,
+                pools: Some(pools),
                 retained: [None, None, None],
                 held: [0; 3],
             });

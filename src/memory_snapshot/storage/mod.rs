@@ -158,6 +158,32 @@ mod tests {
     }
 
     #[test]
+    fn every_policy_parses_by_its_name() {
+        for policy in [
+            StoragePolicy::Auto,
+            StoragePolicy::Device,
+            StoragePolicy::Pinned,
+            StoragePolicy::Pageable,
+            StoragePolicy::Baseline,
+        ] {
+            let name = format!("{policy:?}");
+            assert_eq!(StoragePolicy::parse(&name), Some(policy), "{name}");
+            assert_eq!(
+                StoragePolicy::parse(&name.to_ascii_lowercase()),
+                Some(policy),
+                "{name}"
+            );
+        }
+    }
+
+    #[test]
+    fn tiers_are_named_for_the_log() {
+        assert_eq!(Tier::Device.to_string(), "device");
+        assert_eq!(Tier::Pinned.to_string(), "pinned host");
+        assert_eq!(Tier::Pageable.to_string(), "pageable host");
+    }
+
+    #[test]
     fn an_explicit_setting_wins() {
         let setting = PolicySetting::new();
         setting.set(StoragePolicy::Pinned);
