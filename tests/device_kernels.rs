@@ -25,6 +25,9 @@ fn kernel_session(strategy: Strategy) -> Option<KernelSession> {
     let sim = session(1);
     kernel_replay::set_strategy(strategy);
     kernel_replay::set_verify(false);
+    // The kernels go with batched copies (KERNEL_REPLAY_COPY=blocking turns
+    // both off); the setting goes back with the session.
+    kernel_replay::set_batched_copies(true);
     Some(KernelSession {
         _settings: Settings,
         sim,
@@ -50,6 +53,8 @@ impl Drop for Settings {
     fn drop(&mut self) {
         kernel_replay::set_strategy(Strategy::Auto);
         kernel_replay::set_verify(false);
+        let blocking = std::env::var("KERNEL_REPLAY_COPY").is_ok_and(|v| v.trim() == "blocking");
+        kernel_replay::set_batched_copies(!blocking);
     }
 }
 
