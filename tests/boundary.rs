@@ -358,3 +358,22 @@ fn an_older_caller_gets_only_the_stats_it_declared() {
     // SAFETY: NULL is accepted.
     unsafe { kr_get_stats2(std::ptr::null_mut()) };
 }
+
+#[test]
+fn a_declined_snapshot_is_not_ok_through_the_c_abi() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    device_buffer(&sim, gpu, 4096, 1);
+    // No iterator set and a runtime without the loader extension.
+    sim.fail_loader_extension(true);
+    let snap = CSnap::of(gpu);
+    sim.fail_loader_extension(false);
+    assert!(!snap.ok());
+    assert_eq!((snap.regions(), snap.bytes()), (0, 0));
+    let report = snap.restore();
+    assert_eq!(
+        (report.restored, report.skipped_not_live, report.failed),
+        (0, 0, 0)
+    );
+    assert!(CSnap::of(gpu).ok(), "the next one is complete");
+}

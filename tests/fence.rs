@@ -62,6 +62,14 @@ fn a_copy_held_by_a_dependency_declines_the_snapshot_after_the_timeout() {
             snap.reason(),
             Some(kernel_replay::DeclineReason::CopiesInFlight)
         );
+        let detail = snap.0.as_ref().err().map(ToString::to_string);
+        assert!(
+            detail
+                .as_deref()
+                .is_some_and(|d| d.contains("1 application async copy(ies)")
+                    && d.contains("still in flight after 50 ms")),
+            "the timeout set is the one waited: {detail:?}"
+        );
         let after = stats2();
         assert_eq!(after.fence_timeouts, before.fence_timeouts + 1);
         assert_eq!(

@@ -586,6 +586,20 @@ fn overridden_pools_are_used_and_a_zero_pool_disables_its_tier() {
     mutate(&regions);
     assert_eq!(snap.restore().restored, 3);
     assert!(restored(&regions));
+    // The device policy then has no tier for this GPU, and says so.
+    let _d = PolicyGuard::set(kernel_replay::StoragePolicy::Device);
+    let declined = Snap::of(gpu);
+    assert_eq!(
+        declined.reason(),
+        Some(kernel_replay::DeclineReason::DeviceMemory)
+    );
+    let detail = declined.0.as_ref().err().map(ToString::to_string);
+    assert!(
+        detail
+            .as_deref()
+            .is_some_and(|d| d.contains("the agent has no device tier")),
+        "{detail:?}"
+    );
 }
 
 #[test]
