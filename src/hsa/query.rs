@@ -41,8 +41,9 @@ pub fn pool_info<T: Copy>(
     Some(unsafe { value.assume_init() })
 }
 
-/// Collects what a runtime iterator hands to its callback.
-unsafe extern "C" fn collect<T>(item: T, data: *mut c_void) -> hsa_status_t {
+/// Collects what a runtime iterator hands to its callback (`data` is a
+/// `Vec<T>`).
+pub(crate) unsafe extern "C" fn collect<T>(item: T, data: *mut c_void) -> hsa_status_t {
     catch_panic(HSA_STATUS_ERROR, || {
         // SAFETY: `data` is the Vec<T> passed alongside this callback.
         let list = unsafe { &mut *data.cast::<Vec<T>>() };

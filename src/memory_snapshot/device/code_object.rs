@@ -8,10 +8,10 @@ use std::ffi::c_void;
 
 use crate::hsa::entries::check;
 use crate::hsa::hsa_agent_t;
+use crate::hsa::query::collect;
 use crate::hsa::sys::{hsa_isa_t, CoreApiTable, HSA_ISA_INFO_NAME, HSA_ISA_INFO_NAME_LENGTH};
-use crate::hsa::{hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_SUCCESS};
+use crate::hsa::HSA_STATUS_SUCCESS;
 use crate::memory_snapshot::kernels::code_objects;
-use crate::support::unwind::catch_panic;
 
 /// The environment variable naming a code object to load instead.
 pub(crate) const OVERRIDE_VARIABLE: &str = "KERNEL_REPLAY_CODE_OBJECT";
@@ -48,7 +48,13 @@ fn isa_names(table: &CoreApiTable, agent: hsa_agent_t) -> Vec<String> {
     };
     let mut isas: Vec<hsa_isa_t> = Vec::new();
     // SAFETY: the callback only pushes into `isas`, which outlives the call.
-    let status = unsafe { iterate(agent, Some(collect_isa), (&mut isas as *mut Vec<_>).cast()) };
+    let status = unsafe {
+        iterate(
+            agent,
+            Some(collect::<hsa_isa_t>),
+            (&mut isas as *mut Vec<_>).cast(),
+        )
+    };
     if status != HSA_STATUS_SUCCESS {
         return Vec::new();
     }
@@ -81,16 +87,4 @@ fn vec_of(len: usize) -> Option<Vec<u8>> {
     bytes.try_reserve_exact(len).ok()?;
     bytes.resize(len, 0);
     Some(bytes)
-}
-
-unsafe extern "C" fn collect_isa(isa: hsa_isa_t, data: *mut c_void) -> hsa_status_t {
-    catch_panic(HSA_STATUS_ERROR, || {
-        // SAFETY: `data` is the Vec passed alongside this callback.
-        let list = unsafe { &mut *data.cast::<Vec<hsa_isa_t>>() };
-        if list.try_reserve(1).is_err() {
-            return HSA_STATUS_ERROR;
-        }
-        list.push(isa);
-        HSA_STATUS_SUCCESS
-    })
 }
