@@ -828,22 +828,24 @@ bool dispatch(hsa_queue_t* queue, const Loaded& kernel, void* kernarg, uint32_t 
                                           HSA_WAIT_STATE_BLOCKED) == 0;
 }
 
-// replay_kernels.h's hash of one block on the host: two lanes of
-// sum k[w] * m[w] mod 2^61 - 1 over little-endian 32-bit words.
-void reference_hash(const unsigned char* block, size_t len, const std::vector<uint64_t>& keys,
+// replay_kernels.h's hash of one block on the host: two NH lanes over
+// little-endian 32-bit words (zero past len), lane 1's keys shifted.
+void reference_hash(const unsigned char* block, size_t len, const std::vector<uint32_t>& keys,
                     uint64_t out[2]) {
-  __extension__ typedef unsigned __int128 wide;
-  const uint64_t p = (uint64_t{1} << 61) - 1;
-  for (int lane = 0; lane < 2; ++lane) {
-    wide sum = 0;
-    for (size_t w = 0; w < KR_HASH_WORDS; ++w) {
+  for (uint32_t lane = 0; lane < 2; ++lane) {
+    auto word = [&](size_t w) {
       uint32_t m = 0;
       for (size_t b = 0; b < 4; ++b) {
         if (4 * w + b < len) m |= uint32_t(block[4 * w + b]) << (8 * b);
       }
-      sum = (sum + wide(keys[lane * KR_HASH_WORDS + w]) * m) % p;
+      return m;
+    };
+    const uint32_t* k = keys.data() + lane * KR_HASH_SHIFT;
+    uint64_t sum = 0;
+    for (size_t w = 0; w < KR_HASH_WORDS; w += 2) {
+      sum += uint64_t(uint32_t(word(w) + k[w])) * uint32_t(word(w + 1) + k[w + 1]);
     }
-    out[lane] = uint64_t(sum);
+    out[lane] = sum;
   }
 }
 
@@ -1017,7 +1019,7 @@ uint64_t check_aql(bool fake) {
   auto* records = static_cast<unsigned char*>(pool_alloc(kernarg_pool, 64 * 1024));
   auto* src = static_cast<unsigned char*>(pool_alloc(vram, kBytes));
   auto* dst = static_cast<unsigned char*>(pool_alloc(vram, kBytes));
-  auto* keys = static_cast<uint64_t*>(pool_alloc(vram, 2 * KR_HASH_WORDS * 8));
+  auto* keys = static_cast<uint32_t*>(pool_alloc(vram, KR_HASH_KEYS * 4));
   auto* hashes = static_cast<uint64_t*>(pool_alloc(vram, 2 * 64 * 8));
   // Device memory: atomics on mapped host memory are not guaranteed over
   // every host link.
@@ -1035,13 +1037,13 @@ uint64_t check_aql(bool fake) {
   }
   std::vector<unsigned char> host_src(kBytes), host_zero(kBytes, 0), back(kBytes);
   for (size_t i = 0; i < kBytes; ++i) host_src[i] = static_cast<unsigned char>(kr_pattern(5, i));
-  std::vector<uint64_t> host_keys(2 * KR_HASH_WORDS);
+  std::vector<uint32_t> host_keys(KR_HASH_KEYS);
   for (size_t i = 0; i < host_keys.size(); ++i) {
-    host_keys[i] = (uint64_t(kr_pattern(9, i)) << 29 ^ kr_pattern(11, i)) % ((uint64_t{1} << 61) - 1);
+    host_keys[i] = uint32_t(kr_pattern(9, i)) << 16 ^ uint32_t(kr_pattern(11, i));
   }
   hsa_memory_copy(src, host_src.data(), kBytes);
   hsa_memory_copy(dst, host_zero.data(), kBytes);
-  hsa_memory_copy(keys, host_keys.data(), host_keys.size() * 8);
+  hsa_memory_copy(keys, host_keys.data(), host_keys.size() * 4);
 
   // kr_scatter_copy: three records of odd sizes and offsets.
   const kr_copy_record copies[3] = {

@@ -2078,6 +2078,137 @@ void test_device_nearly_full(Reporter& r, const Module& m) {
   verify(r, m, tracked.get(), bytes, 0xD00, false, "the tracked buffer, untouched");
 }
 
+// ---- (o) consecutive dispatches: the next snapshot copies only what changed ---------------
+
+kr_stats2_t stats2_now() {
+  kr_stats2_t stats{};
+  stats.struct_size = sizeof(stats);
+  kr_get_stats2(&stats);
+  return stats;
+}
+
+void test_incremental(Reporter& r, const Module& m) {
+  const uint64_t size = 8 * MiB;
+  PoolBuffer a, b;
+  if (!a.allocate(r, m.gpu.vram, size) || !b.allocate(r, m.gpu.vram, size)) return;
+  if (!fill(r, m, a.get(), size, 0x700) || !fill(r, m, b.get(), size, 0x701)) return;
+  {
+    Snapshot first(kr_snap(m.gpu.agent));
+    if (!expect_complete(r, first, m.gpu.agent)) return;
+  }
+  // The next dispatch rewrites a; b stays as it was.
+  if (!mutate(r, m, a.get(), size)) return;
+  const kr_stats2_t before = stats2_now();
+  Snapshot second(kr_snap(m.gpu.agent));
+  if (!expect_complete(r, second, m.gpu.agent)) return;
+  const kr_stats2_t after = stats2_now();
+  const uint64_t copied = after.blocks_copied - before.blocks_copied;
+  const uint64_t a_blocks = size / 4096;
+  if (kr_snapshot_strategy(second.s) == KR_STRATEGY_DIRTY_BLOCKS) {
+    r.expect(kr_snapshot_incremental(second.s),
+             "a dirty-block snapshot of the same regions into the retained arenas is incremental");
+    // Every block of a changed; b's did not (module variables may add a few).
+    r.expect(copied >= a_blocks && copied < a_blocks + 64,
+             "the incremental snapshot copied %" PRIu64 " blocks; a has %" PRIu64, copied,
+             a_blocks);
+  } else {
+    r.expect(!kr_snapshot_incremental(second.s), "only dirty blocks snapshot incrementally");
+  }
+  r.note("strategy %d, incremental %d, %" PRIu64 " blocks copied",
+         static_cast<int>(kr_snapshot_strategy(second.s)),
+         static_cast<int>(kr_snapshot_incremental(second.s)), copied);
+  // Both overwritten; the restore brings back a as rewritten, b as before.
+  if (!fill(r, m, a.get(), size, 0x7FF) || !fill(r, m, b.get(), size, 0x7FE)) return;
+  kr_restore_report_t report{};
+  kr_restore_with_report(second.s, &report);
+  expect_report(r, report, kr_snapshot_region_count(second.s), 0);
+  verify(r, m, a.get(), size, 0x700, true, "a: as the dispatch before the snapshot left it");
+  verify(r, m, b.get(), size, 0x701, false, "b: unchanged since the first snapshot");
+}
+
+// ---- (p) a tool's batch copy moves the regions --------------------------------------------
+
+struct ToolCopies {
+  int captures = 0;
+  int restores = 0;
+  size_t regions = 0;
+};
+
+// A tool's batch copy, as an SDK would write one: every region submitted
+// as an async copy on one completion signal, waited for once.
+hsa_status_t tool_batch_copy(hsa_agent_t agent, const kr_copy_region_t* regions, size_t count,
+                             kr_copy_direction_t direction, void* data) {
+  auto* seen = static_cast<ToolCopies*>(data);
+  (direction == KR_COPY_RESTORE ? seen->restores : seen->captures) += 1;
+  seen->regions += count;
+  hsa_signal_t done{0};
+  hsa_status_t status = hsa_signal_create(hsa_signal_value_t(count), 0, nullptr, &done);
+  if (status != HSA_STATUS_SUCCESS) return status;
+  size_t submitted = 0;
+  for (; submitted < count; ++submitted) {
+    const kr_copy_region_t& region = regions[submitted];
+    status = hsa_amd_memory_async_copy(reinterpret_cast<void*>(uintptr_t(region.dst)), agent,
+                                       reinterpret_cast<const void*>(uintptr_t(region.src)),
+                                       agent, region.size, 0, nullptr, done);
+    if (status != HSA_STATUS_SUCCESS) break;
+  }
+  // Wait for what was submitted (the rest never will signal).
+  hsa_signal_subtract_screlease(done, hsa_signal_value_t(count - submitted));
+  const hsa_signal_value_t left = hsa_signal_wait_scacquire(done, HSA_SIGNAL_CONDITION_LT, 1,
+                                                            UINT64_MAX, HSA_WAIT_STATE_BLOCKED);
+  hsa_signal_destroy(done);
+  if (status != HSA_STATUS_SUCCESS) return status;
+  return left == 0 ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR;
+}
+
+void test_batch_copy(Reporter& r, const Module& m) {
+  const char* forced = std::getenv("KERNEL_REPLAY_STRATEGY");
+  const bool copies = forced != nullptr && std::strcmp(forced, "copies") == 0;
+  ToolCopies seen;
+  kr_set_batch_copy(tool_batch_copy, &seen);
+  struct Unregister {
+    ~Unregister() { kr_set_batch_copy(nullptr, nullptr); }
+  } unregister;
+  const uint64_t size = 4 * MiB;
+  PoolBuffer big;
+  std::vector<PoolBuffer> small(32);
+  if (!big.allocate(r, m.gpu.vram, size) || !fill(r, m, big.get(), size, 0x800)) return;
+  for (size_t i = 0; i < small.size(); ++i) {
+    if (!small[i].allocate(r, m.gpu.vram, 64 * 1024) ||
+        !fill(r, m, small[i].get(), 64 * 1024, 0x810 + uint32_t(i))) {
+      return;
+    }
+  }
+  const kr_stats2_t before = stats2_now();
+  Snapshot snapshot(kr_snap(m.gpu.agent));
+  if (!expect_complete(r, snapshot, m.gpu.agent)) return;
+  const kr_strategy_t expected = copies ? KR_STRATEGY_COPIES : KR_STRATEGY_BATCH_COPY;
+  r.expect(kr_snapshot_strategy(snapshot.s) == expected, "the snapshot ran strategy %d, not %d",
+           static_cast<int>(kr_snapshot_strategy(snapshot.s)), static_cast<int>(expected));
+  if (!mutate(r, m, big.get(), size)) return;
+  for (size_t i = 0; i < small.size(); ++i) {
+    if (!mutate(r, m, small[i].get(), 64 * 1024)) return;
+  }
+  kr_restore_report_t report{};
+  kr_restore_with_report(snapshot.s, &report);
+  expect_report(r, report, kr_snapshot_region_count(snapshot.s), 0);
+  verify(r, m, big.get(), size, 0x800, false, "the 4 MiB buffer, restored by the tool");
+  for (size_t i = 0; i < small.size(); ++i) {
+    verify(r, m, small[i].get(), 64 * 1024, 0x810 + uint32_t(i), false, "a 64 KiB buffer");
+  }
+  const kr_stats2_t after = stats2_now();
+  const int calls = copies ? 0 : 1;
+  r.expect(seen.captures == calls && seen.restores == calls,
+           "the tool was called %d times to capture and %d to restore; expected %d each",
+           seen.captures, seen.restores, calls);
+  r.expect(after.batch_copy_calls - before.batch_copy_calls == uint64_t(2 * calls) &&
+               after.batch_copy_failures == before.batch_copy_failures,
+           "stats: %" PRIu64 " batch-copy calls, %" PRIu64 " failed",
+           after.batch_copy_calls - before.batch_copy_calls,
+           after.batch_copy_failures - before.batch_copy_failures);
+  r.note("the tool copied %zu regions in %d calls", seen.regions, seen.captures + seen.restores);
+}
+
 // ---- final accounting ------------------------------------------------------------------------------
 
 // The library's kernel and verify counters (kr_stats2_t's fields of issue
@@ -2320,6 +2451,10 @@ int main(int argc, char** argv) {
       [&] { test_copy_fence(r, m0); });
   run("n: the device nearly full: the retained arena makes room for the application",
       [&] { test_device_nearly_full(r, m0); });
+  run("o: consecutive dispatches: the next snapshot copies only the blocks that changed",
+      [&] { test_incremental(r, m0); });
+  run("p: a tool's batch copy (kr_set_batch_copy) moves the regions, async copies of its own",
+      [&] { test_batch_copy(r, m0); });
   harness::trim_retained();
 
   // Teardown as a tool's finalizer would: the guard first (the library then

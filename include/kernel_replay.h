@@ -205,10 +205,32 @@ typedef enum kr_strategy_t {
   KR_STRATEGY_SCATTER = 2,
   /**
    * Hash every block at snapshot; at restore copy back only the
-   * blocks whose hash changed.
+   * blocks whose hash changed. A snapshot that gets the agent's
+   * previous snapshot's arenas back, with the same regions, copies
+   * only the blocks changed since (an incremental snapshot).
    */
   KR_STRATEGY_DIRTY_BLOCKS = 3,
+  /**
+   * What ran when a tool's batch-copy function (`kr_set_batch_copy`)
+   * moved the regions; not a setting (`kr_set_strategy` refuses it:
+   * registering the function is what selects it).
+   */
+  KR_STRATEGY_BATCH_COPY = 4,
 } kr_strategy_t;
+
+/**
+ * Which way a batch copy goes (`kr_batch_copy_fn_t`).
+ */
+typedef enum kr_copy_direction_t {
+  /**
+   * A capture: device memory to where the snapshot keeps it.
+   */
+  KR_COPY_CAPTURE = 0,
+  /**
+   * A restore: the snapshot's copy back to device memory.
+   */
+  KR_COPY_RESTORE = 1,
+} kr_copy_direction_t;
 
 
 /**
@@ -257,6 +279,32 @@ typedef struct kr_restore_report_t {
    */
   size_t failed;
 } kr_restore_report_t;
+
+/**
+ * One region of a batch copy: `size` bytes from `src` to `dst`, both
+ * addresses the agent reaches (device or pinned host memory).
+ */
+typedef struct kr_copy_region_t {
+  /**
+   * Destination address.
+   */
+  uint64_t dst;
+  /**
+   * Source address.
+   */
+  uint64_t src;
+  /**
+   * Bytes to copy.
+   */
+  uint64_t size;
+} kr_copy_region_t;
+
+/**
+ * A tool's batch-copy function (`kr_set_batch_copy`): copies `count`
+ * regions of `agent`'s snapshot in `direction` and returns
+ * `HSA_STATUS_SUCCESS` once all have completed.
+ */
+typedef hsa_status_t (*kr_batch_copy_fn_t)(hsa_agent_t agent, const struct kr_copy_region_t *regions, size_t count, kr_copy_direction_t direction, void *user_data);
 
 /**
  * Cumulative counters (`kr_get_stats`), and what is held now.
@@ -392,6 +440,24 @@ typedef struct kr_stats2_t {
    * Bytes those checks found different.
    */
   uint64_t verify_mismatched_bytes;
+  /**
+   * Snapshots that copied only the blocks changed since the agent's
+   * previous snapshot into the same arenas (incremental snapshots).
+   */
+  uint64_t incremental_snapshots;
+  /**
+   * Incremental snapshots checked byte by byte (`kr_set_verify`); their
+   * differences count in `verify_mismatched_regions` and `_bytes`.
+   */
+  uint64_t verified_captures;
+  /**
+   * Calls of the tool's batch-copy function (`kr_set_batch_copy`).
+   */
+  uint64_t batch_copy_calls;
+  /**
+   * Of those, calls that failed; their regions were copied instead.
+   */
+  uint64_t batch_copy_failures;
 } kr_stats2_t;
 
 /**
@@ -662,12 +728,50 @@ void kr_set_batched_copies(bool enabled);
 
 /**
  * Sets how snapshots and restores move their bytes (`kr_strategy_t`);
- * returns false, changing nothing, for an unknown value. The default is
- * `KR_STRATEGY_AUTO`, or `KERNEL_REPLAY_STRATEGY` (auto, copies, scatter,
- * dirty). Where the library's kernels cannot run on an agent, copies are
- * used.
+ * returns false, changing nothing, for an unknown value and for
+ * `KR_STRATEGY_BATCH_COPY` (registering a function with `kr_set_batch_copy`
+ * selects that). The default is `KR_STRATEGY_AUTO`, or
+ * `KERNEL_REPLAY_STRATEGY` (auto, copies, scatter, dirty). Where the
+ * library's kernels cannot run on an agent, copies are used.
  */
 bool kr_set_strategy(kr_strategy_t strategy);
+
+/**
+ * Registers the tool's batch-copy function (NULL: none, the library's own
+ * kernels again). Once registered, every capture and restore whose copies
+ * are batched calls it once with the regions kept in device or pinned
+ * memory (both sides reachable by the agent), under every strategy but
+ * `KR_STRATEGY_COPIES`; pageable-tier regions still go through the
+ * runtime's copies. The function copies every region (its own blit
+ * kernels, SDMA, ...) and returns `HSA_STATUS_SUCCESS` once all have
+ * completed; any other status makes the library copy them itself. It runs
+ * inside the snapshot's window with the tracker's read views held: it must
+ * not allocate or free memory through the wrapped entries; async copies it
+ * submits through them on the calling thread pass the window. A call
+ * already begun when the function is replaced finishes; `user_data` must
+ * stay valid until then.
+ */
+void kr_set_batch_copy(kr_batch_copy_fn_t copy, void *user_data);
+
+/**
+ * How the capture of `snapshot` moved its bytes (its restores move them
+ * the same way): `KR_STRATEGY_COPIES`, `_SCATTER`, `_DIRTY_BLOCKS` or
+ * `_BATCH_COPY`; `KR_STRATEGY_COPIES` for NULL or a declined snapshot.
+ *
+ * # Safety
+ * `snapshot` is NULL or a live snapshot from `kr_snap`.
+ */
+kr_strategy_t kr_snapshot_strategy(const kr_snapshot_t *snapshot);
+
+/**
+ * Whether the capture of `snapshot` copied only the blocks changed since
+ * the agent's previous snapshot, into that snapshot's arenas (an
+ * incremental snapshot); false for NULL.
+ *
+ * # Safety
+ * `snapshot` is NULL or a live snapshot from `kr_snap`.
+ */
+bool kr_snapshot_incremental(const kr_snapshot_t *snapshot);
 
 /**
  * The strategy in force.

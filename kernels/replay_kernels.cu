@@ -39,7 +39,6 @@
  * KR_SYNC()                 workgroup barrier, with workgroup-scope fences
  * KR_GROUP_ID()             the workgroup's index in the grid: the record
  * KR_FOR_ITEMS(t)           one phase, for work-item t (above)
- * kr_mul_hi(a, b)           the high 64 bits of the 128-bit product
  * kr_count_one(p)           atomically *p += 1, visible beyond the device
  *                           (the counter may live in host memory) */
 #if defined(KR_HOST)
@@ -57,10 +56,6 @@
 #define KR_GROUP_ID() kr_group_id
 #define KR_FOR_ITEMS(t) for (uint32_t t = 0; t < KR_WORKGROUP; ++t)
 
-/* __extension__: the 128-bit type is GCC's and clang's, not ISO C++ (the
- * software runtime is built with -Wpedantic). */
-__extension__ typedef unsigned __int128 kr_wide;
-static inline uint64_t kr_mul_hi(uint64_t a, uint64_t b) { return (uint64_t)(((kr_wide)a * b) >> 64); }
 static inline void kr_count_one(uint64_t* p) { __atomic_fetch_add(p, 1, __ATOMIC_RELAXED); }
 
 /* Memory the kernels read and write is raw bytes the caller owns; memcpy
@@ -100,10 +95,6 @@ static inline void kr_store(void* p, T v) {
 #define KR_FOR_ITEMS(t) \
   for (uint32_t t = __builtin_amdgcn_workitem_id_x(), kr_once = 1; kr_once; kr_once = 0)
 
-/* HIP's __umul64hi calls the device libraries (-nogpulib leaves them out);
- * clang lowers the 128-bit product to the same v_mad_u64_u32 sequence. */
-__extension__ typedef unsigned __int128 kr_wide;
-KR_DEVICE uint64_t kr_mul_hi(uint64_t a, uint64_t b) { return (uint64_t)(((kr_wide)a * b) >> 64); }
 KR_DEVICE void kr_count_one(uint64_t* p) {
   __hip_atomic_fetch_add(p, (uint64_t)1, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_SYSTEM);
 }
@@ -141,11 +132,9 @@ KR_DEVICE void kr_store(void* p, T v) {
 #define KR_FOR_ITEMS(t) \
   for (uint32_t t = __nvvm_read_ptx_sreg_tid_x(), kr_once = 1; kr_once; kr_once = 0)
 #define KR_GROUP_ID() ((uint32_t)__nvvm_read_ptx_sreg_ctaid_x())
-#define __umul64hi(a, b) __nvvm_mulhi_ull(a, b)
 #define atomicAdd(p, v) __nvvm_atom_add_gen_ll((long long*)(p), (long long)(v))
 #endif
 
-KR_DEVICE uint64_t kr_mul_hi(uint64_t a, uint64_t b) { return __umul64hi(a, b); }
 KR_DEVICE void kr_count_one(uint64_t* p) {
   /* Device-wide atomics reach host-mapped memory as well on the GPUs the
    * harness runs on (sm_70 and later). */
@@ -209,25 +198,6 @@ KR_DEVICE void kr_copy_share(uint8_t* dst, const uint8_t* src, uint64_t size, ui
 
 /* ---- the hash (replay_kernels.h) --------------------------------------- */
 
-#define KR_P ((((uint64_t)1) << 61) - 1)
-
-/* x mod p for any 64-bit x: 2^61 = 1 (mod p), so fold the top bits down. */
-KR_DEVICE uint64_t kr_mod_p(uint64_t x) {
-  x = (x & KR_P) + (x >> 61);
-  return x >= KR_P ? x - KR_P : x;
-}
-
-/* a + b mod p, for a, b < p (the sum fits: < 2^62). */
-KR_DEVICE uint64_t kr_add_mod(uint64_t a, uint64_t b) { return kr_mod_p(a + b); }
-
-/* a * b mod p, for a, b < 2^61: with the product hi * 2^64 + lo, and
- * 2^64 = 8 (mod p), it is 8 hi + (lo >> 61) + (lo & p), below 2^63. */
-KR_DEVICE uint64_t kr_mul_mod(uint64_t a, uint64_t b) {
-  const uint64_t lo = a * b;
-  const uint64_t hi = kr_mul_hi(a, b);
-  return kr_mod_p((hi << 3) + (lo >> 61) + (lo & KR_P));
-}
-
 /* Word w of a block of `len` bytes at p, little-endian, bytes past the end
  * reading as zero; a full word at an aligned address is one load. */
 KR_DEVICE uint32_t kr_block_word(const uint8_t* p, uint64_t len, uint32_t w) {
@@ -239,61 +209,70 @@ KR_DEVICE uint32_t kr_block_word(const uint8_t* p, uint64_t len, uint32_t w) {
   return m;
 }
 
+/* One NH term: (a + ka mod 2^32) * (b + kb mod 2^32), exact in 64 bits. */
+KR_DEVICE uint64_t kr_nh(uint32_t a, uint32_t ka, uint32_t b, uint32_t kb) {
+  return (uint64_t)(uint32_t)(a + ka) * (uint64_t)(uint32_t)(b + kb);
+}
+
 /* Both lanes of one block's hash. */
 struct kr_hash_pair {
   uint64_t lane0, lane1;
 };
 
+/* Words per work-item: 4, so a whole aligned block is one 16-byte load
+ * each, adjacent work-items reading adjacent bytes (coalesced). */
+#define KR_WORDS_PER_ITEM (KR_HASH_WORDS / KR_WORKGROUP)
+
 /* The hash of the block of `len` (<= KR_BLOCK_BYTES) bytes at p, called by
- * the whole workgroup; every work-item gets the result. Each work-item sums
- * k * m mod p over its KR_HASH_WORDS / KR_WORKGROUP words; the partial sums
- * are then added in shared memory, halving the work-items each step.
- * Every work-item has finished reading the block once the first barrier is
+ * the whole workgroup; every work-item gets the result. Work-item t hashes
+ * words 4t..4t+3 (two NH terms per lane, keys 4t.. and 4t+4..); the 256
+ * partial sums per lane are added by 16 work-items, 16 each, and every
+ * work-item then adds those 16 itself: two barriers per block. Every
+ * work-item has finished reading the block once the first barrier is
  * passed, so the caller may write the block afterwards. */
-KR_DEVICE kr_hash_pair kr_block_hash(const uint8_t* p, uint64_t len, const uint64_t* keys) {
-  KR_SHARED uint64_t lane0[KR_WORKGROUP];
-  KR_SHARED uint64_t lane1[KR_WORKGROUP];
-  const uint64_t* k0 = keys;
-  const uint64_t* k1 = keys + KR_HASH_WORDS;
-  /* Words per work-item: 4, so a whole aligned block is one 16-byte load
-   * each, adjacent work-items reading adjacent bytes. */
-  const uint32_t per_item = KR_HASH_WORDS / KR_WORKGROUP;
+KR_DEVICE kr_hash_pair kr_block_hash(const uint8_t* p, uint64_t len, const uint32_t* keys) {
+  KR_SHARED uint64_t item0[KR_WORKGROUP];
+  KR_SHARED uint64_t item1[KR_WORKGROUP];
+  KR_SHARED uint64_t group0[KR_HASH_FAN_IN];
+  KR_SHARED uint64_t group1[KR_HASH_FAN_IN];
   const bool whole = len == KR_BLOCK_BYTES && (uintptr_t)p % 16 == 0;
 
   KR_FOR_ITEMS(t) {
-    uint64_t s0 = 0, s1 = 0;
-    const uint32_t first = t * per_item;
+    const uint32_t first = t * KR_WORDS_PER_ITEM;
+    uint32_t m[KR_WORDS_PER_ITEM];
     if (whole) {
       const kr_u128 v = kr_load<kr_u128>(p + 16ull * t);
-      const uint32_t m[4] = {(uint32_t)v.lo, (uint32_t)(v.lo >> 32), (uint32_t)v.hi,
-                             (uint32_t)(v.hi >> 32)};
-      for (uint32_t j = 0; j < 4; ++j) {
-        s0 = kr_add_mod(s0, kr_mul_mod(k0[first + j], m[j]));
-        s1 = kr_add_mod(s1, kr_mul_mod(k1[first + j], m[j]));
-      }
+      m[0] = (uint32_t)v.lo;
+      m[1] = (uint32_t)(v.lo >> 32);
+      m[2] = (uint32_t)v.hi;
+      m[3] = (uint32_t)(v.hi >> 32);
     } else {
-      for (uint32_t j = 0; j < per_item; ++j) {
-        const uint32_t w = first + j;
-        if (4ull * w >= len) break; /* the rest of this work-item's words are zero */
-        const uint32_t m = kr_block_word(p, len, w);
-        s0 = kr_add_mod(s0, kr_mul_mod(k0[w], m));
-        s1 = kr_add_mod(s1, kr_mul_mod(k1[w], m));
-      }
+      for (uint32_t j = 0; j < KR_WORDS_PER_ITEM; ++j) m[j] = kr_block_word(p, len, first + j);
     }
-    lane0[t] = s0;
-    lane1[t] = s1;
+    const uint32_t* k = keys + first;
+    const uint32_t* k1 = k + KR_HASH_SHIFT;
+    item0[t] = kr_nh(m[0], k[0], m[1], k[1]) + kr_nh(m[2], k[2], m[3], k[3]);
+    item1[t] = kr_nh(m[0], k1[0], m[1], k1[1]) + kr_nh(m[2], k1[2], m[3], k1[3]);
   }
   KR_SYNC();
-  for (uint32_t half = KR_WORKGROUP / 2; half > 0; half /= 2) {
-    KR_FOR_ITEMS(t) {
-      if (t < half) {
-        lane0[t] = kr_add_mod(lane0[t], lane0[t + half]);
-        lane1[t] = kr_add_mod(lane1[t], lane1[t + half]);
+  KR_FOR_ITEMS(t) {
+    if (t < KR_HASH_FAN_IN) {
+      uint64_t s0 = 0, s1 = 0;
+      for (uint32_t j = 0; j < KR_HASH_FAN_IN; ++j) {
+        s0 += item0[t * KR_HASH_FAN_IN + j];
+        s1 += item1[t * KR_HASH_FAN_IN + j];
       }
+      group0[t] = s0;
+      group1[t] = s1;
     }
-    KR_SYNC();
   }
-  const kr_hash_pair h = {lane0[0], lane1[0]};
+  KR_SYNC();
+  /* Uniform: every work-item adds the same 16 values. */
+  kr_hash_pair h = {0, 0};
+  for (uint32_t j = 0; j < KR_HASH_FAN_IN; ++j) {
+    h.lane0 += group0[j];
+    h.lane1 += group1[j];
+  }
   return h;
 }
 

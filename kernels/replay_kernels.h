@@ -8,19 +8,26 @@
  * Plain C: every struct is 8-byte aligned with no padding, so its layout is
  * the same in C, C++, CUDA, HIP and Rust (#[repr(C)]).
  *
- * The hash. A block of KR_BLOCK_BYTES bytes is read as KR_HASH_WORDS
- * little-endian 32-bit words m[0..] (bytes past the block's length read as
- * zero) and hashed twice, with two independent random key arrays k0, k1 of
- * KR_HASH_WORDS values below p = 2^61 - 1:
+ * The hash: NH, UMAC's hash (Black, Halevi, Krawczyk, Krovetz, Rogaway,
+ * CRYPTO 1999; RFC 4418), in two Toeplitz lanes. A block of KR_BLOCK_BYTES
+ * bytes is read as KR_HASH_WORDS little-endian 32-bit words m[0..] (bytes
+ * past the block's length read as zero). With KR_HASH_KEYS random 32-bit
+ * keys k[], lane l (0 or 1) uses the keys from k[KR_HASH_SHIFT * l]:
  *
- *     h_lane = ( sum_w k_lane[w] * m[w] ) mod p
+ *     h_l = sum_i ((m[2i] + k[2i + 4l]) mod 2^32)
+ *                * ((m[2i+1] + k[2i+1 + 4l]) mod 2^32)     mod 2^64
  *
- * A multilinear hash: for any two different blocks of the same length, over
- * the random choice of keys, each lane collides with probability 1/p, and
- * the two lanes independently, so a changed block goes unnoticed with
- * probability 1/p^2 < 2^-121 (the design asks for at most 2^-64). The keys
- * are drawn from the OS at the library's first use of the kernels, never
- * written anywhere a program could read them back predictably. */
+ * For two different blocks of the same length, over the random keys, one
+ * lane collides with probability at most 2^-32, and the Toeplitz lanes
+ * (keys shifted by four words, as RFC 4418's L1 hash shifts them) together
+ * with at most 2^-64: a changed block goes unnoticed with probability at
+ * most 2^-64 (the design's bound). The arithmetic is 32 x 32 -> 64-bit
+ * multiplies and 64-bit adds, which a GPU does at full rate, so hashing
+ * runs at memory speed; the sums of any partition of the words add up to
+ * the same hash, so work-items sum their own words and add the sums.
+ * The keys are drawn from the OS at the library's first use of the
+ * kernels, never written anywhere a program could read them back
+ * predictably. */
 #ifndef KERNEL_REPLAY_KERNELS_H
 #define KERNEL_REPLAY_KERNELS_H
 
@@ -32,11 +39,19 @@
 
 /* Bytes per hashed block (one page). */
 #define KR_BLOCK_BYTES 4096u
-/* 32-bit words per block: the number of keys per hash lane. */
+/* 32-bit words per block. */
 #define KR_HASH_WORDS (KR_BLOCK_BYTES / 4u)
+/* How far lane 1's keys are shifted from lane 0's, in words. */
+#define KR_HASH_SHIFT 4u
+/* 32-bit keys: one lane's KR_HASH_WORDS, and the shift. */
+#define KR_HASH_KEYS (KR_HASH_WORDS + KR_HASH_SHIFT)
 /* Work-items per workgroup for every kernel; each workgroup handles one
  * record or block. The dispatch must use exactly this size. */
 #define KR_WORKGROUP 256u
+/* The hash's work-items' partial sums are added in two steps of
+ * KR_HASH_FAN_IN each (KR_WORKGROUP = KR_HASH_FAN_IN^2), in LDS: the
+ * hashing kernels' LDS is 2 lanes x (KR_WORKGROUP + KR_HASH_FAN_IN) u64. */
+#define KR_HASH_FAN_IN 16u
 /* The largest copy record the library emits (it splits larger regions), so
  * no workgroup copies for long. */
 #define KR_MAX_RECORD_BYTES (256u * 1024u)
@@ -92,8 +107,8 @@ typedef struct kr_scatter_copy_args {
 typedef struct kr_hash_blocks_args {
   const kr_hash_block* blocks;
   uint64_t count;
-  /* 2 * KR_HASH_WORDS keys: lane 0's, then lane 1's. */
-  const uint64_t* keys;
+  /* KR_HASH_KEYS keys. */
+  const uint32_t* keys;
   /* 2 per block: lane 0, lane 1. */
   uint64_t* hashes;
 } kr_hash_blocks_args;
@@ -101,7 +116,7 @@ typedef struct kr_hash_blocks_args {
 typedef struct kr_compare_copy_args {
   const kr_block_pair* pairs;
   uint64_t count;
-  const uint64_t* keys;
+  const uint32_t* keys;
   /* In: the hash each block must have; with KR_COMPARE_UPDATE_HASH, out:
    * the new hash of each changed block. */
   uint64_t* hashes;

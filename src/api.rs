@@ -55,6 +55,7 @@
 //! ```
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::hsa::sys::hsa_amd_memory_pool_t;
@@ -69,6 +70,7 @@ pub use crate::hsa::entries::{ExecutableCallback, IterateExecutablesFn};
 pub use crate::hsa::tables::TableError;
 pub use crate::memory_snapshot::coverage::Footprint;
 pub use crate::memory_snapshot::device::batch::DeviceOutcome;
+pub use crate::memory_snapshot::device::tool_copy::{BatchCopyFn, CopyDirection, CopyRegion};
 pub use crate::memory_snapshot::device::Strategy;
 pub use crate::memory_snapshot::storage::{StoragePolicy, Tier};
 pub use crate::memory_snapshot::verify::VerifyOutcome;
@@ -252,6 +254,18 @@ impl Snapshot {
         self.0.tier_bytes(tier)
     }
 
+    /// How the capture moved its bytes (its restores move them the same
+    /// way): [`Strategy::Copies`], `Scatter`, `DirtyBlocks` or `BatchCopy`.
+    pub fn strategy(&self) -> Strategy {
+        self.0.strategy()
+    }
+
+    /// Whether the capture copied only the blocks changed since the agent's
+    /// previous snapshot, into that snapshot's arenas.
+    pub fn incremental(&self) -> bool {
+        self.0.incremental()
+    }
+
     /// Writes the snapshot back: every region that is still the allocation,
     /// mapping or variable captured; the others are skipped and never
     /// written. [`RestoreReport::complete`] is rocprofiler-sdk's `restore`
@@ -391,9 +405,25 @@ pub fn set_batched_copies(enabled: bool) {
 /// [`Strategy`]). The default is [`Strategy::Auto`], or
 /// `KERNEL_REPLAY_STRATEGY` (auto, copies, scatter, dirty). Takes effect at
 /// the next snapshot; a snapshot restores with what it was captured with.
-/// Where the kernels cannot run on an agent, copies are used.
-pub fn set_strategy(strategy: Strategy) {
+/// Where the kernels cannot run on an agent, copies are used. False,
+/// changing nothing, for [`Strategy::BatchCopy`], which only reports what
+/// ran ([`set_batch_copy`] selects it).
+pub fn set_strategy(strategy: Strategy) -> bool {
     SNAPSHOTS.kernels.set_strategy(strategy)
+}
+
+/// Registers the tool's batch-copy function, which then moves, in one call
+/// per capture and per restore, every region kept in device or pinned
+/// memory — instead of the library's kernels, under every strategy but
+/// [`Strategy::Copies`], whenever copies are batched. The function copies
+/// each region and returns once all have completed; an `Err` makes the
+/// library copy them itself (counted in `batch_copy_failures`). It runs
+/// inside the snapshot's window with the tracker's read views held, so it
+/// must not allocate or free through the wrapped entries (async copies it
+/// submits through them on the calling thread pass the window). `None`
+/// goes back to the library's own kernels; a call already begun finishes.
+pub fn set_batch_copy(function: Option<Arc<BatchCopyFn>>) {
+    SNAPSHOTS.kernels.tool_copy.set(function)
 }
 
 /// The strategy in force (see [`set_strategy`]).

@@ -1,16 +1,19 @@
 //! The library's own kernels on the software runtime, which loads the
 //! embedded gfx942 code object, takes the AQL dispatches on its queues and
 //! runs the same kernel source on the CPU: scatter copies, dirty-block
-//! restore, fallbacks to copies, and verify mode.
+//! restore, incremental snapshots, a tool's batch copy, fallbacks to
+//! copies, and verify mode.
 //!
 //! Each test sets the strategy it tests and puts `Auto` back, so the other
 //! tests of this binary see the process's default.
 
 mod common;
 
+use std::sync::{Arc, Mutex};
+
 use common::*;
 use hsa_sim::SimSession;
-use kernel_replay::{StoragePolicy, Strategy};
+use kernel_replay::{CopyDirection, CopyRegion, StoragePolicy, Strategy};
 
 /// Bytes per hashed block (`KR_BLOCK_BYTES`).
 const BLOCK: usize = 4096;
@@ -53,6 +56,7 @@ impl Drop for Settings {
     fn drop(&mut self) {
         kernel_replay::set_strategy(Strategy::Auto);
         kernel_replay::set_verify(false);
+        kernel_replay::set_batch_copy(None);
         let blocking = std::env::var("KERNEL_REPLAY_COPY").is_ok_and(|v| v.trim() == "blocking");
         kernel_replay::set_batched_copies(!blocking);
     }
@@ -389,4 +393,356 @@ fn auto_takes_dirty_blocks_for_a_large_pinned_footprint_and_copies_for_a_small_o
     let report = snap.restore();
     assert_eq!(report.device.strategy, Strategy::Copies);
     assert!(all(small, 1 << 20, 0x70));
+}
+
+/// The snapshot inside a `Snap` that must have succeeded.
+fn taken(snap: &Snap) -> &kernel_replay::Snapshot {
+    snap.0.as_ref().expect("the snapshot succeeded")
+}
+
+/// Regions of mixed sizes (partial last blocks included), region i filled
+/// with 0x30 + i.
+fn mixed_regions(sim: &SimSession) -> (Vec<*mut u8>, Vec<usize>) {
+    let sizes = vec![BLOCK, 3 * BLOCK + 5, 1, 2 * BLOCK, 10 * BLOCK - 1];
+    let regions = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, &size)| device_buffer(sim, sim.gpu(0), size, 0x30 + i as u8))
+        .collect();
+    (regions, sizes)
+}
+
+fn contents(regions: &[*mut u8], sizes: &[usize]) -> Vec<Vec<u8>> {
+    regions
+        .iter()
+        .zip(sizes)
+        .map(|(&p, &s)| bytes(p, s))
+        .collect()
+}
+
+#[test]
+fn consecutive_snapshots_of_the_same_regions_copy_only_changed_blocks() {
+    let Some(sim) = kernel_session(Strategy::DirtyBlocks) else {
+        return;
+    };
+    let (regions, sizes) = mixed_regions(&sim.sim);
+    let total_blocks: u64 = sizes.iter().map(|s| s.div_ceil(BLOCK) as u64).sum();
+    let first = Snap::of(sim.gpu(0));
+    assert_eq!(taken(&first).strategy(), Strategy::DirtyBlocks);
+    assert!(!taken(&first).incremental(), "nothing to start from");
+    drop(first);
+
+    // The next dispatch writes three blocks; the next snapshot copies them
+    // and nothing else.
+    // SAFETY: each inside its buffer.
+    unsafe {
+        *regions[1].add(2 * BLOCK + 1) ^= 0x0F;
+        *regions[2].add(0) ^= 0x0F;
+        *regions[4].add(9 * BLOCK) ^= 0x0F;
+    }
+    let expected = contents(&regions, &sizes);
+    let before = counters();
+    let second = Snap::of(sim.gpu(0));
+    assert!(taken(&second).incremental());
+    let after = counters();
+    assert_eq!(
+        after.incremental_snapshots - before.incremental_snapshots,
+        1
+    );
+    assert_eq!(after.blocks_compared - before.blocks_compared, total_blocks);
+    assert_eq!(after.blocks_copied - before.blocks_copied, 3);
+
+    // What it holds is the whole state at its capture, unchanged blocks
+    // included: every block written since comes back.
+    for &p in &regions {
+        // SAFETY: inside the buffer (every region has a byte 0).
+        unsafe { *p ^= 0xFF };
+    }
+    fill(regions[4], sizes[4], 0);
+    let report = second.restore();
+    assert_eq!((report.restored, report.failed), (5, 0));
+    assert_eq!(contents(&regions, &sizes), expected);
+    drop(second);
+
+    // Verify mode checks an incremental capture byte by byte as well.
+    kernel_replay::set_verify(true);
+    let before = counters();
+    let third = Snap::of(sim.gpu(0));
+    assert!(taken(&third).incremental());
+    let after = counters();
+    assert_eq!(after.verified_captures - before.verified_captures, 1);
+    assert_eq!(
+        after.verify_mismatched_bytes,
+        before.verify_mismatched_bytes
+    );
+    assert_eq!(
+        after.blocks_copied - before.blocks_copied,
+        0,
+        "nothing changed"
+    );
+    assert_eq!(sim.copy_violations(), 0);
+}
+
+#[test]
+fn an_arena_another_snapshot_wrote_in_between_is_captured_in_full() {
+    let Some(sim) = kernel_session(Strategy::DirtyBlocks) else {
+        return;
+    };
+    let (regions, sizes) = mixed_regions(&sim.sim);
+    let original = contents(&regions, &sizes);
+    drop(Snap::of(sim.gpu(0)));
+    // A snapshot with copies takes the retained arenas and writes other
+    // bytes into them; the block table's hashes no longer describe them.
+    kernel_replay::set_strategy(Strategy::Copies);
+    for (&p, &size) in regions.iter().zip(&sizes) {
+        fill(p, size, 0xC1);
+    }
+    let between = Snap::of(sim.gpu(0));
+    assert_eq!(taken(&between).strategy(), Strategy::Copies);
+    drop(between);
+    // Back to the first content, whose hashes the table still holds: an
+    // incremental capture would find nothing changed and keep 0xC1.
+    kernel_replay::set_strategy(Strategy::DirtyBlocks);
+    for (&p, bytes) in regions.iter().zip(&original) {
+        // SAFETY: the buffer holds bytes.len() bytes.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), p, bytes.len()) };
+    }
+    let snap = Snap::of(sim.gpu(0));
+    assert!(!taken(&snap).incremental());
+    for (&p, &size) in regions.iter().zip(&sizes) {
+        fill(p, size, 0x00);
+    }
+    assert!(snap.restore_all());
+    assert_eq!(contents(&regions, &sizes), original);
+}
+
+#[test]
+fn a_changed_region_list_or_a_released_arena_means_a_full_capture() {
+    let Some(sim) = kernel_session(Strategy::DirtyBlocks) else {
+        return;
+    };
+    let (regions, sizes) = mixed_regions(&sim.sim);
+    drop(Snap::of(sim.gpu(0)));
+    assert!(taken(&Snap::of(sim.gpu(0))).incremental());
+    // One more region: the layout changed.
+    let extra = device_buffer(&sim.sim, sim.gpu(0), BLOCK, 0x77);
+    let snap = Snap::of(sim.gpu(0));
+    assert!(!taken(&snap).incremental());
+    fill(extra, BLOCK, 0);
+    assert!(snap.restore_all());
+    assert!(all(extra, BLOCK, 0x77));
+    drop(snap);
+    // The retained arenas released: fresh ones hold nothing yet.
+    kernel_replay::trim_retained();
+    let snap = Snap::of(sim.gpu(0));
+    assert!(!taken(&snap).incremental());
+    for (&p, &size) in regions.iter().zip(&sizes) {
+        fill(p, size, 0);
+    }
+    assert!(snap.restore_all());
+    for (i, (&p, &size)) in regions.iter().zip(&sizes).enumerate() {
+        assert!(all(p, size, 0x30 + i as u8), "region {i}");
+    }
+    drop(snap);
+    // A snapshot held while the next is taken keeps its arenas: the next
+    // gets new ones and captures in full.
+    let held = Snap::of(sim.gpu(0));
+    assert!(taken(&held).incremental());
+    assert!(!taken(&Snap::of(sim.gpu(0))).incremental());
+}
+
+#[test]
+fn a_capture_that_fell_back_to_copies_is_not_a_base_for_the_next() {
+    let Some(sim) = kernel_session(Strategy::DirtyBlocks) else {
+        return;
+    };
+    let (regions, sizes) = mixed_regions(&sim.sim);
+    drop(Snap::of(sim.gpu(0)));
+    sim.fault_next_dispatches(1);
+    let faulted = Snap::of(sim.gpu(0));
+    assert_eq!(taken(&faulted).strategy(), Strategy::Copies);
+    drop(faulted);
+    // The table's hashes may be half-updated: the next capture is full.
+    let snap = Snap::of(sim.gpu(0));
+    assert!(!taken(&snap).incremental());
+    for (&p, &size) in regions.iter().zip(&sizes) {
+        fill(p, size, 0xEE);
+    }
+    assert!(snap.restore_all());
+    for (i, (&p, &size)) in regions.iter().zip(&sizes).enumerate() {
+        assert!(all(p, size, 0x30 + i as u8), "region {i}");
+    }
+}
+
+/// What a test's batch-copy function saw: per call, the direction and the
+/// regions.
+type Calls = Arc<Mutex<Vec<(CopyDirection, Vec<CopyRegion>)>>>;
+
+/// Registers a batch-copy function that records its calls and copies with
+/// the CPU (the software runtime's device memory is host memory), or fails
+/// without copying.
+fn register_tool_copy(fail: bool) -> Calls {
+    let calls: Calls = Arc::default();
+    let seen = calls.clone();
+    kernel_replay::set_batch_copy(Some(Arc::new(
+        move |_agent, regions: &[CopyRegion], direction| {
+            seen.lock().unwrap().push((direction, regions.to_vec()));
+            if fail {
+                return Err(kernel_replay::hsa::HSA_STATUS_ERROR);
+            }
+            for r in regions {
+                // SAFETY: the library hands over regions it owns or has
+                // checked live, `size` bytes each side.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        r.src as *const u8,
+                        r.dst as *mut u8,
+                        r.size as usize,
+                    )
+                };
+            }
+            Ok(())
+        },
+    )));
+    calls
+}
+
+#[test]
+fn a_registered_batch_copy_moves_the_regions_instead_of_the_kernels() {
+    let Some(sim) = kernel_session(Strategy::Auto) else {
+        return;
+    };
+    let calls = register_tool_copy(false);
+    let regions = buffers(&sim.sim, 10, 3000);
+    let before = counters();
+    let dispatched = sim.dispatch_count(None);
+    let copies_before = copies(&sim.sim);
+    let snap = Snap::of(sim.gpu(0));
+    assert_eq!(taken(&snap).strategy(), Strategy::BatchCopy);
+    {
+        let calls = calls.lock().unwrap();
+        assert_eq!(calls.len(), 1, "one call for the whole capture");
+        assert_eq!(calls[0].0, CopyDirection::Capture);
+        assert_eq!(calls[0].1.len(), 10);
+        let mut sources: Vec<u64> = calls[0].1.iter().map(|r| r.src).collect();
+        sources.sort_unstable();
+        let mut expected: Vec<u64> = regions.iter().map(|&p| p as u64).collect();
+        expected.sort_unstable();
+        assert_eq!(sources, expected, "each region once, read from the device");
+        assert!(calls[0].1.iter().all(|r| r.size == 3000));
+    }
+    for &p in &regions {
+        fill(p, 3000, 0);
+    }
+    let report = snap.restore();
+    assert_eq!((report.restored, report.failed), (10, 0));
+    assert_eq!(report.device.strategy, Strategy::BatchCopy);
+    for (i, &p) in regions.iter().enumerate() {
+        assert!(
+            all(p, 3000, (i + 1) as u8),
+            "region {i} restored by the tool"
+        );
+    }
+    assert_eq!(calls.lock().unwrap()[1].0, CopyDirection::Restore);
+    assert_eq!(
+        sim.dispatch_count(None),
+        dispatched,
+        "no kernel of ours ran"
+    );
+    assert_eq!(copies(&sim.sim), copies_before, "nor a runtime copy");
+    let after = counters();
+    assert_eq!(after.batch_copy_calls - before.batch_copy_calls, 2);
+    assert_eq!(after.batch_copy_failures, before.batch_copy_failures);
+
+    // The copies strategy keeps the runtime's copies; unregistered, the
+    // kernels are back.
+    kernel_replay::set_strategy(Strategy::Copies);
+    assert_eq!(taken(&Snap::of(sim.gpu(0))).strategy(), Strategy::Copies);
+    kernel_replay::set_strategy(Strategy::Scatter);
+    kernel_replay::set_batch_copy(None);
+    assert_eq!(taken(&Snap::of(sim.gpu(0))).strategy(), Strategy::Scatter);
+    assert_eq!(calls.lock().unwrap().len(), 2);
+    assert!(
+        !kernel_replay::set_strategy(Strategy::BatchCopy),
+        "a report value, not a setting"
+    );
+    assert_eq!(kernel_replay::strategy(), Strategy::Scatter);
+}
+
+#[test]
+fn a_failing_batch_copy_hands_its_regions_to_the_copies() {
+    let Some(sim) = kernel_session(Strategy::Auto) else {
+        return;
+    };
+    let calls = register_tool_copy(true);
+    let regions = buffers(&sim.sim, 6, BLOCK);
+    let before = counters();
+    let snap = Snap::of(sim.gpu(0));
+    assert!(snap.ok(), "the library copied what the tool did not");
+    for &p in &regions {
+        fill(p, BLOCK, 0);
+    }
+    let report = snap.restore();
+    assert_eq!((report.restored, report.failed), (6, 0));
+    assert!(report.device.fell_back);
+    for (i, &p) in regions.iter().enumerate() {
+        assert!(all(p, BLOCK, (i + 1) as u8), "region {i}");
+    }
+    assert_eq!(calls.lock().unwrap().len(), 2);
+    let after = counters();
+    assert_eq!(after.batch_copy_calls - before.batch_copy_calls, 2);
+    assert_eq!(after.batch_copy_failures - before.batch_copy_failures, 2);
+}
+
+#[test]
+fn a_batch_copy_may_use_the_wrapped_async_copy_on_its_own_thread() {
+    let Some(sim) = kernel_session(Strategy::Auto) else {
+        return;
+    };
+    let _device = PolicyGuard::set(StoragePolicy::Device);
+    let gpu = sim.gpu(0);
+    // The tool copies with hsa_amd_memory_async_copy through the table the
+    // library wrapped: tracked memory, so the fence sees each copy, inside
+    // the library's own window.
+    kernel_replay::set_batch_copy(Some(Arc::new(
+        move |_agent, regions: &[CopyRegion], _direction| {
+            let done = signal_create(regions.len() as i64);
+            for r in regions {
+                let status = async_copy(
+                    r.dst as *mut u8,
+                    gpu,
+                    r.src as *const u8,
+                    gpu,
+                    r.size as usize,
+                    &[],
+                    done,
+                );
+                if status != SUCCESS {
+                    return Err(status);
+                }
+            }
+            let left = signal_wait_below(done, 1, std::time::Duration::from_secs(10));
+            signal_destroy(done);
+            if left == 0 {
+                Ok(())
+            } else {
+                Err(kernel_replay::hsa::HSA_STATUS_ERROR)
+            }
+        },
+    )));
+    let regions = buffers(&sim.sim, 4, BLOCK);
+    let before = counters();
+    let snap = Snap::of(gpu);
+    assert_eq!(taken(&snap).strategy(), Strategy::BatchCopy);
+    for &p in &regions {
+        fill(p, BLOCK, 0);
+    }
+    let report = snap.restore();
+    assert!(!report.device.fell_back);
+    for (i, &p) in regions.iter().enumerate() {
+        assert!(all(p, BLOCK, (i + 1) as u8), "region {i}");
+    }
+    let after = counters();
+    assert_eq!(after.batch_copy_failures, before.batch_copy_failures);
+    assert!(after.fenced_copies - before.fenced_copies >= 8);
 }

@@ -221,7 +221,7 @@ bool read_array(Reach& reach, uint64_t address, uint64_t count, std::vector<Elem
   return true;
 }
 
-constexpr uint64_t kKeyBytes = uint64_t{2} * KR_HASH_WORDS * sizeof(uint64_t);
+constexpr uint64_t kKeyBytes = uint64_t{KR_HASH_KEYS} * sizeof(uint32_t);
 constexpr uint64_t kHashBytesPerBlock = 2 * sizeof(uint64_t);
 
 // A kernel runs one record (block, pair) per workgroup and none past count
@@ -261,7 +261,7 @@ bool prepare_hash(Reach& reach, const void* kernarg, uint32_t workgroups, Prepar
     block.addr = reinterpret_cast<uintptr_t>(reach(block.addr, block_bytes(block.len), kRead));
   }
   args.blocks = p->blocks.data();
-  args.keys = static_cast<const uint64_t*>(
+  args.keys = static_cast<const uint32_t*>(
       reach(reinterpret_cast<uintptr_t>(args.keys), kKeyBytes, kRead));
   args.hashes = static_cast<uint64_t*>(reach.array(reinterpret_cast<uintptr_t>(args.hashes),
                                                    p->blocks.size(), kHashBytesPerBlock, kWrite));
@@ -292,7 +292,7 @@ bool prepare_compare(Reach& reach, const void* kernarg, uint32_t workgroups, Pre
         reach(pair.src, len, swap ? uint32_t{kRead | kWrite} : uint32_t{kRead}));
   }
   args.pairs = p->pairs.data();
-  args.keys = static_cast<const uint64_t*>(
+  args.keys = static_cast<const uint32_t*>(
       reach(reinterpret_cast<uintptr_t>(args.keys), kKeyBytes, kRead));
   const uint32_t hash_access =
       (args.flags & KR_COMPARE_UPDATE_HASH) != 0 ? uint32_t{kRead | kWrite} : uint32_t{kRead};

@@ -2891,23 +2891,23 @@ void* kernarg_alloc(size_t size, hsa_agent_t agent) {
   return ptr;
 }
 
-// The hash of kernels/replay_kernels.h, computed here independently.
-uint64_t reference_lane(const uint8_t* block, uint64_t len, const uint64_t* keys) {
-  const uint64_t p = (uint64_t{1} << 61) - 1;
-  uint64_t sum = 0;
-  for (uint32_t w = 0; w < KR_HASH_WORDS; ++w) {
-    uint32_t word = 0;
+// The hash of kernels/replay_kernels.h, computed here independently: lane
+// `lane` of NH over the block's words, zero past `len`.
+uint64_t reference_lane(const uint8_t* block, uint64_t len, const uint32_t* keys, uint32_t lane) {
+  auto word = [&](uint32_t w) {
+    uint32_t m = 0;
     for (uint32_t b = 0; b < 4; ++b) {
       const uint64_t at = uint64_t{w} * 4 + b;
-      if (at < len) word |= uint32_t{block[at]} << (8 * b);
+      if (at < len) m |= uint32_t{block[at]} << (8 * b);
     }
-    // keys[w] * word mod p by doubling (no 128-bit type in ISO C++).
-    uint64_t product = 0, addend = keys[w] % p;
-    for (uint32_t bits = word; bits != 0; bits >>= 1) {
-      if ((bits & 1) != 0) product = (product + addend) % p;
-      addend = (addend * 2) % p;
-    }
-    sum = (sum + product) % p;
+    return m;
+  };
+  const uint32_t* k = keys + lane * KR_HASH_SHIFT;
+  uint64_t sum = 0;
+  for (uint32_t w = 0; w < KR_HASH_WORDS; w += 2) {
+    const uint32_t a = word(w) + k[w];
+    const uint32_t b = word(w + 1) + k[w + 1];
+    sum += uint64_t{a} * b;
   }
   return sum;
 }
@@ -2918,7 +2918,7 @@ struct DispatchFixture {
   QueueErrors errors;
   hsa_queue_t* queue = nullptr;
   hsa_signal_t done{0};
-  uint64_t* keys = nullptr;  // device memory
+  uint32_t* keys = nullptr;  // device memory
 
   bool set_up() {
     hsa_sim_reset(2);
@@ -2929,10 +2929,10 @@ struct DispatchFixture {
     compare = kernel_object(exe, gpu(0), "kr_compare_copy.kd");
     queue = make_queue(gpu(0), &errors);
     done = make_signal(0);
-    keys = static_cast<uint64_t*>(device_alloc(2 * KR_HASH_WORDS * sizeof(uint64_t)));
+    keys = static_cast<uint32_t*>(device_alloc(KR_HASH_KEYS * sizeof(uint32_t)));
     uint64_t seed = 12345;
-    for (uint32_t i = 0; i < 2 * KR_HASH_WORDS; ++i) {
-      keys[i] = next_random(&seed) & ((uint64_t{1} << 61) - 2);
+    for (uint32_t i = 0; i < KR_HASH_KEYS; ++i) {
+      keys[i] = static_cast<uint32_t>(next_random(&seed) >> 16);
     }
     return queue != nullptr && scatter != 0 && hash != 0 && compare != 0;
   }
@@ -2984,16 +2984,16 @@ void test_dispatch_kernels() {
       static_cast<kr_hash_blocks_args*>(kernarg_alloc(sizeof(kr_hash_blocks_args), gpu(0)));
   *hash_args = kr_hash_blocks_args{blocks, 2, f.keys, hashes};
   CHECK(f.run(f.hash, hash_args, 2));
-  CHECK(hashes[0] == reference_lane(src, 4096, f.keys));
-  CHECK(hashes[1] == reference_lane(src, 4096, f.keys + KR_HASH_WORDS));
-  CHECK(hashes[2] == reference_lane(src + 4096, 1001, f.keys));
-  CHECK(hashes[3] == reference_lane(src + 4096, 1001, f.keys + KR_HASH_WORDS));
+  CHECK(hashes[0] == reference_lane(src, 4096, f.keys, 0));
+  CHECK(hashes[1] == reference_lane(src, 4096, f.keys, 1));
+  CHECK(hashes[2] == reference_lane(src + 4096, 1001, f.keys, 0));
+  CHECK(hashes[3] == reference_lane(src + 4096, 1001, f.keys, 1));
   // One workgroup per block and none past count: a count larger than the
   // grid touches only the grid's blocks (here the first).
   hash_args->count = uint64_t{1} << 60;
   hashes[0] = 0;
   CHECK(f.run(f.hash, hash_args, 1));
-  CHECK(hashes[0] == reference_lane(src, 4096, f.keys));
+  CHECK(hashes[0] == reference_lane(src, 4096, f.keys, 0));
   hash_args->count = 2;
 
   // Compare-and-copy (a restore): live blocks are dst; one changed since the
@@ -3005,8 +3005,8 @@ void test_dispatch_kernels() {
                            4096};
   pairs[1] = kr_block_pair{reinterpret_cast<uintptr_t>(live + 4096),
                            reinterpret_cast<uintptr_t>(src + 4096), 1001};
-  hashes[2] = reference_lane(src + 4096, 1001, f.keys);
-  hashes[3] = reference_lane(src + 4096, 1001, f.keys + KR_HASH_WORDS);
+  hashes[2] = reference_lane(src + 4096, 1001, f.keys, 0);
+  hashes[3] = reference_lane(src + 4096, 1001, f.keys, 1);
   live[4096 + 10] ^= 0xFF;
   live[10] ^= 0x00;
   auto* changed = static_cast<uint64_t*>(device_alloc(sizeof(uint64_t)));

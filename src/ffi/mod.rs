@@ -13,6 +13,7 @@ pub mod types;
 
 use std::ffi::{c_char, c_void};
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::{
@@ -320,18 +321,92 @@ pub extern "C" fn kr_set_batched_copies(enabled: bool) {
 }
 
 /// Sets how snapshots and restores move their bytes (`kr_strategy_t`);
-/// returns false, changing nothing, for an unknown value. The default is
-/// `KR_STRATEGY_AUTO`, or `KERNEL_REPLAY_STRATEGY` (auto, copies, scatter,
-/// dirty). Where the library's kernels cannot run on an agent, copies are
-/// used.
+/// returns false, changing nothing, for an unknown value and for
+/// `KR_STRATEGY_BATCH_COPY` (registering a function with `kr_set_batch_copy`
+/// selects that). The default is `KR_STRATEGY_AUTO`, or
+/// `KERNEL_REPLAY_STRATEGY` (auto, copies, scatter, dirty). Where the
+/// library's kernels cannot run on an agent, copies are used.
 #[no_mangle]
 pub extern "C" fn kr_set_strategy(strategy: kr_strategy_arg) -> bool {
-    export(false, || match Strategy::from_code(strategy) {
-        Some(strategy) => {
-            api::set_strategy(strategy);
-            true
-        }
-        None => false,
+    export(false, || {
+        Strategy::from_code(strategy).is_some_and(api::set_strategy)
+    })
+}
+
+/// Registers the tool's batch-copy function (NULL: none, the library's own
+/// kernels again). Once registered, every capture and restore whose copies
+/// are batched calls it once with the regions kept in device or pinned
+/// memory (both sides reachable by the agent), under every strategy but
+/// `KR_STRATEGY_COPIES`; pageable-tier regions still go through the
+/// runtime's copies. The function copies every region (its own blit
+/// kernels, SDMA, ...) and returns `HSA_STATUS_SUCCESS` once all have
+/// completed; any other status makes the library copy them itself. It runs
+/// inside the snapshot's window with the tracker's read views held: it must
+/// not allocate or free memory through the wrapped entries; async copies it
+/// submits through them on the calling thread pass the window. A call
+/// already begun when the function is replaced finishes; `user_data` must
+/// stay valid until then.
+#[no_mangle]
+pub extern "C" fn kr_set_batch_copy(copy: kr_batch_copy_fn_t, user_data: *mut c_void) {
+    export((), || {
+        api::set_batch_copy(copy.map(|copy| -> Arc<api::BatchCopyFn> {
+            let user_data = UserData(user_data);
+            Arc::new(move |agent, regions: &[api::CopyRegion], direction| {
+                let data = &user_data;
+                // SAFETY: the tool's function, called as its type says: the
+                // regions are `regions.len()` records valid for the call.
+                let status = unsafe {
+                    copy(
+                        agent,
+                        regions.as_ptr().cast(),
+                        regions.len(),
+                        direction,
+                        data.0,
+                    )
+                };
+                if status == crate::hsa::HSA_STATUS_SUCCESS {
+                    Ok(())
+                } else {
+                    Err(status)
+                }
+            })
+        }))
+    })
+}
+
+/// The tool's `user_data`, passed back to it untouched.
+struct UserData(*mut c_void);
+// SAFETY: the library never dereferences it; the tool that registered it
+// for calls on any thread vouches for its use there.
+unsafe impl Send for UserData {}
+// SAFETY: as for Send.
+unsafe impl Sync for UserData {}
+
+/// How the capture of `snapshot` moved its bytes (its restores move them
+/// the same way): `KR_STRATEGY_COPIES`, `_SCATTER`, `_DIRTY_BLOCKS` or
+/// `_BATCH_COPY`; `KR_STRATEGY_COPIES` for NULL or a declined snapshot.
+///
+/// # Safety
+/// `snapshot` is NULL or a live snapshot from `kr_snap`.
+#[no_mangle]
+pub unsafe extern "C" fn kr_snapshot_strategy(snapshot: *const kr_snapshot_t) -> Strategy {
+    export(Strategy::Copies, || {
+        // SAFETY: the caller's promise.
+        unsafe { borrow(snapshot) }.map_or(Strategy::Copies, |s| s.inner.strategy())
+    })
+}
+
+/// Whether the capture of `snapshot` copied only the blocks changed since
+/// the agent's previous snapshot, into that snapshot's arenas (an
+/// incremental snapshot); false for NULL.
+///
+/// # Safety
+/// `snapshot` is NULL or a live snapshot from `kr_snap`.
+#[no_mangle]
+pub unsafe extern "C" fn kr_snapshot_incremental(snapshot: *const kr_snapshot_t) -> bool {
+    export(false, || {
+        // SAFETY: the caller's promise.
+        unsafe { borrow(snapshot) }.is_some_and(|s| s.inner.incremental())
     })
 }
 
@@ -451,6 +526,10 @@ pub unsafe extern "C" fn kr_get_stats2(stats: *mut kr_stats2_t) {
             verified_restores: counters.verified_restores,
             verify_mismatched_regions: counters.verify_mismatched_regions,
             verify_mismatched_bytes: counters.verify_mismatched_bytes,
+            incremental_snapshots: counters.incremental_snapshots,
+            verified_captures: counters.verified_captures,
+            batch_copy_calls: counters.batch_copy_calls,
+            batch_copy_failures: counters.batch_copy_failures,
         };
         let skip = std::mem::size_of::<usize>();
         let len = size.min(std::mem::size_of::<kr_stats2_t>());

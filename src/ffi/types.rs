@@ -9,9 +9,10 @@
 use std::ffi::{c_char, c_void};
 
 use crate::api::{
-    DeclineReason, LogLevel, ReplayOutcome, RestoreReport, StoragePolicy, Strategy, Tier,
+    CopyDirection, DeclineReason, LogLevel, ReplayOutcome, RestoreReport, StoragePolicy, Strategy,
+    Tier,
 };
-use crate::hsa::{hsa_executable_t, hsa_status_t};
+use crate::hsa::{hsa_agent_t, hsa_executable_t, hsa_status_t};
 use crate::support::c_enum::CEnumDecl;
 
 crate::c_enum! {
@@ -42,6 +43,7 @@ pub const C_ENUMS: &[CEnumDecl] = &[
     StoragePolicy::C_DECL,
     Tier::C_DECL,
     Strategy::C_DECL,
+    CopyDirection::C_DECL,
 ];
 
 /// A `kr_decline_reason_t` as it crosses the boundary (0: not declined).
@@ -144,6 +146,16 @@ pub struct kr_stats2_t {
     pub verify_mismatched_regions: u64,
     /// Bytes those checks found different.
     pub verify_mismatched_bytes: u64,
+    /// Snapshots that copied only the blocks changed since the agent's
+    /// previous snapshot into the same arenas (incremental snapshots).
+    pub incremental_snapshots: u64,
+    /// Incremental snapshots checked byte by byte (`kr_set_verify`); their
+    /// differences count in `verify_mismatched_regions` and `_bytes`.
+    pub verified_captures: u64,
+    /// Calls of the tool's batch-copy function (`kr_set_batch_copy`).
+    pub batch_copy_calls: u64,
+    /// Of those, calls that failed; their regions were copied instead.
+    pub batch_copy_failures: u64,
 }
 
 /// Device memory on an agent that snapshots do not cover
@@ -216,6 +228,39 @@ pub type kr_iterate_executables_fn_t = Option<
 /// Receives log messages (NUL-terminated, valid for the call only).
 pub type kr_log_callback_t =
     Option<unsafe extern "C" fn(level: LogLevel, message: *const c_char, user_data: *mut c_void)>;
+
+/// One region of a batch copy: `size` bytes from `src` to `dst`, both
+/// addresses the agent reaches (device or pinned host memory).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct kr_copy_region_t {
+    /// Destination address.
+    pub dst: u64,
+    /// Source address.
+    pub src: u64,
+    /// Bytes to copy.
+    pub size: u64,
+}
+
+// The C struct is the Rust API's region, field for field.
+const _: () = assert!(
+    std::mem::size_of::<kr_copy_region_t>() == std::mem::size_of::<crate::api::CopyRegion>()
+        && std::mem::align_of::<kr_copy_region_t>()
+            == std::mem::align_of::<crate::api::CopyRegion>()
+);
+
+/// A tool's batch-copy function (`kr_set_batch_copy`): copies `count`
+/// regions of `agent`'s snapshot in `direction` and returns
+/// `HSA_STATUS_SUCCESS` once all have completed.
+pub type kr_batch_copy_fn_t = Option<
+    unsafe extern "C" fn(
+        agent: hsa_agent_t,
+        regions: *const kr_copy_region_t,
+        count: usize,
+        direction: CopyDirection,
+        user_data: *mut c_void,
+    ) -> hsa_status_t,
+>;
 
 /// Runs pass number `pass` of the dispatch being replayed.
 pub type kr_pass_fn_t = Option<unsafe extern "C" fn(pass: u32, user_data: *mut c_void)>;

@@ -10,6 +10,7 @@ use log::warn;
 
 use super::coverage;
 use super::decline::Decline;
+use super::device::batch::DeviceOutcome;
 use super::discovery::{self, DiscoveredVariable};
 use super::host_buffer::HostBuffer;
 use super::snapshot::{copy_live_regions, Captured, Origin, Place, Region, Snapshot};
@@ -178,6 +179,7 @@ fn capture_baseline(
         host_agent,
         batch: false,
         device: None,
+        ran: DeviceOutcome::default(),
     })
 }
 
@@ -233,6 +235,7 @@ fn capture_into_arenas(
         host_agent,
         batch: env.state.batch_copies(),
         device: None,
+        ran: DeviceOutcome::default(),
     };
     captured.device = super::device::choose::plan(env, &mut captured, agent);
     match copy_in(env, &mut captured, agent) {
@@ -289,6 +292,11 @@ fn copy_in(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Result<(), 
         })
         .ok_or(Decline::RegionList)?;
     super::device::choose::captured(env, captured, &device);
+    captured.ran = if device.fell_back || device.regions == 0 {
+        DeviceOutcome::default()
+    } else {
+        device
+    };
     if let Some(&(index, status)) = outcomes.failures.first() {
         let region = &captured.regions[index];
         return Err(Decline::Copy {
@@ -302,6 +310,10 @@ fn copy_in(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Result<(), 
         index += 1;
         kept[index - 1]
     });
+    if captured.ran.incremental && env.state.verify() {
+        // Verify mode checks what an incremental capture skipped, too.
+        super::verify::verify(env, captured, true);
+    }
     Ok(())
 }
 

@@ -106,7 +106,7 @@ pub fn restore(env: Env, snapshot: &Snapshot) -> RestoreReport {
         }
     }
     if env.state.verify() {
-        report.verify = Some(verify(env, captured));
+        report.verify = Some(verify(env, captured, false));
     }
     log.emit(&report);
     let bytes = captured

@@ -6,6 +6,7 @@ use super::copy::{Copier, Finished, Transfer};
 use super::decline::{Decline, DeclineReason};
 use super::device::batch::{DeviceBatch, DeviceOutcome};
 use super::device::plan::DevicePlan;
+use super::device::Strategy;
 use super::host_buffer::HostBuffer;
 use super::state::Env;
 use super::storage::arena::Lease;
@@ -79,6 +80,9 @@ pub(crate) struct Captured {
     pub(crate) batch: bool,
     /// The device kernels this snapshot uses, if any.
     pub(crate) device: Option<DevicePlan>,
+    /// How the capture moved the regions the kernels could reach (`Copies`
+    /// when they moved none), and whether it was incremental.
+    pub(crate) ran: DeviceOutcome,
 }
 
 impl Snapshot {
@@ -115,6 +119,22 @@ impl Snapshot {
 
     pub fn byte_count(&self) -> u64 {
         self.regions().iter().map(|r| r.size() as u64).sum()
+    }
+
+    /// How the capture moved its bytes: `Copies`, `Scatter`, `DirtyBlocks`
+    /// (its restores then copy back only changed blocks) or `BatchCopy`
+    /// (the tool's batch-copy function); `Copies` for a declined snapshot.
+    pub fn strategy(&self) -> Strategy {
+        self.outcome
+            .as_ref()
+            .map_or(Strategy::Copies, |c| c.ran.strategy)
+    }
+
+    /// Whether the capture copied only the blocks changed since the agent's
+    /// previous snapshot, into that snapshot's arenas (an incremental
+    /// snapshot).
+    pub fn incremental(&self) -> bool {
+        self.outcome.as_ref().is_ok_and(|c| c.ran.incremental)
     }
 
     /// Bytes of the regions kept in `tier`.
@@ -208,7 +228,7 @@ pub(crate) fn copy_live_regions(
 ) -> Option<(Finished, DeviceOutcome)> {
     let count = captured.regions.len();
     let mut copier = Copier::new(env, &captured.core, count, batch)?;
-    let mut device = DeviceBatch::new(captured.device.as_ref(), to_device, count)?;
+    let mut device = DeviceBatch::new(captured.device.as_ref(), agent, to_device, count)?;
     let live = env.tracker.inventory.live_view();
     let mut live = live.cursor();
     let loaded = env.tracker.executables.live_view();

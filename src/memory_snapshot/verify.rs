@@ -1,6 +1,9 @@
 //! Verify mode: after a restore, every region still live is read back and
 //! compared byte for byte with its snapshot copy; differences are counted
 //! in the restore's report and the stats, and make the restore incomplete.
+//! After an incremental snapshot (which copied only the blocks whose hash
+//! changed) the same comparison checks the capture; differences are
+//! counted in the stats and logged.
 //! It costs a full read of both sides through host memory — a check for
 //! testing a strategy on a new system, not for production runs
 //! (`kr_set_verify`, `KERNEL_REPLAY_VERIFY=1`).
@@ -23,8 +26,9 @@ pub struct VerifyOutcome {
 }
 
 /// Compares every live region of `captured` with its copy, under the
-/// tracker's read views (a region freed meanwhile is not compared).
-pub(crate) fn verify(env: Env, captured: &Captured) -> VerifyOutcome {
+/// tracker's read views (a region freed meanwhile is not compared), after
+/// a restore or an incremental capture (`capture`).
+pub(crate) fn verify(env: Env, captured: &Captured, capture: bool) -> VerifyOutcome {
     let mut outcome = VerifyOutcome::default();
     let live = env.tracker.inventory.live_view();
     let mut live = live.cursor();
@@ -71,9 +75,11 @@ pub(crate) fn verify(env: Env, captured: &Captured) -> VerifyOutcome {
             );
         }
     }
-    env.tracker
-        .stats
-        .verified(outcome.mismatched_regions as u64, outcome.mismatched_bytes);
+    env.tracker.stats.verified(
+        capture,
+        outcome.mismatched_regions as u64,
+        outcome.mismatched_bytes,
+    );
     outcome
 }
 

@@ -18,8 +18,11 @@
 //! flight, up to a timeout (`kr_set_copy_fence_timeout`, default 5 s); past
 //! it the snapshot declines (`KR_DECLINE_COPIES_IN_FLIGHT`) and a restore
 //! writes nothing. The library's own copies go through the un-wrapped
-//! entries, so they are never fenced against themselves.
+//! entries, so they are never fenced against themselves; copies a tool's
+//! batch-copy function makes for the library, on the thread the library
+//! called it on, pass open windows too ([`delegate`]).
 
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
@@ -95,8 +98,9 @@ impl Fences {
         let Some(slot) = Self::slot(&mut agents, agent) else {
             return false;
         };
+        let delegated = DELEGATED.with(Cell::get);
         // Entries are never removed, so the index holds across the waits.
-        while agents[slot].windows > 0 {
+        while agents[slot].windows > 0 && !delegated {
             agents = self
                 .changed
                 .wait(agents)
@@ -315,6 +319,29 @@ pub fn fenced_copy(
         }
     }
     status
+}
+
+thread_local! {
+    /// Set while this thread runs a tool's batch copy for the library.
+    static DELEGATED: Cell<bool> = const { Cell::new(false) };
+}
+
+/// While the returned guard lives, the fenced copies this thread submits
+/// are the library's own, delegated to a tool's batch-copy function inside
+/// the library's window: they pass open windows instead of waiting for
+/// them to close (which would never happen: the window waits for the tool).
+pub fn delegate() -> Delegation {
+    Delegation(DELEGATED.with(|d| d.replace(true)))
+}
+
+/// See [`delegate`]; restores the thread's previous state when dropped.
+pub struct Delegation(bool);
+
+impl Drop for Delegation {
+    fn drop(&mut self) {
+        let previous = self.0;
+        DELEGATED.with(|d| d.set(previous));
+    }
 }
 
 /// A proxy value below the armed condition that tells the handler the copy

@@ -106,6 +106,16 @@ counters! {
     verify_mismatched_regions,
     /// Bytes those checks found different.
     verify_mismatched_bytes,
+    /// Snapshots that copied only the blocks changed since the agent's
+    /// previous snapshot into the same arenas.
+    incremental_snapshots,
+    /// Incremental snapshots checked byte by byte (verify mode); their
+    /// differences count in `verify_mismatched_*`.
+    verified_captures,
+    /// Calls of the tool's batch-copy function (`kr_set_batch_copy`).
+    batch_copy_calls,
+    /// Of those, calls that failed; their regions were copied.
+    batch_copy_failures,
 }
 
 impl Stats {
@@ -135,10 +145,20 @@ impl Stats {
     /// One capture's or restore's use of the device kernels: a dirty-block
     /// compare (`dirty`) or a scatter copy, the blocks it compared and
     /// copied, and whether it failed and the copies stood in.
-    pub fn device_kernels_ran(&self, dirty: bool, compared: u64, copied: u64, fell_back: bool) {
+    pub fn device_kernels_ran(
+        &self,
+        dirty: bool,
+        incremental: bool,
+        compared: u64,
+        copied: u64,
+        fell_back: bool,
+    ) {
         if fell_back {
             self.kernel_fallbacks.fetch_add(1, Relaxed);
             return;
+        }
+        if incremental {
+            self.incremental_snapshots.fetch_add(1, Relaxed);
         }
         if dirty {
             self.dirty_block_dispatches.fetch_add(1, Relaxed);
@@ -149,9 +169,23 @@ impl Stats {
         }
     }
 
-    /// One verified restore: the regions and bytes found different.
-    pub fn verified(&self, regions: u64, bytes: u64) {
-        self.verified_restores.fetch_add(1, Relaxed);
+    /// One call of the tool's batch-copy function; `failed`: its regions
+    /// were copied by the library instead.
+    pub fn tool_copied(&self, failed: bool) {
+        self.batch_copy_calls.fetch_add(1, Relaxed);
+        if failed {
+            self.batch_copy_failures.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// One verified restore (or incremental capture, `capture`): the
+    /// regions and bytes found different.
+    pub fn verified(&self, capture: bool, regions: u64, bytes: u64) {
+        if capture {
+            self.verified_captures.fetch_add(1, Relaxed);
+        } else {
+            self.verified_restores.fetch_add(1, Relaxed);
+        }
         self.verify_mismatched_regions.fetch_add(regions, Relaxed);
         self.verify_mismatched_bytes.fetch_add(bytes, Relaxed);
     }

@@ -3,15 +3,19 @@
 //! region list is walked under the tracker's read views, then moved by one
 //! dispatch before the views are released — a scatter copy of (destination,
 //! source, size) records, or for dirty blocks a compare-and-copy over the
-//! snapshot's block table. If the dispatch fails, every region it took is
-//! copied by the copier instead, so the outcome is the same bytes either
-//! way.
+//! snapshot's block table — or by one call of the tool's batch-copy
+//! function (`tool_copy.rs`). If the dispatch or call fails, every region it
+//! took is copied by the copier instead, so the outcome is the same bytes
+//! either way.
 
 use std::sync::{MutexGuard, PoisonError};
 
-use super::plan::{blocks_of, BlockTable, DevicePlan};
+use super::plan::{blocks_of, BlockTable, DevicePlan, Mover};
+use super::runner::Runner;
+use super::tool_copy::{BatchCopyFn, CopyDirection, CopyRegion};
 use super::{Kernel, Strategy};
 use crate::hsa::entries::{AmdEntries, CoreEntries};
+use crate::hsa::hsa_agent_t;
 use crate::memory_snapshot::copy::{Copier, Transfer};
 use crate::memory_snapshot::kernels::abi::{
     kr_compare_copy_args, kr_copy_record, kr_scatter_copy_args, KR_COMPARE_FORCE_COPY,
@@ -31,11 +35,15 @@ pub struct DeviceOutcome {
     pub blocks_copied: u64,
     /// The dispatch failed and the copier moved its regions instead.
     pub fell_back: bool,
+    /// A capture that copied only the blocks changed since the previous
+    /// one (`DevicePlan::incremental`).
+    pub incremental: bool,
 }
 
 /// See the module documentation.
 pub(crate) struct DeviceBatch<'p> {
     plan: Option<&'p DevicePlan>,
+    agent: hsa_agent_t,
     blocks: Option<MutexGuard<'p, BlockTable>>,
     to_device: bool,
     /// The regions taken, with their transfers (for the fallback).
@@ -45,9 +53,12 @@ pub(crate) struct DeviceBatch<'p> {
 impl DeviceOutcome {
     /// Counts this outcome in the stats (nothing when no kernel ran).
     pub(crate) fn count(&self, stats: &crate::support::stats::Stats) {
-        if self.regions > 0 {
+        if self.strategy == Strategy::BatchCopy {
+            stats.tool_copied(self.fell_back);
+        } else if self.regions > 0 {
             stats.device_kernels_ran(
                 self.strategy == Strategy::DirtyBlocks,
+                self.incremental,
                 self.blocks_compared,
                 self.blocks_copied,
                 self.fell_back,
@@ -60,13 +71,19 @@ impl<'p> DeviceBatch<'p> {
     /// A batch for a capture (`to_device` false) or restore of a snapshot
     /// with `plan`, for up to `count` regions. `None` only when its
     /// bookkeeping cannot be allocated; without a plan it takes nothing.
-    pub(crate) fn new(plan: Option<&'p DevicePlan>, to_device: bool, count: usize) -> Option<Self> {
+    pub(crate) fn new(
+        plan: Option<&'p DevicePlan>,
+        agent: hsa_agent_t,
+        to_device: bool,
+        count: usize,
+    ) -> Option<Self> {
         let mut taken = Vec::new();
         if plan.is_some() {
             taken.try_reserve_exact(count).ok()?;
         }
         Some(DeviceBatch {
             plan,
+            agent,
             blocks: plan
                 .and_then(|p| p.blocks.as_ref())
                 .map(|b| b.lock().unwrap_or_else(PoisonError::into_inner)),
@@ -122,10 +139,14 @@ impl<'p> DeviceBatch<'p> {
         let mut outcome = DeviceOutcome {
             strategy: plan.strategy,
             regions: self.taken.len(),
+            incremental: plan.incremental && !self.to_device,
             ..DeviceOutcome::default()
         };
-        let ran = match self.blocks.as_mut() {
-            Some(blocks) => {
+        let ran = match (&plan.mover, self.blocks.as_mut()) {
+            (Mover::Tool(tool), _) => {
+                tool_copy(tool.as_ref(), self.agent, self.to_device, &self.taken)
+            }
+            (Mover::Kernels(runner), Some(blocks)) => {
                 let taken_blocks = self
                     .taken
                     .iter()
@@ -133,6 +154,7 @@ impl<'p> DeviceBatch<'p> {
                     .sum();
                 compare_copy(
                     plan,
+                    runner,
                     core,
                     blocks,
                     self.to_device,
@@ -140,10 +162,11 @@ impl<'p> DeviceBatch<'p> {
                     &mut outcome,
                 )
             }
-            None => scatter(plan, core, amd, &self.taken),
+            (Mover::Kernels(runner), None) => scatter(runner, core, amd, &self.taken),
         };
         if ran.is_err() {
             outcome.fell_back = true;
+            outcome.incremental = false;
             for (index, transfer) in &self.taken {
                 // SAFETY: the caller holds the views that keep every taken
                 // region live until the copier finishes.
@@ -159,7 +182,7 @@ impl<'p> DeviceBatch<'p> {
 /// One scatter dispatch over the taken regions, split into records of at
 /// most `KR_MAX_RECORD_BYTES`.
 fn scatter(
-    plan: &DevicePlan,
+    runner: &Runner,
     core: &CoreEntries,
     amd: &AmdEntries,
     taken: &[(usize, Transfer)],
@@ -168,7 +191,7 @@ fn scatter(
     let count: usize = taken.iter().map(|(_, t)| t.size.div_ceil(chunk)).sum();
     let workgroups = u32::try_from(count).map_err(|_| ())?;
     let bytes = count * std::mem::size_of::<kr_copy_record>();
-    let mut scratch = plan.runner.scratch(core, amd, bytes).ok_or(())?;
+    let mut scratch = runner.scratch(core, amd, bytes).ok_or(())?;
     let buffer = scratch.as_mut().ok_or(())?;
     // SAFETY: host memory of at least `count` records, not in use by a
     // kernel (the last dispatch over it was waited for; the scratch lock
@@ -192,7 +215,7 @@ fn scatter(
         records: buffer.address() as *const kr_copy_record,
         count: count as u64,
     };
-    plan.runner
+    runner
         .run(Kernel::ScatterCopy, &args, workgroups)
         .map_err(|_| ())
 }
@@ -202,6 +225,7 @@ fn scatter(
 /// is copied and hashed.
 fn compare_copy(
     plan: &DevicePlan,
+    runner: &Runner,
     core: &CoreEntries,
     blocks: &mut BlockTable,
     to_device: bool,
@@ -209,21 +233,25 @@ fn compare_copy(
     outcome: &mut DeviceOutcome,
 ) -> Result<(), ()> {
     let workgroups = u32::try_from(blocks.count).map_err(|_| ())?;
-    let flags = if to_device {
-        0
-    } else {
-        KR_COMPARE_SWAP | KR_COMPARE_HASH_SRC | KR_COMPARE_UPDATE_HASH | KR_COMPARE_FORCE_COPY
+    // A capture hashes the live side and stores the new hashes; a first
+    // capture copies every block, an incremental one only those changed.
+    let flags = match (to_device, plan.incremental) {
+        (true, _) => 0,
+        (false, true) => KR_COMPARE_SWAP | KR_COMPARE_HASH_SRC | KR_COMPARE_UPDATE_HASH,
+        (false, false) => {
+            KR_COMPARE_SWAP | KR_COMPARE_HASH_SRC | KR_COMPARE_UPDATE_HASH | KR_COMPARE_FORCE_COPY
+        }
     };
     let args = kr_compare_copy_args {
         pairs: blocks.pairs.address() as *const _,
         count: blocks.count as u64,
-        keys: plan.runner.keys() as *const u64,
+        keys: runner.keys() as *const u32,
         hashes: blocks.hashes.address() as *mut u64,
         changed: blocks.changed.address() as *mut u64,
         flags,
         reserved: 0,
     };
-    let ran = plan.runner.run(Kernel::CompareCopy, &args, workgroups);
+    let ran = runner.run(Kernel::CompareCopy, &args, workgroups);
     // Read (and cleared) after every dispatch, a failed one too, so each
     // starts from 0 (allocated so).
     let copied = blocks.take_changed(core);
@@ -231,4 +259,34 @@ fn compare_copy(
     outcome.blocks_compared = taken_blocks;
     outcome.blocks_copied = copied.unwrap_or(0);
     Ok(())
+}
+
+/// One call of the tool's batch-copy function over the taken regions. It
+/// runs with this thread's fenced copies passing the window (they are the
+/// library's, delegated).
+fn tool_copy(
+    tool: &BatchCopyFn,
+    agent: hsa_agent_t,
+    to_device: bool,
+    taken: &[(usize, Transfer)],
+) -> Result<(), ()> {
+    let mut regions = Vec::new();
+    regions.try_reserve_exact(taken.len()).map_err(|_| ())?;
+    regions.extend(taken.iter().map(|(_, t)| CopyRegion {
+        dst: t.dst as u64,
+        src: t.src as u64,
+        size: t.size as u64,
+    }));
+    let direction = if to_device {
+        CopyDirection::Restore
+    } else {
+        CopyDirection::Capture
+    };
+    let _delegated = crate::memory_tracker::fence::delegate();
+    tool(agent, &regions, direction).map_err(|status| {
+        log::warn!(
+            "the tool's batch copy of {} regions failed (status {status:#x}); the library copies them",
+            regions.len()
+        );
+    })
 }

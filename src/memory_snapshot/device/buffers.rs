@@ -123,7 +123,7 @@ impl PoolBuffer {
         core: &CoreEntries,
         amd: &AmdEntries,
         agent: hsa_agent_t,
-        words: &[u64],
+        words: &[impl Copy],
     ) -> Option<Self> {
         let len = std::mem::size_of_val(words);
         let buffer = Self::device(core, amd, agent, len)?;

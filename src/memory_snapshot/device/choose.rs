@@ -14,14 +14,20 @@
 //!   them, so `Auto` takes them from `DIRTY_MIN_PINNED_BYTES` when the
 //!   pinned tier holds at least as much as the device tier. For the device
 //!   tier a full copy (2 TB/s) beats hashing, and `Auto` keeps copies.
+//!
+//! A tool's batch-copy function, once registered, moves every batched
+//! snapshot's reachable regions instead of the kernels, under any strategy
+//! but `Copies`.
 
 use super::batch::DeviceOutcome;
-use super::plan::{blocks_of, BlockTable, DevicePlan};
+use super::plan::{blocks_of, BlockTable, DevicePlan, Mover};
 use super::Strategy;
 use crate::hsa::hsa_agent_t;
 use crate::memory_snapshot::snapshot::{kept_at, Captured};
 use crate::memory_snapshot::state::Env;
+use crate::memory_snapshot::storage::arena::Lease;
 use crate::memory_snapshot::storage::Tier;
+use std::sync::PoisonError;
 
 /// From how many kernel-reachable regions `Auto` uses one scatter dispatch.
 pub(crate) const SCATTER_MIN_REGIONS: usize = 64;
@@ -57,14 +63,26 @@ pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Opt
             let pinned = tier_bytes(Tier::Pinned);
             pinned >= DIRTY_MIN_PINNED_BYTES && pinned >= tier_bytes(Tier::Device)
         });
-    if count == 0 || (wanted == Strategy::Auto && !dirty && count < SCATTER_MIN_REGIONS) {
+    if count == 0 {
+        return None;
+    }
+    if let Some(tool) = env.state.kernels.tool_copy.get() {
+        return Some(DevicePlan {
+            mover: Mover::Tool(tool),
+            strategy: Strategy::BatchCopy,
+            incremental: false,
+            blocks: None,
+        });
+    }
+    if wanted == Strategy::Auto && !dirty && count < SCATTER_MIN_REGIONS {
         return None;
     }
     let (core, amd) = (env.core()?, env.amd()?);
     let runner = env.state.kernels.runner(core, amd, agent)?;
     let mut plan = DevicePlan {
-        runner,
+        mover: Mover::Kernels(runner.clone()),
         strategy: Strategy::Scatter,
+        incremental: false,
         blocks: None,
     };
     if dirty {
@@ -74,7 +92,11 @@ pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Opt
             .filter(|r| reachable(r.tier()))
             .map(|r| blocks_of(r.size()))
             .sum();
-        if let Some(mut table) = BlockTable::take(&plan.runner, core, amd, agent, total) {
+        let stamps =
+            |of: fn(&Lease) -> u64| captured.leases.each_ref().map(|l| l.as_ref().map_or(0, of));
+        let (previous, current) = (stamps(Lease::previous), stamps(Lease::stamp));
+        if let Some(mut table) = BlockTable::take(&runner, core, amd, agent, total, previous) {
+            let mut same = table.resize(total, previous, current);
             let mut next = 0;
             let bases = captured.bases;
             for region in &mut captured.regions {
@@ -82,12 +104,13 @@ pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Opt
                     continue;
                 }
                 let kept = kept_at(&bases, region);
-                table.write_region(next, region.device_address, kept, region.size());
+                same &= table.write_region(next, region.device_address, kept, region.size());
                 region.first_block = Some(next);
                 next += blocks_of(region.size());
             }
             plan.blocks = Some(std::sync::Mutex::new(table));
             plan.strategy = Strategy::DirtyBlocks;
+            plan.incremental = same;
         } else {
             log::info!(
                 "no memory for the dirty-block table; this snapshot uses one scatter dispatch"
@@ -97,10 +120,27 @@ pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Opt
     Some(plan)
 }
 
-/// After the capture's copies: a failed dirty-block capture leaves hashes
-/// that cannot be trusted, so the snapshot restores with copies.
+/// After the capture's copies: a failed kernel capture leaves hashes that
+/// cannot be trusted (and a queue that faulted), so the snapshot restores
+/// with copies; a
+/// successful one leaves hashes that describe its arenas.
 pub(crate) fn captured(env: Env, captured: &mut Captured, outcome: &DeviceOutcome) {
-    if outcome.fell_back {
+    if let (false, Some(table)) = (
+        outcome.fell_back,
+        captured.device.as_ref().and_then(|p| p.blocks.as_ref()),
+    ) {
+        let stamps = captured
+            .leases
+            .each_ref()
+            .map(|l| l.as_ref().map_or(0, Lease::stamp));
+        table
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .describes = Some(stamps);
+    }
+    // The tool's function is asked again at restore (its failure says
+    // nothing about its next call); the kernels' is not.
+    if outcome.fell_back && outcome.strategy != Strategy::BatchCopy {
         log::warn!("the device kernels failed during a capture; the snapshot restores with copies");
         captured.device = None;
         for region in &mut captured.regions {

@@ -16,6 +16,7 @@ pub(crate) mod choose;
 pub(crate) mod code_object;
 pub(crate) mod plan;
 pub(crate) mod runner;
+pub mod tool_copy;
 
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -67,8 +68,14 @@ crate::c_enum! {
         /// scatter kernel; the rest by copies.
         Scatter = 2 => "SCATTER",
         /// Hash every block at snapshot; at restore copy back only the
-        /// blocks whose hash changed.
+        /// blocks whose hash changed. A snapshot that gets the agent's
+        /// previous snapshot's arenas back, with the same regions, copies
+        /// only the blocks changed since (an incremental snapshot).
         DirtyBlocks = 3 => "DIRTY_BLOCKS",
+        /// What ran when a tool's batch-copy function (`kr_set_batch_copy`)
+        /// moved the regions; not a setting (`kr_set_strategy` refuses it:
+        /// registering the function is what selects it).
+        BatchCopy = 4 => "BATCH_COPY",
     }
 }
 
@@ -104,6 +111,8 @@ pub struct DeviceKernels {
     runners: Mutex<Vec<AgentRunner>>,
     keys: OnceLock<Option<HashKeys>>,
     strategy: AtomicU8,
+    /// The tool's batch-copy function, which replaces the kernels.
+    pub(crate) tool_copy: tool_copy::ToolCopy,
     /// The runners' executables, which discovery skips: they hold kernels
     /// only, and are the library's. A leaf lock of its own, because the
     /// runtime's loader lock is held around discovery's callbacks, while
@@ -120,6 +129,7 @@ impl DeviceKernels {
             runners: Mutex::new(Vec::new()),
             keys: OnceLock::new(),
             strategy: AtomicU8::new(UNRESOLVED),
+            tool_copy: tool_copy::ToolCopy::new(),
             own_executables: Mutex::new(Vec::new()),
         }
     }
@@ -147,9 +157,14 @@ impl DeviceKernels {
         Strategy::from_code(u32::from(self.strategy.load(Ordering::Acquire))).unwrap_or(strategy)
     }
 
-    /// Sets the strategy.
-    pub fn set_strategy(&self, strategy: Strategy) {
+    /// Sets the strategy; false (nothing changed) for `BatchCopy`, which
+    /// only reports what ran.
+    pub fn set_strategy(&self, strategy: Strategy) -> bool {
+        if strategy == Strategy::BatchCopy {
+            return false;
+        }
         self.strategy.store(strategy as u8, Ordering::Release);
+        true
     }
 
     /// The agent's runner, set up on first call; `None` when the kernels
@@ -202,7 +217,7 @@ impl DeviceKernels {
     }
 
     /// The process's hash keys, drawn from the OS once.
-    fn keys(&self) -> Option<&[u64]> {
+    fn keys(&self) -> Option<&[u32]> {
         self.keys
             .get_or_init(|| HashKeys::from_os().ok())
             .as_ref()

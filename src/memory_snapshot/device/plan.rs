@@ -7,11 +7,21 @@
 //! Once a region is found no longer live its pairs' lengths are zeroed,
 //! for good: a tracked generation never comes back, so the kernels skip
 //! those blocks from then on without the table being rebuilt.
+//!
+//! Incremental snapshots. A table outlives its snapshot (the runner keeps
+//! it for the next), and after a capture its hashes describe what the
+//! snapshot's arenas hold, which `describes` records as the arenas' lease
+//! stamps. The next capture of the agent that gets the same arenas back
+//! with nothing leased in between (each lease's `previous` stamp is the
+//! recorded one) and writes the same pairs — the same regions at the same
+//! places — needs to copy only the blocks whose live hash differs from the
+//! stored one: the arenas already hold every other block.
 
 use std::sync::{Arc, Mutex};
 
 use super::buffers::PoolBuffer;
 use super::runner::Runner;
+use super::tool_copy::BatchCopyFn;
 use super::Strategy;
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::hsa_agent_t;
@@ -20,11 +30,22 @@ use crate::memory_snapshot::kernels::abi::{kr_block_pair, KR_BLOCK_BYTES};
 /// Bytes per hashed block.
 pub(crate) const BLOCK: usize = KR_BLOCK_BYTES as usize;
 
-/// The device kernels a snapshot uses.
+/// What moves a snapshot's kernel-reachable regions.
+pub(crate) enum Mover {
+    /// The library's kernels on the agent.
+    Kernels(Arc<Runner>),
+    /// The tool's batch-copy function (`tool_copy.rs`).
+    Tool(Arc<BatchCopyFn>),
+}
+
+/// The device kernels (or the tool's batch copy) a snapshot uses.
 pub(crate) struct DevicePlan {
-    pub(crate) runner: Arc<Runner>,
-    /// `Scatter` or `DirtyBlocks`.
+    pub(crate) mover: Mover,
+    /// `Scatter`, `DirtyBlocks` (kernels) or `BatchCopy` (the tool).
     pub(crate) strategy: Strategy,
+    /// Dirty blocks: the capture copies only the blocks changed since the
+    /// previous capture into the same arenas (see the module documentation).
+    pub(crate) incremental: bool,
     /// Dirty blocks only. Locked by each capture or restore of the
     /// snapshot (it disables freed regions' blocks and reads the counter).
     pub(crate) blocks: Option<Mutex<BlockTable>>,
@@ -34,11 +55,11 @@ impl Drop for DevicePlan {
     /// The block table goes back to the runner for the next snapshot (a
     /// steady replay allocates nothing per window).
     fn drop(&mut self) {
-        if let Some(table) = self.blocks.take() {
+        if let (Some(table), Mover::Kernels(runner)) = (self.blocks.take(), &self.mover) {
             let table = table
                 .into_inner()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            self.runner.keep_table(table);
+            runner.keep_table(table);
         }
     }
 }
@@ -58,6 +79,9 @@ pub(crate) struct BlockTable {
     pub(crate) count: usize,
     /// Blocks the buffers hold.
     pub(crate) capacity: usize,
+    /// The lease stamps, by tier (0: no arena), of the arenas whose content
+    /// the hashes describe; `None` until a capture has succeeded.
+    pub(crate) describes: Option<[u64; 3]>,
 }
 
 /// The number of blocks of a region of `size` bytes.
@@ -66,18 +90,20 @@ pub(crate) fn blocks_of(size: usize) -> usize {
 }
 
 impl BlockTable {
-    /// A table of `count` blocks, pairs not yet written: a spare of the
-    /// runner's if one is large enough, else new. `None` if the runtime
-    /// cannot give the memory (the snapshot then scatters).
+    /// A table for `count` blocks, pairs not yet written: a spare of the
+    /// runner's if one is large enough — the one describing the arenas
+    /// leased before as `previous` if there is one, with its old `count` —
+    /// else new. `None` if the runtime cannot give the memory (the snapshot
+    /// then scatters).
     pub(crate) fn take(
         runner: &Runner,
         core: &CoreEntries,
         amd: &AmdEntries,
         agent: hsa_agent_t,
         count: usize,
+        previous: [u64; 3],
     ) -> Option<Self> {
-        if let Some(mut table) = runner.spare_table(count) {
-            table.count = count;
+        if let Some(table) = runner.spare_table(count, previous) {
             return Some(table);
         }
         let pair_bytes = count.checked_mul(std::mem::size_of::<kr_block_pair>())?;
@@ -87,7 +113,25 @@ impl BlockTable {
             changed: PoolBuffer::device_with(core, amd, agent, &[0])?,
             count,
             capacity: count,
+            describes: None,
         })
+    }
+
+    /// Makes the table one of `count` blocks; whether the table can serve
+    /// an incremental capture so far: its hashes describe the arenas leased
+    /// before as `previous` (every stamp of a tier in use set), and it had
+    /// `count` blocks. Its hashes describe nothing from here until the
+    /// capture succeeds (`captured`).
+    pub(crate) fn resize(&mut self, count: usize, previous: [u64; 3], current: [u64; 3]) -> bool {
+        let same_arenas = self.describes == Some(previous)
+            && previous
+                .iter()
+                .zip(current)
+                .all(|(&before, now)| (before == 0) == (now == 0));
+        let reusable = same_arenas && self.count == count;
+        self.count = count;
+        self.describes = None;
+        reusable
     }
 
     /// The pairs, to write or to disable.
@@ -98,17 +142,28 @@ impl BlockTable {
         unsafe { self.pairs.host_slice_mut(self.count) }
     }
 
-    /// Writes the pairs of one region: `blocks_of(size)` pairs from `first`.
-    pub(crate) fn write_region(&mut self, first: usize, live: usize, kept: usize, size: usize) {
+    /// Writes the pairs of one region: `blocks_of(size)` pairs from
+    /// `first`. Whether every pair was already so.
+    pub(crate) fn write_region(
+        &mut self,
+        first: usize,
+        live: usize,
+        kept: usize,
+        size: usize,
+    ) -> bool {
         let pairs = self.pairs_mut();
+        let mut unchanged = true;
         for (n, pair) in pairs[first..first + blocks_of(size)].iter_mut().enumerate() {
             let offset = n * BLOCK;
-            *pair = kr_block_pair {
+            let new = kr_block_pair {
                 dst: (live + offset) as u64,
                 src: (kept + offset) as u64,
                 len: (size - offset).min(BLOCK) as u64,
             };
+            unchanged &= (pair.dst, pair.src, pair.len) == (new.dst, new.src, new.len);
+            *pair = new;
         }
+        unchanged
     }
 
     /// Takes one region's blocks out of every later dispatch.

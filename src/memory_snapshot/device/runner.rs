@@ -166,7 +166,7 @@ impl Runner {
         core: &CoreEntries,
         amd: &AmdEntries,
         agent: hsa_agent_t,
-        keys: &[u64],
+        keys: &[u32],
         own: &'static Mutex<Vec<u64>>,
     ) -> Result<Runner, Unavailable> {
         let table = &core.optional.runtime;
@@ -226,13 +226,18 @@ impl Runner {
         Some(scratch)
     }
 
-    /// A spare block table of at least `count` blocks.
-    pub(crate) fn spare_table(&self, count: usize) -> Option<BlockTable> {
+    /// A spare block table of at least `count` blocks: the one whose
+    /// hashes describe the arenas leased as `previous`, if it fits.
+    pub(crate) fn spare_table(&self, count: usize, previous: [u64; 3]) -> Option<BlockTable> {
         let mut spares = self
             .spare_tables
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        let at = spares.iter().position(|t| t.capacity >= count)?;
+        let fits = |t: &BlockTable| t.capacity >= count;
+        let at = spares
+            .iter()
+            .position(|t| fits(t) && t.describes == Some(previous))
+            .or_else(|| spares.iter().position(fits))?;
         Some(spares.swap_remove(at))
     }
 

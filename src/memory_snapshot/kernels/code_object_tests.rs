@@ -9,7 +9,9 @@ use object::read::elf::{ElfFile64, SectionHeader};
 use object::{Endianness, Object, ObjectSection, ObjectSymbol};
 use rmpv::Value;
 
-use super::abi::{kr_compare_copy_args, kr_hash_blocks_args, kr_scatter_copy_args, KR_WORKGROUP};
+use super::abi::{
+    kr_compare_copy_args, kr_hash_blocks_args, kr_scatter_copy_args, KR_HASH_FAN_IN, KR_WORKGROUP,
+};
 use super::code_objects::{for_isa, BUILT_BY, EMBEDDED};
 
 /// The note holding the code object's metadata (msgpack).
@@ -22,8 +24,8 @@ const KD_GROUP_SEGMENT_FIXED_SIZE: usize = 0;
 const KD_KERNARG_SIZE: usize = 8;
 
 /// LDS of the hashing kernels: the two lanes' partial sums, one `u64` per
-/// work-item each (`kr_block_hash`).
-const HASH_LDS_BYTES: u64 = 2 * KR_WORKGROUP as u64 * 8;
+/// work-item and one per group of `KR_HASH_FAN_IN` each (`kr_block_hash`).
+const HASH_LDS_BYTES: u64 = 2 * (KR_WORKGROUP + KR_HASH_FAN_IN) as u64 * 8;
 
 /// What each kernel must look like: name, argument struct size and
 /// alignment, and the LDS it declares.

@@ -10,9 +10,9 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use super::abi::{
     kr_block_pair, kr_compare_copy_args, kr_copy_record, kr_hash_block, kr_hash_blocks_args,
     kr_scatter_copy_args, KR_BLOCK_BYTES, KR_COMPARE_FORCE_COPY, KR_COMPARE_HASH_SRC,
-    KR_COMPARE_SWAP, KR_COMPARE_UPDATE_HASH, KR_MAX_RECORD_BYTES,
+    KR_COMPARE_SWAP, KR_COMPARE_UPDATE_HASH, KR_HASH_KEYS, KR_HASH_SHIFT, KR_MAX_RECORD_BYTES,
 };
-use super::hash::{HashKeys, P};
+use super::hash::HashKeys;
 
 #[link(name = "kernel_replay_kernels_host", kind = "static")]
 extern "C" {
@@ -78,7 +78,7 @@ fn hash_blocks(keys: &HashKeys, memory: &[u8], blocks: &[(usize, usize)]) -> Vec
         keys: keys.as_slice().as_ptr(),
         hashes: hashes.as_mut_ptr().cast(),
     };
-    // SAFETY: blocks within memory, 2 * KR_HASH_WORDS keys, two hashes
+    // SAFETY: blocks within memory, KR_HASH_KEYS keys, two hashes
     // per block.
     unsafe { dispatch(c"kr_hash_blocks", &args, records.len()) };
     hashes
@@ -219,23 +219,36 @@ fn scatter_copy_writes_every_record_and_nothing_else() {
 #[test]
 fn the_reference_hash_is_the_header_s_formula() {
     let keys = HashKeys::from_seed(7).expect("keys");
-    let (k0, k1) = keys.as_slice().split_at(BLOCK / 4);
-    assert!(keys.as_slice().iter().all(|&k| k < P));
-    // One word of 1: the first keys; a word 3 at position 2: three times
-    // the third keys; the empty block: 0.
-    assert_eq!(keys.hash(&[1, 0, 0, 0]), [k0[0], k1[0]]);
-    assert_eq!(
-        keys.hash(&[0, 0, 0, 0, 0, 0, 0, 0, 3]),
-        [3 * k0[2] % P, 3 * k1[2] % P]
-    );
+    let k = keys.as_slice();
+    assert_eq!(k.len(), KR_HASH_KEYS as usize);
+    let product = |a: u32, b: u32| u64::from(a) * u64::from(b);
+    // The zero block: each lane sums its keys' pairwise products, lane 1's
+    // keys shifted by KR_HASH_SHIFT words.
+    let zero = |lane: usize| -> u64 {
+        let k = &k[lane * KR_HASH_SHIFT as usize..];
+        (0..BLOCK / 8).fold(0u64, |sum, i| {
+            sum.wrapping_add(product(k[2 * i], k[2 * i + 1]))
+        })
+    };
+    assert_eq!(keys.hash(&[0; BLOCK]), [zero(0), zero(1)]);
+    // A word of 3 at position 2 changes only the second term of each lane.
+    let mut block = [0u8; BLOCK];
+    block[8] = 3;
+    let changed = |lane: usize| -> u64 {
+        let k = &k[lane * KR_HASH_SHIFT as usize..];
+        zero(lane)
+            .wrapping_sub(product(k[2], k[3]))
+            .wrapping_add(product(k[2].wrapping_add(3), k[3]))
+    };
+    assert_eq!(keys.hash(&block), [changed(0), changed(1)]);
     assert_eq!(
         keys.hash(&[1]),
         keys.hash(&[1, 0, 0, 0]),
         "bytes past the end read as zero"
     );
-    assert_eq!(keys.hash(&[]), [0, 0]);
+    assert_eq!(keys.hash(&[]), keys.hash(&[0; BLOCK]));
     let os = HashKeys::from_os().expect("keys from the OS");
-    assert!(os.as_slice().iter().all(|&k| k < P));
+    assert_eq!(os.as_slice().len(), KR_HASH_KEYS as usize);
     assert_ne!(os.as_slice(), keys.as_slice());
 }
 

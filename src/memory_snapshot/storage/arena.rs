@@ -4,6 +4,12 @@
 //! dispatches therefore allocates nothing: no host buffers, no device or
 //! pinned allocations.
 //!
+//! Each lease carries a stamp, unique in the process, and the stamp of the
+//! lease before it on the same arena (0 for a fresh arena): a capture that
+//! finds its arenas' previous stamps equal to those of an earlier capture
+//! knows nothing has written them since, so their content is still that
+//! capture's (incremental snapshots rely on it, `device/plan.rs`).
+//!
 //! Retention keeps the high-water mark: of two arenas of one agent and tier,
 //! the larger is kept. `kr_trim_retained` releases what is retained;
 //! `kr_finalize` does too, and arenas still leased are released when their
@@ -11,6 +17,7 @@
 //! budgets.
 
 use std::ffi::c_void;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use super::budget::{DeviceBudget, HostBudget};
@@ -54,8 +61,17 @@ struct AgentStorage {
     /// Discovered on first use, or set by `kr_set_storage_pools`.
     pools: Option<AgentPools>,
     retained: [Option<Backing>; 3],
+    /// The stamp of the last lease of each retained arena.
+    retained_stamp: [u64; 3],
     /// Bytes held per tier, leased and retained.
     held: [u64; 3],
+}
+
+/// The last lease stamp handed out (0 means "none").
+static LEASE_STAMPS: AtomicU64 = AtomicU64::new(0);
+
+fn next_stamp() -> u64 {
+    LEASE_STAMPS.fetch_add(1, Ordering::Relaxed) + 1
 }
 
 /// What planning needs to know about an agent's storage, read under the lock.
@@ -92,9 +108,24 @@ pub struct Lease {
     agent: u64,
     tier: Tier,
     backing: Option<Backing>,
+    /// This lease's stamp, and that of the arena's lease before it (0:
+    /// none, a fresh arena).
+    stamp: u64,
+    previous: u64,
 }
 
 impl Lease {
+    /// This lease's stamp, unique in the process.
+    pub fn stamp(&self) -> u64 {
+        self.stamp
+    }
+
+    /// The stamp of this arena's lease before this one; 0 for a fresh
+    /// arena.
+    pub fn previous(&self) -> u64 {
+        self.previous
+    }
+
     /// Address of the arena's first byte.
     pub fn base(&mut self) -> usize {
         self.backing.as_mut().map_or(0, Backing::base)
@@ -118,7 +149,7 @@ impl Drop for Lease {
             self.env
                 .state
                 .storage
-                .give_back(self.env, self.agent, self.tier, backing);
+                .give_back(self.env, self.agent, self.tier, backing, self.stamp);
         }
     }
 }
@@ -151,6 +182,7 @@ impl Storage {
                     agent: agent.handle,
                     pools: None,
                     retained: [None, None, None],
+                    retained_stamp: [0; 3],
                     held: [0; 3],
                 });
                 agents.len() - 1
@@ -196,6 +228,7 @@ impl Storage {
                 agent: agent.handle,
                 pools: Some(pools),
                 retained: [None, None, None],
+                retained_stamp: [0; 3],
                 held: [0; 3],
             });
         }
@@ -224,6 +257,8 @@ impl Storage {
                 agent: agent.handle,
                 tier,
                 backing,
+                stamp: next_stamp(),
+                previous: entry.retained_stamp[slot],
             });
         }
         if let Some(small) = entry.retained[slot].take() {
@@ -254,6 +289,8 @@ impl Storage {
                     agent: agent.handle,
                     tier,
                     backing: Some(backing),
+                    stamp: next_stamp(),
+                    previous: 0,
                 })
             }
             None => {
@@ -267,7 +304,7 @@ impl Storage {
 
     /// Takes back a snapshot's arena: retained if it is the agent's largest
     /// of that tier (and the library is not finalized), released otherwise.
-    fn give_back(&self, env: Env, agent: u64, tier: Tier, backing: Backing) {
+    fn give_back(&self, env: Env, agent: u64, tier: Tier, backing: Backing, stamp: u64) {
         let mut agents = self.agents();
         let Some(entry) = agents.iter_mut().find(|a| a.agent == agent) else {
             free(env, tier, backing);
@@ -279,6 +316,7 @@ impl Storage {
                 .as_ref()
                 .is_none_or(|r| r.capacity() < backing.capacity());
         if keep {
+            entry.retained_stamp[slot] = stamp;
             if let Some(smaller) = entry.retained[slot].replace(backing) {
                 release(env, entry, tier, smaller);
             }
