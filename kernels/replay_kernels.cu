@@ -24,7 +24,8 @@
  *     builds; `break` and `return` do not mean the same and are not used.
  *
  * The kernels never read blockDim or gridDim: the workgroup size is
- * KR_WORKGROUP by contract and the grid is one workgroup per record, so the
+ * KR_WORKGROUP by contract and the grid is one workgroup per record (or
+ * per KR_BLOCKS_PER_GROUP blocks), so the
  * code objects need no hidden kernel arguments and the kernarg segment is
  * exactly the argument struct (checked against the code objects' metadata by
  * the library's tests). */
@@ -83,7 +84,12 @@ static inline void kr_store(void* p, T v) {
 #define KR_KERNEL(name, Args, a)                                                       \
   extern "C" __attribute__((global, amdgpu_flat_work_group_size(KR_WORKGROUP, KR_WORKGROUP))) \
   void name(Args a)
-#define KR_DEVICE static __attribute__((device)) inline
+/* always_inline: kr_hash_group takes pointers to the kernels' LDS arrays;
+ * inlined, the compiler sees they are LDS, while a call would pass flat
+ * pointers whose LDS aperture the kernel then reads from hidden kernel
+ * arguments, which this kernarg layout has none of (the code objects' test
+ * checks that). */
+#define KR_DEVICE static __attribute__((device, always_inline)) inline
 #define KR_SHARED __attribute__((shared))
 #define KR_SYNC()                                          \
   do {                                                     \
@@ -162,38 +168,40 @@ struct alignas(16) kr_u128 {
 
 KR_DEVICE uint8_t* kr_ptr(uint64_t address) { return (uint8_t*)(uintptr_t)address; }
 
-/* Work-item t's share of copying `size` bytes, for dst and src that have the
- * same address modulo sizeof(U): up to sizeof(U) - 1 head bytes one per
- * work-item until dst is aligned, then U-sized units strided over the
- * workgroup (adjacent work-items, adjacent units: coalesced), then the tail
- * bytes. sizeof(U) <= 16 < KR_WORKGROUP, so one byte per work-item covers
- * each end. */
+/* Work-item t's share (of n work-items) of copying `size` bytes, for dst
+ * and src that have the same address modulo sizeof(U): up to sizeof(U) - 1
+ * head bytes one per work-item until dst is aligned, then U-sized units
+ * strided over the n work-items (adjacent work-items, adjacent units:
+ * coalesced), then the tail bytes. Each end has fewer than sizeof(U) <= 16
+ * <= n bytes, so one byte per work-item covers it. */
 template <typename U>
-KR_DEVICE void kr_copy_units(uint8_t* dst, const uint8_t* src, uint64_t size, uint32_t t) {
+KR_DEVICE void kr_copy_units(uint8_t* dst, const uint8_t* src, uint64_t size, uint32_t t,
+                             uint32_t n) {
   uint64_t head = (sizeof(U) - (uintptr_t)dst % sizeof(U)) % sizeof(U);
   if (head > size) head = size;
   if (t < head) dst[t] = src[t];
   const uint64_t units = (size - head) / sizeof(U);
   uint8_t* d = dst + head;
   const uint8_t* s = src + head;
-  for (uint64_t i = t; i < units; i += KR_WORKGROUP)
+  for (uint64_t i = t; i < units; i += n)
     kr_store<U>(d + i * sizeof(U), kr_load<U>(s + i * sizeof(U)));
   const uint64_t done = head + units * sizeof(U);
   if (t < size - done) dst[done + t] = src[done + t];
 }
 
-/* Work-item t's share of copying `size` bytes from src to dst (not
+/* Work-item t's share (of n) of copying `size` bytes from src to dst (not
  * overlapping), with the widest unit both addresses allow. */
-KR_DEVICE void kr_copy_share(uint8_t* dst, const uint8_t* src, uint64_t size, uint32_t t) {
+KR_DEVICE void kr_copy_share(uint8_t* dst, const uint8_t* src, uint64_t size, uint32_t t,
+                             uint32_t n) {
   const uintptr_t skew = (uintptr_t)dst ^ (uintptr_t)src;
   if (skew % 16 == 0)
-    kr_copy_units<kr_u128>(dst, src, size, t);
+    kr_copy_units<kr_u128>(dst, src, size, t, n);
   else if (skew % 8 == 0)
-    kr_copy_units<uint64_t>(dst, src, size, t);
+    kr_copy_units<uint64_t>(dst, src, size, t, n);
   else if (skew % 4 == 0)
-    kr_copy_units<uint32_t>(dst, src, size, t);
+    kr_copy_units<uint32_t>(dst, src, size, t, n);
   else
-    kr_copy_units<uint8_t>(dst, src, size, t);
+    kr_copy_units<uint8_t>(dst, src, size, t, n);
 }
 
 /* ---- the hash (replay_kernels.h) --------------------------------------- */
@@ -214,66 +222,85 @@ KR_DEVICE uint64_t kr_nh(uint32_t a, uint32_t ka, uint32_t b, uint32_t kb) {
   return (uint64_t)(uint32_t)(a + ka) * (uint64_t)(uint32_t)(b + kb);
 }
 
-/* Both lanes of one block's hash. */
-struct kr_hash_pair {
-  uint64_t lane0, lane1;
-};
+/* 16-byte pieces per work-item of a block: 4, at piece k * KR_BLOCK_ITEMS
+ * + u for the block's work-item u, so each load is coalesced across the
+ * block's work-items and all are in flight at once. */
+#define KR_PIECES (KR_BLOCK_BYTES / 16 / KR_BLOCK_ITEMS)
 
-/* Words per work-item: 4, so a whole aligned block is one 16-byte load
- * each, adjacent work-items reading adjacent bytes (coalesced). */
-#define KR_WORDS_PER_ITEM (KR_HASH_WORDS / KR_WORKGROUP)
-
-/* The hash of the block of `len` (<= KR_BLOCK_BYTES) bytes at p, called by
- * the whole workgroup; every work-item gets the result. Work-item t hashes
- * words 4t..4t+3 (two NH terms per lane, keys 4t.. and 4t+4..); the 256
- * partial sums per lane are added by 16 work-items, 16 each, and every
- * work-item then adds those 16 itself: two barriers per block. Every
- * work-item has finished reading the block once the first barrier is
- * passed, so the caller may write the block afterwards. */
-KR_DEVICE kr_hash_pair kr_block_hash(const uint8_t* p, uint64_t len, const uint32_t* keys) {
+/* The hashes of the workgroup's KR_BLOCKS_PER_GROUP blocks: block b is the
+ * len[b] bytes (clamped to KR_BLOCK_BYTES; 0: skipped, no memory read) at
+ * addr[b]; both lanes go to h0[b], h1[b]. addr, len, h0, h1 are in shared
+ * memory. Called by the whole workgroup. Block b's work-items (t /
+ * KR_BLOCK_ITEMS == b) each sum the NH terms of their 16 words; the 64
+ * partial sums per lane are added by 8 work-items, 8 each, then by one.
+ * Ends with a barrier: every work-item has finished reading the blocks and
+ * sees every hash, so the caller may write the blocks afterwards. */
+KR_DEVICE void kr_hash_group(const uint64_t* addr, const uint64_t* len, const uint32_t* keys,
+                             uint64_t* h0, uint64_t* h1) {
   KR_SHARED uint64_t item0[KR_WORKGROUP];
   KR_SHARED uint64_t item1[KR_WORKGROUP];
-  KR_SHARED uint64_t group0[KR_HASH_FAN_IN];
-  KR_SHARED uint64_t group1[KR_HASH_FAN_IN];
-  const bool whole = len == KR_BLOCK_BYTES && (uintptr_t)p % 16 == 0;
+  KR_SHARED uint64_t part0[KR_BLOCKS_PER_GROUP * KR_HASH_FAN_IN];
+  KR_SHARED uint64_t part1[KR_BLOCKS_PER_GROUP * KR_HASH_FAN_IN];
 
   KR_FOR_ITEMS(t) {
-    const uint32_t first = t * KR_WORDS_PER_ITEM;
-    uint32_t m[KR_WORDS_PER_ITEM];
-    if (whole) {
-      const kr_u128 v = kr_load<kr_u128>(p + 16ull * t);
-      m[0] = (uint32_t)v.lo;
-      m[1] = (uint32_t)(v.lo >> 32);
-      m[2] = (uint32_t)v.hi;
-      m[3] = (uint32_t)(v.hi >> 32);
-    } else {
-      for (uint32_t j = 0; j < KR_WORDS_PER_ITEM; ++j) m[j] = kr_block_word(p, len, first + j);
+    const uint32_t b = t / KR_BLOCK_ITEMS;
+    const uint32_t u = t % KR_BLOCK_ITEMS;
+    const uint64_t n = len[b] < KR_BLOCK_BYTES ? len[b] : KR_BLOCK_BYTES;
+    uint64_t s0 = 0, s1 = 0;
+    if (n != 0) {
+      const uint8_t* p = kr_ptr(addr[b]);
+      uint32_t m[KR_PIECES][4];
+      if (n == KR_BLOCK_BYTES && (uintptr_t)p % 16 == 0) {
+        kr_u128 v[KR_PIECES];
+        for (uint32_t k = 0; k < KR_PIECES; ++k)
+          v[k] = kr_load<kr_u128>(p + 16ull * (k * KR_BLOCK_ITEMS + u));
+        for (uint32_t k = 0; k < KR_PIECES; ++k) {
+          m[k][0] = (uint32_t)v[k].lo;
+          m[k][1] = (uint32_t)(v[k].lo >> 32);
+          m[k][2] = (uint32_t)v[k].hi;
+          m[k][3] = (uint32_t)(v[k].hi >> 32);
+        }
+      } else {
+        for (uint32_t k = 0; k < KR_PIECES; ++k)
+          for (uint32_t j = 0; j < 4; ++j) m[k][j] = kr_block_word(p, n, 4 * (k * KR_BLOCK_ITEMS + u) + j);
+      }
+      for (uint32_t k = 0; k < KR_PIECES; ++k) {
+        const uint32_t* k0 = keys + 4 * (k * KR_BLOCK_ITEMS + u);
+        const uint32_t* k1 = k0 + KR_HASH_SHIFT;
+        s0 += kr_nh(m[k][0], k0[0], m[k][1], k0[1]) + kr_nh(m[k][2], k0[2], m[k][3], k0[3]);
+        s1 += kr_nh(m[k][0], k1[0], m[k][1], k1[1]) + kr_nh(m[k][2], k1[2], m[k][3], k1[3]);
+      }
     }
-    const uint32_t* k = keys + first;
-    const uint32_t* k1 = k + KR_HASH_SHIFT;
-    item0[t] = kr_nh(m[0], k[0], m[1], k[1]) + kr_nh(m[2], k[2], m[3], k[3]);
-    item1[t] = kr_nh(m[0], k1[0], m[1], k1[1]) + kr_nh(m[2], k1[2], m[3], k1[3]);
+    item0[t] = s0;
+    item1[t] = s1;
   }
   KR_SYNC();
   KR_FOR_ITEMS(t) {
-    if (t < KR_HASH_FAN_IN) {
+    const uint32_t b = t / KR_BLOCK_ITEMS;
+    const uint32_t u = t % KR_BLOCK_ITEMS;
+    if (u < KR_HASH_FAN_IN) {
       uint64_t s0 = 0, s1 = 0;
       for (uint32_t j = 0; j < KR_HASH_FAN_IN; ++j) {
-        s0 += item0[t * KR_HASH_FAN_IN + j];
-        s1 += item1[t * KR_HASH_FAN_IN + j];
+        s0 += item0[b * KR_BLOCK_ITEMS + u * KR_HASH_FAN_IN + j];
+        s1 += item1[b * KR_BLOCK_ITEMS + u * KR_HASH_FAN_IN + j];
       }
-      group0[t] = s0;
-      group1[t] = s1;
+      part0[b * KR_HASH_FAN_IN + u] = s0;
+      part1[b * KR_HASH_FAN_IN + u] = s1;
     }
   }
   KR_SYNC();
-  /* Uniform: every work-item adds the same 16 values. */
-  kr_hash_pair h = {0, 0};
-  for (uint32_t j = 0; j < KR_HASH_FAN_IN; ++j) {
-    h.lane0 += group0[j];
-    h.lane1 += group1[j];
+  KR_FOR_ITEMS(t) {
+    if (t < KR_BLOCKS_PER_GROUP) {
+      uint64_t s0 = 0, s1 = 0;
+      for (uint32_t j = 0; j < KR_HASH_FAN_IN; ++j) {
+        s0 += part0[t * KR_HASH_FAN_IN + j];
+        s1 += part1[t * KR_HASH_FAN_IN + j];
+      }
+      h0[t] = s0;
+      h1[t] = s1;
+    }
   }
-  return h;
+  KR_SYNC();
 }
 
 /* ---- the kernels ------------------------------------------------------- */
@@ -284,61 +311,86 @@ KR_KERNEL(kr_scatter_copy, kr_scatter_copy_args, a) {
   if (i >= a.count) return;
   const kr_copy_record r = a.records[i];
   if (r.size == 0) return;
-  KR_FOR_ITEMS(t) { kr_copy_share(kr_ptr(r.dst), kr_ptr(r.src), r.size, t); }
+  KR_FOR_ITEMS(t) { kr_copy_share(kr_ptr(r.dst), kr_ptr(r.src), r.size, t, KR_WORKGROUP); }
 }
 
-/* One workgroup per block: hashes[2i], hashes[2i + 1] = its two lanes. A
- * block longer than KR_BLOCK_BYTES (outside the contract) is hashed over
- * its first KR_BLOCK_BYTES only: there are no keys past them. */
+/* KR_BLOCKS_PER_GROUP blocks per workgroup: hashes[2i], hashes[2i + 1] =
+ * block i's two lanes; a block of length 0 (or past count) is skipped, its
+ * hash left as it was. A block longer than KR_BLOCK_BYTES (outside the
+ * contract) is hashed over its first KR_BLOCK_BYTES only: there are no
+ * keys past them. */
 KR_KERNEL(kr_hash_blocks, kr_hash_blocks_args, a) {
-  const uint64_t i = KR_GROUP_ID();
-  if (i >= a.count) return;
-  const kr_hash_block b = a.blocks[i];
-  if (b.len == 0) return; /* uniform: skipped, its hash left as it was */
-  const uint64_t len = b.len < KR_BLOCK_BYTES ? b.len : KR_BLOCK_BYTES;
-  const kr_hash_pair h = kr_block_hash(kr_ptr(b.addr), len, a.keys);
+  KR_SHARED uint64_t addr[KR_BLOCKS_PER_GROUP];
+  KR_SHARED uint64_t len[KR_BLOCKS_PER_GROUP];
+  KR_SHARED uint64_t h0[KR_BLOCKS_PER_GROUP];
+  KR_SHARED uint64_t h1[KR_BLOCKS_PER_GROUP];
+  const uint64_t first = (uint64_t)KR_GROUP_ID() * KR_BLOCKS_PER_GROUP;
   KR_FOR_ITEMS(t) {
-    if (t == 0) {
-      a.hashes[2 * i] = h.lane0;
-      a.hashes[2 * i + 1] = h.lane1;
+    if (t < KR_BLOCKS_PER_GROUP) {
+      const bool in = first + t < a.count;
+      addr[t] = in ? a.blocks[first + t].addr : 0;
+      len[t] = in ? a.blocks[first + t].len : 0;
+    }
+  }
+  KR_SYNC();
+  kr_hash_group(addr, len, a.keys, h0, h1);
+  KR_FOR_ITEMS(t) {
+    if (t < KR_BLOCKS_PER_GROUP && len[t] != 0) {
+      a.hashes[2 * (first + t)] = h0[t];
+      a.hashes[2 * (first + t) + 1] = h1[t];
     }
   }
 }
 
-/* One workgroup per pair (after KR_COMPARE_SWAP trades its sides): hash
- * dst (or src, KR_COMPARE_HASH_SRC); when it differs from
- * hashes[2i..2i+1], or always with KR_COMPARE_FORCE_COPY, copy src to dst,
- * count the block, and with KR_COMPARE_UPDATE_HASH store the hash just
- * computed (with KR_COMPARE_HASH_SRC, that of the content both sides now
- * hold). A pair of length 0 is skipped. Blocks are clamped to
- * KR_BLOCK_BYTES, for the hash and the copy alike. */
+/* KR_BLOCKS_PER_GROUP pairs per workgroup; for each (after KR_COMPARE_SWAP
+ * trades its sides): hash dst (or src, KR_COMPARE_HASH_SRC); when it
+ * differs from hashes[2i..2i+1], or always with KR_COMPARE_FORCE_COPY,
+ * copy src to dst, count the block, and with KR_COMPARE_UPDATE_HASH store
+ * the hash just computed (with KR_COMPARE_HASH_SRC, that of the content
+ * both sides now hold). A pair of length 0 (or past count) is skipped.
+ * Blocks are clamped to KR_BLOCK_BYTES, for the hash and the copy alike. */
 KR_KERNEL(kr_compare_copy, kr_compare_copy_args, a) {
-  const uint64_t i = KR_GROUP_ID();
-  if (i >= a.count) return;
-  const kr_block_pair given = a.pairs[i];
-  if (given.len == 0) return; /* uniform: a freed region's block */
+  KR_SHARED uint64_t dst[KR_BLOCKS_PER_GROUP];
+  KR_SHARED uint64_t src[KR_BLOCKS_PER_GROUP];
+  KR_SHARED uint64_t len[KR_BLOCKS_PER_GROUP];
+  KR_SHARED uint64_t want0[KR_BLOCKS_PER_GROUP];
+  KR_SHARED uint64_t want1[KR_BLOCKS_PER_GROUP];
+  KR_SHARED uint64_t h0[KR_BLOCKS_PER_GROUP];
+  KR_SHARED uint64_t h1[KR_BLOCKS_PER_GROUP];
+  const uint64_t first = (uint64_t)KR_GROUP_ID() * KR_BLOCKS_PER_GROUP;
   const bool swap = (a.flags & KR_COMPARE_SWAP) != 0;
-  const uint64_t dst = swap ? given.src : given.dst;
-  const uint64_t src = swap ? given.dst : given.src;
-  const uint64_t len = given.len < KR_BLOCK_BYTES ? given.len : KR_BLOCK_BYTES;
-  /* Read before the hash's barriers: work-item 0 may overwrite them below,
-   * and every work-item must decide on the value it had. */
-  const uint64_t want0 = a.hashes[2 * i];
-  const uint64_t want1 = a.hashes[2 * i + 1];
   const bool hash_src = (a.flags & KR_COMPARE_HASH_SRC) != 0;
   const bool force = (a.flags & KR_COMPARE_FORCE_COPY) != 0;
-  const kr_hash_pair h = kr_block_hash(kr_ptr(hash_src ? src : dst), len, a.keys);
-  /* Uniform: the same hash and flags in every work-item. */
-  if (!force && h.lane0 == want0 && h.lane1 == want1) return;
-  /* The hash's barriers are behind every work-item's reads of the block, so
-   * writing dst now cannot change what another work-item hashed. */
+  const bool update = (a.flags & KR_COMPARE_UPDATE_HASH) != 0;
+  /* The pairs and the hashes they must have, read once per block before
+   * anything is written (the hashes may be overwritten below). */
   KR_FOR_ITEMS(t) {
-    kr_copy_share(kr_ptr(dst), kr_ptr(src), len, t);
-    if (t == 0) {
+    if (t < KR_BLOCKS_PER_GROUP) {
+      const uint64_t i = first + t;
+      kr_block_pair given = {0, 0, 0};
+      if (i < a.count) given = a.pairs[i];
+      dst[t] = swap ? given.src : given.dst;
+      src[t] = swap ? given.dst : given.src;
+      len[t] = given.len < KR_BLOCK_BYTES ? given.len : KR_BLOCK_BYTES;
+      want0[t] = len[t] != 0 ? a.hashes[2 * i] : 0;
+      want1[t] = len[t] != 0 ? a.hashes[2 * i + 1] : 0;
+    }
+  }
+  KR_SYNC();
+  kr_hash_group(hash_src ? src : dst, len, a.keys, h0, h1);
+  /* kr_hash_group's last barrier is behind every work-item's reads of the
+   * blocks, so writing dst now cannot change what another one hashed. */
+  KR_FOR_ITEMS(t) {
+    const uint32_t b = t / KR_BLOCK_ITEMS;
+    const uint32_t u = t % KR_BLOCK_ITEMS;
+    if (len[b] == 0) continue;
+    if (!force && h0[b] == want0[b] && h1[b] == want1[b]) continue;
+    kr_copy_share(kr_ptr(dst[b]), kr_ptr(src[b]), len[b], u, KR_BLOCK_ITEMS);
+    if (u == 0) {
       kr_count_one(a.changed);
-      if (a.flags & KR_COMPARE_UPDATE_HASH) {
-        a.hashes[2 * i] = h.lane0;
-        a.hashes[2 * i + 1] = h.lane1;
+      if (update) {
+        a.hashes[2 * (first + b)] = h0[b];
+        a.hashes[2 * (first + b) + 1] = h1[b];
       }
     }
   }

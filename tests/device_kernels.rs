@@ -427,9 +427,15 @@ fn consecutive_snapshots_of_the_same_regions_copy_only_changed_blocks() {
     };
     let (regions, sizes) = mixed_regions(&sim.sim);
     let total_blocks: u64 = sizes.iter().map(|s| s.div_ceil(BLOCK) as u64).sum();
+    let before = counters();
     let first = Snap::of(sim.gpu(0));
     assert_eq!(taken(&first).strategy(), Strategy::DirtyBlocks);
     assert!(!taken(&first).incremental(), "nothing to start from");
+    assert_eq!(
+        counters().blocks_copied - before.blocks_copied,
+        total_blocks,
+        "a full capture copies every block, and counts each once"
+    );
     drop(first);
 
     // The next dispatch writes three blocks; the next snapshot copies them

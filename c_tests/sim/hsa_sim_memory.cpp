@@ -151,6 +151,12 @@ hsa_status_t allocate_locked(State& s, PoolId pool, size_t size, uint32_t flags,
       return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
     }
     block.mapped_bytes = rounded;
+    // Fresh device memory holds whatever was there before (VRAM is not
+    // cleared for the process: an H200 showed garbage where a buffer was
+    // assumed zero), so code that reads before it writes is caught here.
+    // Only the first 64 KiB: small buffers (counters, tables) whole, and
+    // the tests' multi-GiB footprints are not all touched.
+    if (device) std::memset(block.base, HSA_SIM_POISON_BYTE, std::min<size_t>(rounded, 64 << 10));
   }
   block.extent = rounded;
   block.origin = origin;

@@ -224,10 +224,11 @@ bool read_array(Reach& reach, uint64_t address, uint64_t count, std::vector<Elem
 constexpr uint64_t kKeyBytes = uint64_t{KR_HASH_KEYS} * sizeof(uint32_t);
 constexpr uint64_t kHashBytesPerBlock = 2 * sizeof(uint64_t);
 
-// A kernel runs one record (block, pair) per workgroup and none past count
-// (replay_kernels.cu): what it touches is the first min(count, workgroups).
-uint64_t touched(uint64_t count, uint32_t workgroups) {
-  return std::min<uint64_t>(count, workgroups);
+// A kernel runs `per_group` records (blocks, pairs) per workgroup and none
+// past count (replay_kernels.cu): what it touches is the first
+// min(count, workgroups * per_group).
+uint64_t touched(uint64_t count, uint32_t workgroups, uint64_t per_group) {
+  return std::min<uint64_t>(count, uint64_t{workgroups} * per_group);
 }
 
 // The hashing kernels read at most KR_BLOCK_BYTES of a block.
@@ -237,7 +238,7 @@ bool prepare_scatter(Reach& reach, const void* kernarg, uint32_t workgroups, Pre
   kr_scatter_copy_args& args = p->scatter;
   if (!read_kernarg(reach, kernarg, &args) ||
       !read_array(reach, reinterpret_cast<uintptr_t>(args.records),
-                  touched(args.count, workgroups), &p->records)) {
+                  touched(args.count, workgroups, 1), &p->records)) {
     return false;
   }
   for (kr_copy_record& record : p->records) {
@@ -254,7 +255,7 @@ bool prepare_hash(Reach& reach, const void* kernarg, uint32_t workgroups, Prepar
   kr_hash_blocks_args& args = p->hash;
   if (!read_kernarg(reach, kernarg, &args) ||
       !read_array(reach, reinterpret_cast<uintptr_t>(args.blocks),
-                  touched(args.count, workgroups), &p->blocks)) {
+                  touched(args.count, workgroups, KR_BLOCKS_PER_GROUP), &p->blocks)) {
     return false;
   }
   for (kr_hash_block& block : p->blocks) {
@@ -273,7 +274,7 @@ bool prepare_compare(Reach& reach, const void* kernarg, uint32_t workgroups, Pre
   kr_compare_copy_args& args = p->compare;
   if (!read_kernarg(reach, kernarg, &args) ||
       !read_array(reach, reinterpret_cast<uintptr_t>(args.pairs),
-                  touched(args.count, workgroups), &p->pairs)) {
+                  touched(args.count, workgroups, KR_BLOCKS_PER_GROUP), &p->pairs)) {
     return false;
   }
   // With KR_COMPARE_SWAP the pair's src is the side written.

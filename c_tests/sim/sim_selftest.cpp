@@ -439,7 +439,9 @@ void test_allocation() {
   uint32_t flags = 0;
   CHECK(hsa_sim_allocation_flags(one, &flags) && flags == 0x5);
   CHECK(!hsa_sim_allocation_flags(static_cast<char*>(one) + 1, &flags));
-  CHECK(static_cast<unsigned char*>(more)[8191] == 0);  // fresh memory is zeroed
+  // Fresh device memory is not cleared: it holds poison, as VRAM holds
+  // what was there before.
+  CHECK(static_cast<unsigned char*>(more)[8191] == HSA_SIM_POISON_BYTE);
 
   void* region_ptr = nullptr;
   CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_sim_region(gpu(1), HSA_SIM_POOL_DEVICE_FINE), 10,
@@ -1413,6 +1415,7 @@ void test_async_copy_rect() {
   CHECK(amd().hsa_amd_memory_async_copy_rect_fn != nullptr);
   // Device: 3 layers of 4 rows of 64 bytes. Host: 2 layers of 5 rows of 32.
   uint8_t* dev = static_cast<uint8_t*>(device_alloc(3 * 256));
+  std::memset(dev, 0, 3 * 256);
   std::vector<uint8_t> host(2 * 160);
   for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<uint8_t>(i);
   const hsa_pitched_ptr_t dev_ptr{dev, 64, 256};
@@ -2956,6 +2959,7 @@ void test_dispatch_kernels() {
   // Scatter: three records between device buffers, in one dispatch.
   auto* src = static_cast<uint8_t*>(device_alloc(3 * 4096));
   auto* dst = static_cast<uint8_t*>(device_alloc(3 * 4096));
+  std::memset(dst, 0, 3 * 4096);
   for (int i = 0; i < 3 * 4096; ++i) src[i] = static_cast<uint8_t>(i * 7 + 1);
   auto* records = static_cast<kr_copy_record*>(kernarg_alloc(3 * sizeof(kr_copy_record), gpu(0)));
   for (uint64_t i = 0; i < 3; ++i) {
@@ -2976,24 +2980,33 @@ void test_dispatch_kernels() {
   CHECK(core().hsa_queue_load_read_index_relaxed_fn(f.queue) == 1);
 
   // Hash: every block, both lanes, against the reference.
-  auto* blocks = static_cast<kr_hash_block*>(kernarg_alloc(2 * sizeof(kr_hash_block), gpu(0)));
+  // Four records (one workgroup's worth), two of them in the dispatch.
+  auto* blocks = static_cast<kr_hash_block*>(
+      kernarg_alloc(KR_BLOCKS_PER_GROUP * sizeof(kr_hash_block), gpu(0)));
   blocks[0] = kr_hash_block{reinterpret_cast<uintptr_t>(src), 4096};
   blocks[1] = kr_hash_block{reinterpret_cast<uintptr_t>(src + 4096), 1001};  // a short block
-  auto* hashes = static_cast<uint64_t*>(device_alloc(4 * sizeof(uint64_t)));
+  for (uint32_t i = 2; i < KR_BLOCKS_PER_GROUP; ++i) {
+    blocks[i] = kr_hash_block{reinterpret_cast<uintptr_t>(src + 2 * 4096), 4096};
+  }
+  auto* hashes = static_cast<uint64_t*>(device_alloc(2 * KR_BLOCKS_PER_GROUP * sizeof(uint64_t)));
+  for (uint32_t i = 0; i < 2 * KR_BLOCKS_PER_GROUP; ++i) hashes[i] = 7;
   auto* hash_args =
       static_cast<kr_hash_blocks_args*>(kernarg_alloc(sizeof(kr_hash_blocks_args), gpu(0)));
   *hash_args = kr_hash_blocks_args{blocks, 2, f.keys, hashes};
-  CHECK(f.run(f.hash, hash_args, 2));
+  CHECK(f.run(f.hash, hash_args, 1));
   CHECK(hashes[0] == reference_lane(src, 4096, f.keys, 0));
   CHECK(hashes[1] == reference_lane(src, 4096, f.keys, 1));
   CHECK(hashes[2] == reference_lane(src + 4096, 1001, f.keys, 0));
   CHECK(hashes[3] == reference_lane(src + 4096, 1001, f.keys, 1));
-  // One workgroup per block and none past count: a count larger than the
-  // grid touches only the grid's blocks (here the first).
+  CHECK(hashes[4] == 7 && hashes[6] == 7);  // past count: not written
+  // KR_BLOCKS_PER_GROUP blocks per workgroup and none past count: a count
+  // larger than the grid touches only the grid's blocks (here the first
+  // four).
   hash_args->count = uint64_t{1} << 60;
   hashes[0] = 0;
   CHECK(f.run(f.hash, hash_args, 1));
   CHECK(hashes[0] == reference_lane(src, 4096, f.keys, 0));
+  CHECK(hashes[6] == reference_lane(src + 2 * 4096, 4096, f.keys, 0));
   hash_args->count = 2;
 
   // Compare-and-copy (a restore): live blocks are dst; one changed since the
@@ -3010,6 +3023,7 @@ void test_dispatch_kernels() {
   live[4096 + 10] ^= 0xFF;
   live[10] ^= 0x00;
   auto* changed = static_cast<uint64_t*>(device_alloc(sizeof(uint64_t)));
+  *changed = 0;
   auto* compare_args =
       static_cast<kr_compare_copy_args*>(kernarg_alloc(sizeof(kr_compare_copy_args), gpu(0)));
   *compare_args = kr_compare_copy_args{pairs, 2, f.keys, hashes, changed, 0, 0};
@@ -3048,6 +3062,7 @@ void test_dispatch_faults() {
   if (!f.set_up()) return;
   auto* src = static_cast<uint8_t*>(device_alloc(4096));
   auto* dst = static_cast<uint8_t*>(device_alloc(4096));
+  std::memset(dst, 0, 4096);
   std::memset(src, 0x5A, 4096);
   auto* records = static_cast<kr_copy_record*>(kernarg_alloc(2 * sizeof(kr_copy_record), gpu(0)));
   auto* args = static_cast<kr_scatter_copy_args*>(kernarg_alloc(sizeof(kr_scatter_copy_args), gpu(0)));

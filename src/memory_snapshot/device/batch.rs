@@ -18,8 +18,9 @@ use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::hsa_agent_t;
 use crate::memory_snapshot::copy::{Copier, Transfer};
 use crate::memory_snapshot::kernels::abi::{
-    kr_compare_copy_args, kr_copy_record, kr_scatter_copy_args, KR_COMPARE_FORCE_COPY,
-    KR_COMPARE_HASH_SRC, KR_COMPARE_SWAP, KR_COMPARE_UPDATE_HASH, KR_MAX_RECORD_BYTES,
+    kr_compare_copy_args, kr_copy_record, kr_scatter_copy_args, KR_BLOCKS_PER_GROUP,
+    KR_COMPARE_FORCE_COPY, KR_COMPARE_HASH_SRC, KR_COMPARE_SWAP, KR_COMPARE_UPDATE_HASH,
+    KR_MAX_RECORD_BYTES,
 };
 
 /// What the kernels did in one capture or restore.
@@ -232,7 +233,9 @@ fn compare_copy(
     taken_blocks: u64,
     outcome: &mut DeviceOutcome,
 ) -> Result<(), ()> {
-    let workgroups = u32::try_from(blocks.count).map_err(|_| ())?;
+    let workgroups =
+        u32::try_from(blocks.count.div_ceil(KR_BLOCKS_PER_GROUP as usize)).map_err(|_| ())?;
+    blocks.upload(core)?;
     // A capture hashes the live side and stores the new hashes; a first
     // capture copies every block, an incremental one only those changed.
     let flags = match (to_device, plan.incremental) {

@@ -96,7 +96,9 @@ pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Opt
             |of: fn(&Lease) -> u64| captured.leases.each_ref().map(|l| l.as_ref().map_or(0, of));
         let (previous, current) = (stamps(Lease::previous), stamps(Lease::stamp));
         if let Some(mut table) = BlockTable::take(&runner, core, amd, agent, total, previous) {
-            let mut same = table.resize(total, previous, current);
+            let same_arenas = table.resize(total, previous, current);
+            let mut layout = Vec::new();
+            let fits = layout.try_reserve_exact(captured.regions.len()).is_ok();
             let mut next = 0;
             let bases = captured.bases;
             for region in &mut captured.regions {
@@ -104,13 +106,33 @@ pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Opt
                     continue;
                 }
                 let kept = kept_at(&bases, region);
-                same &= table.write_region(next, region.device_address, kept, region.size());
+                if fits {
+                    layout.push([
+                        region.device_address as u64,
+                        kept as u64,
+                        region.size() as u64,
+                    ]);
+                }
                 region.first_block = Some(next);
                 next += blocks_of(region.size());
             }
-            plan.blocks = Some(std::sync::Mutex::new(table));
-            plan.strategy = Strategy::DirtyBlocks;
-            plan.incremental = same;
+            let same_pairs = if fits { table.set_layout(layout) } else { None };
+            match same_pairs {
+                Some(same_pairs) => {
+                    plan.blocks = Some(std::sync::Mutex::new(table));
+                    plan.strategy = Strategy::DirtyBlocks;
+                    plan.incremental = same_arenas && same_pairs;
+                }
+                None => {
+                    for region in &mut captured.regions {
+                        region.first_block = None;
+                    }
+                    runner.keep_table(table);
+                    log::info!(
+                        "no host memory for the dirty-block table; this snapshot uses one scatter dispatch"
+                    );
+                }
+            }
         } else {
             log::info!(
                 "no memory for the dirty-block table; this snapshot uses one scatter dispatch"

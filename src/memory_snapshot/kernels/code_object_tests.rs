@@ -10,7 +10,8 @@ use object::{Endianness, Object, ObjectSection, ObjectSymbol};
 use rmpv::Value;
 
 use super::abi::{
-    kr_compare_copy_args, kr_hash_blocks_args, kr_scatter_copy_args, KR_HASH_FAN_IN, KR_WORKGROUP,
+    kr_compare_copy_args, kr_hash_blocks_args, kr_scatter_copy_args, KR_BLOCKS_PER_GROUP,
+    KR_HASH_FAN_IN, KR_WORKGROUP,
 };
 use super::code_objects::{for_isa, BUILT_BY, EMBEDDED};
 
@@ -23,9 +24,14 @@ const KERNEL_DESCRIPTOR_BYTES: u64 = 64;
 const KD_GROUP_SEGMENT_FIXED_SIZE: usize = 0;
 const KD_KERNARG_SIZE: usize = 8;
 
-/// LDS of the hashing kernels: the two lanes' partial sums, one `u64` per
-/// work-item and one per group of `KR_HASH_FAN_IN` each (`kr_block_hash`).
-const HASH_LDS_BYTES: u64 = 2 * (KR_WORKGROUP + KR_HASH_FAN_IN) as u64 * 8;
+/// LDS of `kr_hash_group`: the two lanes' partial sums, one `u64` per
+/// work-item and one per group of `KR_HASH_FAN_IN` of each block.
+const HASH_LDS_BYTES: u64 = 2 * (KR_WORKGROUP + KR_BLOCKS_PER_GROUP * KR_HASH_FAN_IN) as u64 * 8;
+/// `kr_hash_blocks` adds each block's address, length and two hash lanes.
+const HASH_BLOCKS_LDS_BYTES: u64 = HASH_LDS_BYTES + 4 * KR_BLOCKS_PER_GROUP as u64 * 8;
+/// `kr_compare_copy` adds each block's two addresses, length, two wanted
+/// and two computed hash lanes.
+const COMPARE_LDS_BYTES: u64 = HASH_LDS_BYTES + 7 * KR_BLOCKS_PER_GROUP as u64 * 8;
 
 /// What each kernel must look like: name, argument struct size and
 /// alignment, and the LDS it declares.
@@ -40,13 +46,13 @@ const KERNELS: [(&str, usize, usize, u64); 3] = [
         "kr_hash_blocks",
         size_of::<kr_hash_blocks_args>(),
         align_of::<kr_hash_blocks_args>(),
-        HASH_LDS_BYTES,
+        HASH_BLOCKS_LDS_BYTES,
     ),
     (
         "kr_compare_copy",
         size_of::<kr_compare_copy_args>(),
         align_of::<kr_compare_copy_args>(),
-        HASH_LDS_BYTES,
+        COMPARE_LDS_BYTES,
     ),
 ];
 

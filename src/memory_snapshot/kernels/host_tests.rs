@@ -9,8 +9,9 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 
 use super::abi::{
     kr_block_pair, kr_compare_copy_args, kr_copy_record, kr_hash_block, kr_hash_blocks_args,
-    kr_scatter_copy_args, KR_BLOCK_BYTES, KR_COMPARE_FORCE_COPY, KR_COMPARE_HASH_SRC,
-    KR_COMPARE_SWAP, KR_COMPARE_UPDATE_HASH, KR_HASH_KEYS, KR_HASH_SHIFT, KR_MAX_RECORD_BYTES,
+    kr_scatter_copy_args, KR_BLOCKS_PER_GROUP, KR_BLOCK_BYTES, KR_COMPARE_FORCE_COPY,
+    KR_COMPARE_HASH_SRC, KR_COMPARE_SWAP, KR_COMPARE_UPDATE_HASH, KR_HASH_KEYS, KR_HASH_SHIFT,
+    KR_MAX_RECORD_BYTES,
 };
 use super::hash::HashKeys;
 
@@ -21,13 +22,19 @@ extern "C" {
 
 const BLOCK: usize = KR_BLOCK_BYTES as usize;
 
-/// Runs `kernel` over one workgroup per `count`, with `args` as its kernarg.
+/// Runs `kernel` over `count` records (one workgroup each) or blocks
+/// (`KR_BLOCKS_PER_GROUP` per workgroup), with `args` as its kernarg.
 ///
 /// # Safety
 /// `args` is the named kernel's argument struct, and every address in it
 /// (and in the records it points at) is valid for what the kernel does.
 unsafe fn dispatch<A>(kernel: &CStr, args: &A, count: usize) {
-    let workgroups = u32::try_from(count).expect("workgroups");
+    let per_group = if kernel == c"kr_scatter_copy" {
+        1
+    } else {
+        KR_BLOCKS_PER_GROUP as usize
+    };
+    let workgroups = u32::try_from(count.div_ceil(per_group)).expect("workgroups");
     // SAFETY: the caller's contract; kernarg points at a whole `A`.
     let status =
         unsafe { kr_host_dispatch(kernel.as_ptr(), (args as *const A).cast(), workgroups) };
