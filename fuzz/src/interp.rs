@@ -466,7 +466,7 @@ impl Interp {
             } => self.replay(op, agent, u32::from(passes % 5), target, byte),
             Op::Storage { policy, batched } => {
                 {
-                    let strategy = usize::from(policy / 5 % 4);
+                    let strategy = usize::from(policy / 5 % 5);
                     let policy = Policy::from_byte(policy);
                     let value = match policy {
                         Policy::Baseline => kernel_replay::StoragePolicy::Baseline,
@@ -477,14 +477,18 @@ impl Interp {
                     };
                     assert!(kr_set_storage_policy(value as u32));
                     kernel_replay::set_batched_copies(batched);
+                    // The fifth choice: auto with a tool's batch copy,
+                    // which copies through the runtime (so its faults hold).
                     kernel_replay::set_strategy(
                         [
                             kernel_replay::Strategy::Auto,
                             kernel_replay::Strategy::Copies,
                             kernel_replay::Strategy::Scatter,
                             kernel_replay::Strategy::DirtyBlocks,
+                            kernel_replay::Strategy::Auto,
                         ][strategy],
                     );
+                    kernel_replay::set_batch_copy((strategy == 4).then(tool_copy));
                     self.batched = batched;
                     self.model.policy = policy;
                     // The device-to-host countdown is modelled for the
@@ -1496,6 +1500,7 @@ pub fn clean_session() -> hsa_sim::SimSession {
         ));
         kernel_replay::set_batched_copies(true);
         kernel_replay::set_strategy(kernel_replay::Strategy::Auto);
+        kernel_replay::set_batch_copy(None);
         assert_eq!(
             kernel_replay::device_bytes_in_use(),
             0,
@@ -1580,4 +1585,29 @@ unsafe extern "C" fn on_pass(pass: u32, user_data: *mut c_void) {
     if let Err(panic) = catch_unwind(AssertUnwindSafe(|| interp.pass(pass))) {
         interp.pass_panic = Some(panic);
     }
+}
+
+/// A tool's batch copy as the fuzz model's tool writes one: each region by
+/// the runtime's blocking copy, so the runtime's injected copy faults reach
+/// it (and the library's fallback to its own copies) as they reach copies.
+fn tool_copy() -> std::sync::Arc<kernel_replay::BatchCopyFn> {
+    std::sync::Arc::new(
+        |_agent, regions: &[kernel_replay::CopyRegion], _direction| {
+            for region in regions {
+                // SAFETY: the library hands over regions it keeps live for the
+                // call, `size` bytes on each side.
+                let status = unsafe {
+                    crate::app::memory_copy(
+                        region.dst as *mut u8,
+                        region.src as *const u8,
+                        region.size as usize,
+                    )
+                };
+                if status != kernel_replay::hsa::HSA_STATUS_SUCCESS {
+                    return Err(status);
+                }
+            }
+            Ok(())
+        },
+    )
 }

@@ -25,6 +25,20 @@ pub fn amd_table() -> *mut AmdExtTable {
     hsa_sim::amd_ext_table_ptr().cast()
 }
 
+/// `hsa_memory_copy` through the runtime's core table (a blocking copy the
+/// software runtime can fail on request).
+///
+/// # Safety
+/// `dst` and `src` are valid for `size` bytes, as the runtime requires.
+pub unsafe fn memory_copy(dst: *mut u8, src: *const u8, size: usize) -> hsa_status_t {
+    // SAFETY: the runtime's own, complete table; the caller's promise.
+    unsafe {
+        (*core_table())
+            .hsa_memory_copy_fn
+            .expect("memory copy entry")(dst.cast(), src.cast(), size)
+    }
+}
+
 /// `hsa_amd_memory_pool_allocate` as the application calls it: through the
 /// runtime's AMD table.
 pub fn pool_allocate(pool: Pool, size: usize, flags: u32) -> Result<*mut u8, hsa_status_t> {
