@@ -84,8 +84,14 @@ fn null_is_accepted_everywhere() {
             kr_restore_with_report(std::ptr::null(), std::ptr::null_mut()),
             0
         );
+        assert_eq!(
+            kr_snapshot_strategy(std::ptr::null()),
+            kernel_replay::Strategy::Copies
+        );
+        assert!(!kr_snapshot_incremental(std::ptr::null()));
         kr_snapshot_free(std::ptr::null_mut());
     }
+    kr_set_batch_copy(None, std::ptr::null_mut());
     kr_set_executable_iterator(None);
     kr_set_log_callback(None, std::ptr::null_mut());
     kr_set_executable_iterator(sim_iterator());
@@ -376,4 +382,84 @@ fn a_declined_snapshot_is_not_ok_through_the_c_abi() {
         (0, 0, 0)
     );
     assert!(CSnap::of(gpu).ok(), "the next one is complete");
+}
+
+/// What the C batch-copy function below saw.
+#[derive(Default)]
+struct ToolCalls {
+    calls: usize,
+    regions: usize,
+    directions: Vec<kernel_replay::CopyDirection>,
+}
+
+/// A tool's batch copy as a C tool writes one: it copies each region (the
+/// software runtime's device memory is host memory) and records the call
+/// in its `user_data`.
+unsafe extern "C" fn c_batch_copy(
+    _agent: kernel_replay::hsa::hsa_agent_t,
+    regions: *const kr_copy_region_t,
+    count: usize,
+    direction: kernel_replay::CopyDirection,
+    user_data: *mut std::ffi::c_void,
+) -> kernel_replay::hsa::hsa_status_t {
+    // SAFETY: the ToolCalls the test registered, alive for the test.
+    let seen = unsafe { &mut *user_data.cast::<ToolCalls>() };
+    seen.calls += 1;
+    seen.regions += count;
+    seen.directions.push(direction);
+    // SAFETY: `count` records, valid for the call.
+    for r in unsafe { std::slice::from_raw_parts(regions, count) } {
+        // SAFETY: both sides valid for `size` bytes, as the library promises.
+        unsafe {
+            std::ptr::copy_nonoverlapping(r.src as *const u8, r.dst as *mut u8, r.size as usize)
+        };
+    }
+    kernel_replay::hsa::HSA_STATUS_SUCCESS
+}
+
+#[test]
+fn a_c_batch_copy_function_gets_the_regions_and_its_user_data() {
+    let sim = session(1);
+    let _batched = BatchGuard::set(true);
+    let mut seen = ToolCalls::default();
+    kr_set_batch_copy(Some(c_batch_copy), std::ptr::from_mut(&mut seen).cast());
+    let buffers: Vec<*mut u8> = (0..3)
+        .map(|i| device_buffer(&sim, sim.gpu(0), 5000, 0x40 + i))
+        .collect();
+    let snap = CSnap::of(sim.gpu(0));
+    assert!(snap.ok());
+    // Arenas the agent reaches (not the baseline's buffers, not pageable
+    // memory) go to the tool.
+    let reachable = !is_baseline() && policy() != kernel_replay::StoragePolicy::Pageable;
+    // SAFETY: a live snapshot.
+    let strategy = unsafe { kr_snapshot_strategy(snap.0) };
+    for &p in &buffers {
+        fill(p, 5000, 0);
+    }
+    // SAFETY: a live snapshot.
+    assert!(unsafe { kr_restore_all(snap.0) });
+    kr_set_batch_copy(None, std::ptr::null_mut());
+    for (i, &p) in buffers.iter().enumerate() {
+        assert!(all(p, 5000, 0x40 + i as u8), "buffer {i}");
+    }
+    if reachable {
+        assert_eq!(strategy, kernel_replay::Strategy::BatchCopy);
+        assert_eq!(seen.calls, 2);
+        assert_eq!(seen.regions, 2 * buffers.len());
+        assert_eq!(
+            seen.directions,
+            [
+                kernel_replay::CopyDirection::Capture,
+                kernel_replay::CopyDirection::Restore
+            ]
+        );
+    } else {
+        assert_eq!(strategy, kernel_replay::Strategy::Copies);
+        assert_eq!(seen.calls, 0);
+    }
+    // Unregistered: no further calls.
+    drop(snap);
+    let again = CSnap::of(sim.gpu(0));
+    assert!(again.ok());
+    assert_eq!(seen.calls, if reachable { 2 } else { 0 });
 }

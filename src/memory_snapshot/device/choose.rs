@@ -4,16 +4,17 @@
 //! `Auto` (the default) takes the kernels where they pay, as measured on an
 //! H200 (`bench/results/h200.md`):
 //! - one scatter dispatch costs about as much as a handful of the runtime's
-//!   copies (10,000 regions of 4 KiB: 0.9 ms against 53 ms of copies; four
-//!   large regions: within 7% either way), so it is used from
+//!   copies (10,000 regions of 4 KiB: 0.58 ms against 58 ms of copies; four
+//!   large regions: within 3% either way), so it is used from
 //!   `SCATTER_MIN_REGIONS` regions the kernels can reach;
-//! - dirty blocks hash the live memory at the device's speed (about 0.7 TB/s
-//!   with this hash) and move only changed blocks across the host link:
-//!   for a snapshot kept mostly in pinned host memory that is 12× faster
-//!   than a full restore with 1% of blocks written and 8% slower with all of
-//!   them, so `Auto` takes them from `DIRTY_MIN_PINNED_BYTES` when the
-//!   pinned tier holds at least as much as the device tier. For the device
-//!   tier a full copy (2 TB/s) beats hashing, and `Auto` keeps copies.
+//! - dirty blocks hash the live memory at about 2.5 TB/s and move only
+//!   changed blocks: for a snapshot kept mostly in pinned host memory a 4 GiB
+//!   restore with 1% of blocks written is 42× faster than a full one (and an
+//!   incremental snapshot 45×), so `Auto` takes them from
+//!   `DIRTY_MIN_PINNED_BYTES` when the pinned tier holds at least as much as
+//!   the device tier. For the device tier they pay only while few blocks
+//!   change (1.36× faster with 1% written, 1.5× slower with all of them),
+//!   which a snapshot cannot know in advance, and `Auto` keeps copies.
 //!
 //! A tool's batch-copy function, once registered, moves every batched
 //! snapshot's reachable regions instead of the kernels, under any strategy
