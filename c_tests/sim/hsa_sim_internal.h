@@ -420,46 +420,11 @@ hsa_common::SignalTable& signal_table();
 
 }  // namespace hsa_sim
 
-// The CoreApiTable entries only this runtime implements: ISAs, AQL queues
-// (every memory-order variant of an index operation shares one function, as
-// the signal entries do) and loading code objects. The same fields in every
-// generation's table (ROCm 5.2 to 7.2).
-#define HSA_SIM_EXTRA_CORE_ENTRIES(ENTRY)                                                   \
-  ENTRY(CoreApiTable, hsa_agent_iterate_isas_fn, agent_iterate_isas)                        \
-  ENTRY(CoreApiTable, hsa_isa_get_info_alt_fn, isa_get_info_alt)                            \
-  ENTRY(CoreApiTable, hsa_queue_create_fn, queue_create)                                    \
-  ENTRY(CoreApiTable, hsa_queue_destroy_fn, queue_destroy)                                  \
-  ENTRY(CoreApiTable, hsa_queue_inactivate_fn, queue_inactivate)                            \
-  ENTRY(CoreApiTable, hsa_queue_load_read_index_relaxed_fn, queue_load_read_index)          \
-  ENTRY(CoreApiTable, hsa_queue_load_read_index_scacquire_fn, queue_load_read_index)        \
-  ENTRY(CoreApiTable, hsa_queue_load_write_index_relaxed_fn, queue_load_write_index)        \
-  ENTRY(CoreApiTable, hsa_queue_load_write_index_scacquire_fn, queue_load_write_index)      \
-  ENTRY(CoreApiTable, hsa_queue_store_write_index_relaxed_fn, queue_store_write_index)      \
-  ENTRY(CoreApiTable, hsa_queue_store_write_index_screlease_fn, queue_store_write_index)    \
-  ENTRY(CoreApiTable, hsa_queue_cas_write_index_relaxed_fn, queue_cas_write_index)          \
-  ENTRY(CoreApiTable, hsa_queue_cas_write_index_scacquire_fn, queue_cas_write_index)        \
-  ENTRY(CoreApiTable, hsa_queue_cas_write_index_screlease_fn, queue_cas_write_index)        \
-  ENTRY(CoreApiTable, hsa_queue_cas_write_index_scacq_screl_fn, queue_cas_write_index)      \
-  ENTRY(CoreApiTable, hsa_queue_add_write_index_relaxed_fn, queue_add_write_index)          \
-  ENTRY(CoreApiTable, hsa_queue_add_write_index_scacquire_fn, queue_add_write_index)        \
-  ENTRY(CoreApiTable, hsa_queue_add_write_index_screlease_fn, queue_add_write_index)        \
-  ENTRY(CoreApiTable, hsa_queue_add_write_index_scacq_screl_fn, queue_add_write_index)      \
-  ENTRY(CoreApiTable, hsa_queue_store_read_index_relaxed_fn, queue_store_read_index)        \
-  ENTRY(CoreApiTable, hsa_queue_store_read_index_screlease_fn, queue_store_read_index)      \
-  ENTRY(CoreApiTable, hsa_code_object_reader_create_from_memory_fn,                         \
-        code_object_reader_create_from_memory)                                              \
-  ENTRY(CoreApiTable, hsa_code_object_reader_destroy_fn, code_object_reader_destroy)        \
-  ENTRY(CoreApiTable, hsa_executable_create_alt_fn, executable_create_alt)                  \
-  ENTRY(CoreApiTable, hsa_executable_load_agent_code_object_fn,                             \
-        executable_load_agent_code_object)                                                  \
-  ENTRY(CoreApiTable, hsa_executable_freeze_fn, executable_freeze)                          \
-  ENTRY(CoreApiTable, hsa_executable_get_symbol_by_name_fn, executable_get_symbol_by_name)
-
 // The entry points each file implements for the tables, declared with the
 // types of their table fields (the shared lists are in hsa_common_tables.h).
 namespace hsa_sim::api {
 HSA_COMMON_RUNTIME_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
-HSA_SIM_EXTRA_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
+HSA_COMMON_RUNTIME_AQL_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 HSA_COMMON_RUNTIME_AMD_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 }  // namespace hsa_sim::api
 

@@ -184,8 +184,8 @@ extern "C" void hsa_sim_fill_core_table(CoreApiTable* out) {
   if (!hsa_common::begin_table(out)) return;
 #define HSA_SIM_SET_ENTRY(Table, field, function) out->field = hsa_sim::api::function;
   HSA_COMMON_RUNTIME_CORE_ENTRIES(HSA_SIM_SET_ENTRY)
-  // ISAs, AQL queues and code-object loading (hsa_sim_internal.h).
-  HSA_SIM_EXTRA_CORE_ENTRIES(HSA_SIM_SET_ENTRY)
+  // ISAs, AQL queues and code-object loading (hsa_common_tables.h).
+  HSA_COMMON_RUNTIME_AQL_CORE_ENTRIES(HSA_SIM_SET_ENTRY)
   // The loader and the queues produce the code-object and queue codes.
   hsa_common::fill_shared_core_entries<hsa_common::StatusCodes::kCoreAndCodeObject>(out);
   hsa_sim::fill_signal_core_entries(out);

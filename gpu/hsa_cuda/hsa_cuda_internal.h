@@ -283,43 +283,15 @@ hsa_common::SignalTable& signal_table();
 
 // ---- entry points, by file, for the tables ------------------------------------------------
 
-// The core entries only this runtime has (the sim runs no AQL queues of its
-// own): ISAs and queues (hsa_cuda_queues.cpp), code object readers and the
-// loading of executables (hsa_cuda_loader.cpp). The field names are the same
-// in every header generation this builds against (5.2 to 7.x).
-#define HSA_CUDA_AQL_CORE_ENTRIES(ENTRY)                                                      \
-  ENTRY(CoreApiTable, hsa_agent_iterate_isas_fn, agent_iterate_isas)                          \
-  ENTRY(CoreApiTable, hsa_isa_get_info_alt_fn, isa_get_info_alt)                              \
-  ENTRY(CoreApiTable, hsa_isa_get_info_fn, isa_get_info)                                      \
-  ENTRY(CoreApiTable, hsa_isa_from_name_fn, isa_from_name)                                    \
-  ENTRY(CoreApiTable, hsa_queue_create_fn, queue_create)                                      \
-  ENTRY(CoreApiTable, hsa_queue_destroy_fn, queue_destroy)                                    \
-  ENTRY(CoreApiTable, hsa_queue_inactivate_fn, queue_inactivate)                              \
-  ENTRY(CoreApiTable, hsa_queue_load_read_index_scacquire_fn, queue_load_read_index)          \
-  ENTRY(CoreApiTable, hsa_queue_load_read_index_relaxed_fn, queue_load_read_index)            \
-  ENTRY(CoreApiTable, hsa_queue_load_write_index_scacquire_fn, queue_load_write_index)        \
-  ENTRY(CoreApiTable, hsa_queue_load_write_index_relaxed_fn, queue_load_write_index)          \
-  ENTRY(CoreApiTable, hsa_queue_store_write_index_relaxed_fn, queue_store_write_index)        \
-  ENTRY(CoreApiTable, hsa_queue_store_write_index_screlease_fn, queue_store_write_index)      \
-  ENTRY(CoreApiTable, hsa_queue_cas_write_index_scacq_screl_fn, queue_cas_write_index)        \
-  ENTRY(CoreApiTable, hsa_queue_cas_write_index_scacquire_fn, queue_cas_write_index)          \
-  ENTRY(CoreApiTable, hsa_queue_cas_write_index_relaxed_fn, queue_cas_write_index)            \
-  ENTRY(CoreApiTable, hsa_queue_cas_write_index_screlease_fn, queue_cas_write_index)          \
-  ENTRY(CoreApiTable, hsa_queue_add_write_index_scacq_screl_fn, queue_add_write_index)        \
-  ENTRY(CoreApiTable, hsa_queue_add_write_index_scacquire_fn, queue_add_write_index)          \
-  ENTRY(CoreApiTable, hsa_queue_add_write_index_relaxed_fn, queue_add_write_index)            \
-  ENTRY(CoreApiTable, hsa_queue_add_write_index_screlease_fn, queue_add_write_index)          \
-  ENTRY(CoreApiTable, hsa_queue_store_read_index_relaxed_fn, queue_store_read_index)          \
-  ENTRY(CoreApiTable, hsa_queue_store_read_index_screlease_fn, queue_store_read_index)        \
-  ENTRY(CoreApiTable, hsa_code_object_reader_create_from_memory_fn,                           \
-        code_object_reader_create_from_memory)                                                \
-  ENTRY(CoreApiTable, hsa_code_object_reader_destroy_fn, code_object_reader_destroy)          \
-  ENTRY(CoreApiTable, hsa_executable_create_alt_fn, executable_create_alt)                    \
-  ENTRY(CoreApiTable, hsa_executable_load_agent_code_object_fn,                               \
-        executable_load_agent_code_object)                                                    \
-  ENTRY(CoreApiTable, hsa_executable_freeze_fn, executable_freeze)                            \
-  ENTRY(CoreApiTable, hsa_executable_get_info_fn, executable_get_info)                        \
-  ENTRY(CoreApiTable, hsa_executable_get_symbol_by_name_fn, executable_get_symbol_by_name)
+// The core entries only this runtime has, beside the AQL queue and
+// code-object entries both runtimes implement (hsa_common_tables.h; ISAs and
+// queues in hsa_cuda_queues.cpp, readers and executables in
+// hsa_cuda_loader.cpp). The field names are the same in every header
+// generation this builds against (5.2 to 7.x).
+#define HSA_CUDA_EXTRA_CORE_ENTRIES(ENTRY)                                 \
+  ENTRY(CoreApiTable, hsa_isa_get_info_fn, isa_get_info)                   \
+  ENTRY(CoreApiTable, hsa_isa_from_name_fn, isa_from_name)                 \
+  ENTRY(CoreApiTable, hsa_executable_get_info_fn, executable_get_info)
 
 // init, shut_down, iterate_agents, agent_get_info: hsa_cuda_runtime.cpp;
 // regions, pools, allocation, copies, pointer info: hsa_cuda_memory.cpp;
@@ -329,7 +301,8 @@ hsa_common::SignalTable& signal_table();
 namespace api {
 HSA_COMMON_RUNTIME_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 HSA_COMMON_RUNTIME_AMD_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
-HSA_CUDA_AQL_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
+HSA_COMMON_RUNTIME_AQL_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
+HSA_CUDA_EXTRA_CORE_ENTRIES(HSA_COMMON_DECLARE_ENTRY)
 }  // namespace api
 
 // The signal entries (hsa_common::SignalEntries over this runtime's signal

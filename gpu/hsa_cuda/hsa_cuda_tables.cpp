@@ -11,8 +11,10 @@ extern "C" void hsa_cuda_fill_core_table(CoreApiTable* out) {
   if (!hsa_common::begin_table(out)) return;
 #define HSA_CUDA_SET_ENTRY(Table, field, function) out->field = hsa_cuda::api::function;
   HSA_COMMON_RUNTIME_CORE_ENTRIES(HSA_CUDA_SET_ENTRY)
-  // ISAs, AQL queues and executables loaded through HSA (the sim has none).
-  HSA_CUDA_AQL_CORE_ENTRIES(HSA_CUDA_SET_ENTRY)
+  // ISAs, AQL queues and executables loaded through HSA, as the sim has them,
+  // and the ISA and executable queries only this runtime answers.
+  HSA_COMMON_RUNTIME_AQL_CORE_ENTRIES(HSA_CUDA_SET_ENTRY)
+  HSA_CUDA_EXTRA_CORE_ENTRIES(HSA_CUDA_SET_ENTRY)
   // Module loading and lookup by name produce the code-object status codes.
   hsa_common::fill_shared_core_entries<hsa_common::StatusCodes::kCoreAndCodeObject>(out);
   hsa_cuda::fill_signal_core_entries(out);
