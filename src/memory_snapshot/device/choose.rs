@@ -148,8 +148,10 @@ pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Opt
 /// with copies; a
 /// successful one leaves hashes that describe its arenas.
 pub(crate) fn captured(env: Env, captured: &mut Captured, outcome: &DeviceOutcome) {
-    if let (false, Some(table)) = (
-        outcome.fell_back,
+    // Only a dispatch that ran stored the hashes.
+    let dispatched = outcome.regions > 0 && !outcome.fell_back;
+    if let (true, Some(table)) = (
+        dispatched,
         captured.device.as_ref().and_then(|p| p.blocks.as_ref()),
     ) {
         let stamps = captured
