@@ -538,6 +538,19 @@ fn a_changed_region_list_or_a_released_arena_means_a_full_capture() {
     assert!(snap.restore_all());
     assert!(all(extra, BLOCK, 0x77));
     drop(snap);
+    // A region moved (freed, the same size allocated elsewhere): as many
+    // blocks as before, other pairs.
+    assert!(taken(&Snap::of(sim.gpu(0))).incremental());
+    assert_eq!(pool_free(extra), SUCCESS);
+    let moved = device_buffer(&sim.sim, sim.gpu(0), BLOCK, 0x78);
+    assert_ne!(moved, extra);
+    let snap = Snap::of(sim.gpu(0));
+    assert!(!taken(&snap).incremental());
+    fill(moved, BLOCK, 0);
+    assert!(snap.restore_all());
+    assert!(all(moved, BLOCK, 0x78));
+    assert_eq!(sim.copy_violations(), 0);
+    drop(snap);
     // The retained arenas released: fresh ones hold nothing yet.
     kernel_replay::trim_retained();
     let snap = Snap::of(sim.gpu(0));

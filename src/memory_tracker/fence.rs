@@ -386,3 +386,32 @@ unsafe extern "C" fn on_copy_done(value: hsa_signal_value_t, arg: *mut c_void) -
         false
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn delegated() -> bool {
+        DELEGATED.with(Cell::get)
+    }
+
+    #[test]
+    fn a_delegated_copy_passes_an_open_window_until_its_guard_drops() {
+        let fences = Fences::new();
+        let _window = fences.open_window(7).expect("no copies in flight");
+        assert!(!delegated());
+        {
+            let _outer = delegate();
+            // Would wait forever for the window without the delegation.
+            assert!(fences.enter(7));
+            assert_eq!(fences.in_flight(7), 1);
+            fences.leave(7);
+            {
+                let _inner = delegate();
+                assert!(delegated());
+            }
+            assert!(delegated(), "the inner guard gives back the outer state");
+        }
+        assert!(!delegated(), "the thread's copies wait for windows again");
+    }
+}
