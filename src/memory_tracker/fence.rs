@@ -414,4 +414,20 @@ mod tests {
         }
         assert!(!delegated(), "the thread's copies wait for windows again");
     }
+
+    #[test]
+    fn a_copy_waits_for_an_open_window_and_enters_once_it_closes() {
+        let fences: &'static Fences = Box::leak(Box::new(Fences::new()));
+        let window = fences.open_window(9).expect("no copies in flight");
+        let copy = std::thread::spawn(move || fences.enter(9));
+        // Held back: nothing counts while the window is open (a copy that
+        // did not wait would have counted long before).
+        std::thread::sleep(Duration::from_millis(100));
+        assert_eq!(fences.in_flight(9), 0);
+        assert!(!copy.is_finished());
+        drop(window);
+        assert!(copy.join().expect("the copy's thread"));
+        assert_eq!(fences.in_flight(9), 1);
+        fences.leave(9);
+    }
 }
