@@ -412,6 +412,18 @@ fn mixed_regions(sim: &SimSession) -> (Vec<*mut u8>, Vec<usize>) {
     (regions, sizes)
 }
 
+/// Overwrites every region with `byte`, restores `snap`, and checks each
+/// region is back to what `mixed_regions` filled it with.
+fn assert_restores_mixed(snap: &Snap, regions: &[*mut u8], sizes: &[usize], byte: u8) {
+    for (&p, &size) in regions.iter().zip(sizes) {
+        fill(p, size, byte);
+    }
+    assert!(snap.restore_all());
+    for (i, (&p, &size)) in regions.iter().zip(sizes).enumerate() {
+        assert!(all(p, size, 0x30 + i as u8), "region {i}");
+    }
+}
+
 fn contents(regions: &[*mut u8], sizes: &[usize]) -> Vec<Vec<u8>> {
     regions
         .iter()
@@ -555,13 +567,7 @@ fn a_changed_region_list_or_a_released_arena_means_a_full_capture() {
     kernel_replay::trim_retained();
     let snap = Snap::of(sim.gpu(0));
     assert!(!taken(&snap).incremental());
-    for (&p, &size) in regions.iter().zip(&sizes) {
-        fill(p, size, 0);
-    }
-    assert!(snap.restore_all());
-    for (i, (&p, &size)) in regions.iter().zip(&sizes).enumerate() {
-        assert!(all(p, size, 0x30 + i as u8), "region {i}");
-    }
+    assert_restores_mixed(&snap, &regions, &sizes, 0);
     drop(snap);
     // A snapshot held while the next is taken keeps its arenas: the next
     // gets new ones and captures in full.
@@ -584,13 +590,7 @@ fn a_capture_that_fell_back_to_copies_is_not_a_base_for_the_next() {
     // The table's hashes may be half-updated: the next capture is full.
     let snap = Snap::of(sim.gpu(0));
     assert!(!taken(&snap).incremental());
-    for (&p, &size) in regions.iter().zip(&sizes) {
-        fill(p, size, 0xEE);
-    }
-    assert!(snap.restore_all());
-    for (i, (&p, &size)) in regions.iter().zip(&sizes).enumerate() {
-        assert!(all(p, size, 0x30 + i as u8), "region {i}");
-    }
+    assert_restores_mixed(&snap, &regions, &sizes, 0xEE);
 }
 
 /// What a test's batch-copy function saw: per call, the direction and the

@@ -292,11 +292,6 @@ fn copy_in(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Result<(), 
         })
         .ok_or(Decline::RegionList)?;
     super::device::choose::captured(env, captured, &device);
-    captured.ran = if device.fell_back || device.regions == 0 {
-        DeviceOutcome::default()
-    } else {
-        device
-    };
     if let Some(&(index, status)) = outcomes.failures.first() {
         let region = &captured.regions[index];
         return Err(Decline::Copy {

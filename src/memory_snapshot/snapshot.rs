@@ -186,6 +186,14 @@ impl Captured {
     }
 }
 
+impl Captured {
+    /// Each tier's arena lease stamp (`of`: `Lease::stamp` or
+    /// `Lease::previous`), 0 where the snapshot has no arena of that tier.
+    pub(crate) fn lease_stamps(&self, of: fn(&Lease) -> u64) -> [u64; 3] {
+        self.leases.each_ref().map(|l| l.as_ref().map_or(0, of))
+    }
+}
+
 /// Where `region`'s copy is kept, given the arenas' bases.
 pub(crate) fn kept_at(bases: &[usize; 3], region: &Region) -> usize {
     match region.place {

@@ -93,9 +93,8 @@ pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Opt
             .filter(|r| reachable(r.tier()))
             .map(|r| blocks_of(r.size()))
             .sum();
-        let stamps =
-            |of: fn(&Lease) -> u64| captured.leases.each_ref().map(|l| l.as_ref().map_or(0, of));
-        let (previous, current) = (stamps(Lease::previous), stamps(Lease::stamp));
+        let previous = captured.lease_stamps(Lease::previous);
+        let current = captured.lease_stamps(Lease::stamp);
         if let Some(mut table) = BlockTable::take(&runner, core, amd, agent, total, previous) {
             let same_arenas = table.resize(total, previous, current);
             let mut layout = Vec::new();
@@ -143,21 +142,23 @@ pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Opt
     Some(plan)
 }
 
-/// After the capture's copies: a failed kernel capture leaves hashes that
-/// cannot be trusted (and a queue that faulted), so the snapshot restores
-/// with copies; a
-/// successful one leaves hashes that describe its arenas.
+/// After the capture's copies: records what the kernels did in the
+/// snapshot (`Captured::ran`: nothing when no dispatch ran or it fell back).
+/// A successful dirty-block capture leaves hashes that describe its arenas;
+/// a failed kernel capture leaves hashes that cannot be trusted (and a
+/// queue that faulted), so the snapshot restores with copies.
 pub(crate) fn captured(env: Env, captured: &mut Captured, outcome: &DeviceOutcome) {
-    // Only a dispatch that ran stored the hashes.
     let dispatched = outcome.regions > 0 && !outcome.fell_back;
+    captured.ran = if dispatched {
+        *outcome
+    } else {
+        DeviceOutcome::default()
+    };
     if let (true, Some(table)) = (
         dispatched,
         captured.device.as_ref().and_then(|p| p.blocks.as_ref()),
     ) {
-        let stamps = captured
-            .leases
-            .each_ref()
-            .map(|l| l.as_ref().map_or(0, Lease::stamp));
+        let stamps = captured.lease_stamps(Lease::stamp);
         table
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
