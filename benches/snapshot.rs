@@ -23,6 +23,7 @@
 use std::ffi::c_void;
 use std::hint::black_box;
 use std::process::Command;
+use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -35,7 +36,6 @@ use kernel_replay::hsa::sys::{
 use kernel_replay::hsa::{
     hsa_agent_t, hsa_status_t, AmdExtTable, CoreApiTable, HSA_STATUS_SUCCESS,
 };
-use kernel_replay::testing::{AsyncCopyFn, MemoryCopyFn};
 use kernel_replay::StoragePolicy;
 
 // ---- the runtime the library is installed over ----------------------------------
@@ -44,8 +44,9 @@ use kernel_replay::StoragePolicy;
 static NO_COPY: AtomicBool = AtomicBool::new(false);
 /// When set, signals are plain memory (see memory_signal_*).
 static MEMORY_SIGNALS: AtomicBool = AtomicBool::new(false);
-static mut REAL_COPY: Option<MemoryCopyFn> = None;
-static mut REAL_ASYNC_COPY: Option<AsyncCopyFn> = None;
+/// The runtime's tables before the shims went in (their copy entries).
+static mut REAL_CORE: Option<CoreApiTable> = None;
+static mut REAL_AMD: Option<AmdExtTable> = None;
 static mut RUNTIME_SUBTRACT: Option<unsafe extern "C" fn(hsa_signal_t, hsa_signal_value_t)> = None;
 
 unsafe extern "C" fn copy_shim(dst: *mut c_void, src: *const c_void, size: usize) -> hsa_status_t {
@@ -53,7 +54,13 @@ unsafe extern "C" fn copy_shim(dst: *mut c_void, src: *const c_void, size: usize
         return HSA_STATUS_SUCCESS;
     }
     // SAFETY: set before installation, never changed after.
-    unsafe { REAL_COPY.unwrap()(dst, src, size) }
+    unsafe {
+        (*ptr::addr_of!(REAL_CORE))
+            .as_ref()
+            .unwrap()
+            .hsa_memory_copy_fn
+            .unwrap()(dst, src, size)
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -80,7 +87,11 @@ unsafe extern "C" fn async_copy_shim(
     }
     // SAFETY: as above.
     unsafe {
-        REAL_ASYNC_COPY.unwrap()(
+        (*ptr::addr_of!(REAL_AMD))
+            .as_ref()
+            .unwrap()
+            .hsa_amd_memory_async_copy_fn
+            .unwrap()(
             dst,
             dst_agent,
             src,
@@ -152,8 +163,8 @@ fn install(no_copy: bool, memory_signals: bool) {
     MEMORY_SIGNALS.store(memory_signals, Ordering::Relaxed);
     // SAFETY: the runtime's own tables; single-threaded set-up.
     unsafe {
-        REAL_COPY = (*core).hsa_memory_copy_fn;
-        REAL_ASYNC_COPY = (*amd).hsa_amd_memory_async_copy_fn;
+        REAL_CORE = Some(*core);
+        REAL_AMD = Some(*amd);
         RUNTIME_SUBTRACT = (*core).hsa_signal_subtract_screlease_fn;
         (*core).hsa_memory_copy_fn = Some(copy_shim);
         (*amd).hsa_amd_memory_async_copy_fn = Some(async_copy_shim);

@@ -23,12 +23,10 @@ pub fn reset_gate_for_fuzzing() {
     TRACKER.gate.reset_for_fuzzing();
 }
 
-/// The entries of each table the library reads or replaces, as the table
-/// guard checks them.
-pub use crate::hsa::tables::{UsedEntry, AMD_EXT_ENTRIES_USED, CORE_ENTRIES_USED};
-
-/// Entry types the benches call the runtime's copies through.
-pub use crate::hsa::entries::{AsyncCopyFn, MemoryCopyFn};
+/// The entries the library wraps or calls (the entry list, for the headers
+/// built against), and those of a table the guard requires.
+pub use crate::hsa::entries::{ApiTable, LibraryEntry, Need, Role, LIBRARY_ENTRIES};
+pub use crate::hsa::tables::required_entries;
 
 /// The one-copy-per-process marker (its tests set and read it as another
 /// copy of the library would).

@@ -12,7 +12,7 @@ use hsa_sim::{fresh_amd_ext_table, fresh_core_table, PoolKind, TableCopy};
 use kernel_replay::hsa::sys::ApiTableVersion;
 use kernel_replay::hsa::{AmdExtTable, CoreApiTable};
 use kernel_replay::testing::process_marker::{self, Owner};
-use kernel_replay::testing::{AMD_EXT_ENTRIES_USED, CORE_ENTRIES_USED};
+use kernel_replay::testing::required_entries;
 
 fn core(t: &mut TableCopy) -> *mut CoreApiTable {
     t.as_mut_ptr().cast()
@@ -109,8 +109,8 @@ fn a_table_too_small_for_any_used_entry_installs_nothing() {
     if !in_child("a_table_too_small_for_any_used_entry_installs_nothing") {
         return;
     }
-    let core_needed = size_needed(CORE_ENTRIES_USED.iter().map(|e| e.offset));
-    let amd_needed = size_needed(AMD_EXT_ENTRIES_USED.iter().map(|e| e.offset));
+    let core_needed = size_needed(required_entries::<CoreApiTable>().map(|e| e.offset));
+    let amd_needed = size_needed(required_entries::<AmdExtTable>().map(|e| e.offset));
     // The guard must cover the last entry actually used, not the whole struct.
     assert!(core_needed as usize <= std::mem::size_of::<CoreApiTable>());
     assert_eq!(

@@ -20,6 +20,10 @@
 
 include!(concat!(env!("OUT_DIR"), "/hsa_bindings.rs"));
 
+// `library_entries!`: the entries of `hsa_entries.def` kernel-replay wraps or
+// calls (build.rs).
+include!(concat!(env!("OUT_DIR"), "/library_entries.rs"));
+
 /// `hsa_amd_memory_pool_allocate` flag that marks an executable allocation.
 ///
 /// Newer ROCm headers name it `HSA_AMD_MEMORY_POOL_EXECUTABLE_FLAG`; the ROCm

@@ -1,396 +1,236 @@
-//! The runtime entry points the library captured, as typed function pointers
-//! with small checked call helpers.
+//! The runtime entry points the library captured, and what it does with
+//! each: both derived from the project's one list of HSA entries
+//! (`hsa-sys/hsa_entries.def`, expanded here by `library_entries!`).
 //!
-//! Captured pointers are the runtime's own (un-wrapped) functions: copies and
-//! symbol queries never re-enter the library's wrappers, and the wrappers
-//! chain to exactly what the table held before installation.
+//! The captured entries are a copy of the runtime's table as it was at
+//! install, typed by the bindings: every entry the library calls is the
+//! runtime's own (copies and symbol queries never re-enter the library's
+//! wrappers), and every entry it wrapped holds what the wrapper chains to.
+//! An entry the runtime lacks (past its table's size, NULL, or one of a
+//! group the runtime does not carry whole) reads as `None`.
 
 use std::ffi::c_void;
-use std::mem::MaybeUninit;
+use std::mem::{offset_of, size_of, MaybeUninit};
+use std::ops::Deref;
 use std::ptr;
 
 use super::sys::{
-    hsa_agent_info_t, hsa_amd_copy_direction_t, hsa_amd_memory_pool_info_t, hsa_amd_memory_pool_t,
-    hsa_amd_pointer_info_t, hsa_dim3_t, hsa_executable_symbol_info_t, hsa_executable_symbol_t,
-    hsa_pitched_ptr_t, hsa_region_t, hsa_signal_condition_t, hsa_signal_t, hsa_signal_value_t,
-    hsa_ven_amd_loader_1_03_pfn_t, hsa_wait_state_t, HSA_EXTENSION_AMD_LOADER,
+    hsa_amd_memory_pool_t, hsa_amd_pointer_info_t, hsa_executable_symbol_info_t,
+    hsa_executable_symbol_t, hsa_ven_amd_loader_1_03_pfn_t, ApiTableVersion,
+    HSA_AMD_EXT_API_TABLE_MAJOR_VERSION, HSA_CORE_API_TABLE_MAJOR_VERSION,
+    HSA_EXTENSION_AMD_LOADER,
 };
 use super::{
-    hsa_agent_t, hsa_executable_t, hsa_status_t, AmdExtTable, CoreApiTable, HSA_STATUS_SUCCESS,
+    hsa_executable_t, hsa_status_t, AmdExtTable, CoreApiTable, HSA_STATUS_ERROR_NOT_INITIALIZED,
+    HSA_STATUS_SUCCESS,
 };
 
-pub type MemoryAllocateFn =
-    unsafe extern "C" fn(hsa_region_t, usize, *mut *mut c_void) -> hsa_status_t;
-pub type MemoryFreeFn = unsafe extern "C" fn(*mut c_void) -> hsa_status_t;
-/// `hsa_memory_copy`.
-pub type MemoryCopyFn = unsafe extern "C" fn(*mut c_void, *const c_void, usize) -> hsa_status_t;
-pub type SymbolCallback = unsafe extern "C" fn(
-    hsa_executable_t,
-    hsa_agent_t,
-    hsa_executable_symbol_t,
-    *mut c_void,
-) -> hsa_status_t;
-pub type IterateAgentSymbolsFn = unsafe extern "C" fn(
-    hsa_executable_t,
-    hsa_agent_t,
-    Option<SymbolCallback>,
-    *mut c_void,
-) -> hsa_status_t;
-pub type SymbolGetInfoFn = unsafe extern "C" fn(
-    hsa_executable_symbol_t,
-    hsa_executable_symbol_info_t,
-    *mut c_void,
-) -> hsa_status_t;
-pub type PoolAllocateFn =
-    unsafe extern "C" fn(hsa_amd_memory_pool_t, usize, u32, *mut *mut c_void) -> hsa_status_t;
-pub type PoolFreeFn = unsafe extern "C" fn(*mut c_void) -> hsa_status_t;
-pub type PointerInfoFn = unsafe extern "C" fn(
-    *const c_void,
-    *mut hsa_amd_pointer_info_t,
-    Option<unsafe extern "C" fn(usize) -> *mut c_void>,
-    *mut u32,
-    *mut *mut hsa_agent_t,
-) -> hsa_status_t;
+// ---- what the library does with each entry (the list) ------------------------------
 
-pub type ExecutableDestroyFn = unsafe extern "C" fn(hsa_executable_t) -> hsa_status_t;
-pub type SystemGetMajorExtensionTableFn =
-    unsafe extern "C" fn(u16, u16, usize, *mut c_void) -> hsa_status_t;
-pub type AgentCallback = unsafe extern "C" fn(hsa_agent_t, *mut c_void) -> hsa_status_t;
-pub type IterateAgentsFn = unsafe extern "C" fn(Option<AgentCallback>, *mut c_void) -> hsa_status_t;
-pub type AgentGetInfoFn =
-    unsafe extern "C" fn(hsa_agent_t, hsa_agent_info_t, *mut c_void) -> hsa_status_t;
-pub type SignalCreateFn = unsafe extern "C" fn(
-    hsa_signal_value_t,
-    u32,
-    *const hsa_agent_t,
-    *mut hsa_signal_t,
-) -> hsa_status_t;
-pub type SignalDestroyFn = unsafe extern "C" fn(hsa_signal_t) -> hsa_status_t;
-pub type SignalStoreFn = unsafe extern "C" fn(hsa_signal_t, hsa_signal_value_t);
-pub type SignalSubtractFn = unsafe extern "C" fn(hsa_signal_t, hsa_signal_value_t);
-pub type SignalWaitFn = unsafe extern "C" fn(
-    hsa_signal_t,
-    hsa_signal_condition_t,
-    hsa_signal_value_t,
-    u64,
-    hsa_wait_state_t,
-) -> hsa_signal_value_t;
-pub type PoolCallback = unsafe extern "C" fn(hsa_amd_memory_pool_t, *mut c_void) -> hsa_status_t;
-pub type IteratePoolsFn =
-    unsafe extern "C" fn(hsa_agent_t, Option<PoolCallback>, *mut c_void) -> hsa_status_t;
-pub type PoolGetInfoFn = unsafe extern "C" fn(
-    hsa_amd_memory_pool_t,
-    hsa_amd_memory_pool_info_t,
-    *mut c_void,
-) -> hsa_status_t;
-pub type AllowAccessFn =
-    unsafe extern "C" fn(u32, *const hsa_agent_t, *const u32, *const c_void) -> hsa_status_t;
-pub type AsyncCopyRectFn = unsafe extern "C" fn(
-    *const hsa_pitched_ptr_t,
-    *const hsa_dim3_t,
-    *const hsa_pitched_ptr_t,
-    *const hsa_dim3_t,
-    *const hsa_dim3_t,
-    hsa_agent_t,
-    hsa_amd_copy_direction_t,
-    u32,
-    *const hsa_signal_t,
-    hsa_signal_t,
-) -> hsa_status_t;
-#[cfg(hsa_vmem)]
-pub type AsyncCopyOnEngineFn = unsafe extern "C" fn(
-    *mut c_void,
-    hsa_agent_t,
-    *const c_void,
-    hsa_agent_t,
-    usize,
-    u32,
-    *const hsa_signal_t,
-    hsa_signal_t,
-    super::sys::hsa_amd_sdma_engine_id_t,
-    bool,
-) -> hsa_status_t;
-pub type SignalHandler = unsafe extern "C" fn(hsa_signal_value_t, *mut c_void) -> bool;
-pub type SignalAsyncHandlerFn = unsafe extern "C" fn(
-    hsa_signal_t,
-    hsa_signal_condition_t,
-    hsa_signal_value_t,
-    Option<SignalHandler>,
-    *mut c_void,
-) -> hsa_status_t;
-/// `hsa_amd_memory_async_copy`.
-pub type AsyncCopyFn = unsafe extern "C" fn(
-    *mut c_void,
-    hsa_agent_t,
-    *const c_void,
-    hsa_agent_t,
-    usize,
-    u32,
-    *const hsa_signal_t,
-    hsa_signal_t,
-) -> hsa_status_t;
+/// Which table an entry lives in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableKind {
+    /// `CoreApiTable`.
+    Core,
+    /// `AmdExtTable`.
+    Amd,
+}
 
-/// Reads one entry of a table through a raw pointer.
-macro_rules! read_entry {
-    ($table:expr, $field:ident) => {
-        // SAFETY: callers only read tables that passed `tables::validate`,
-        // which proved this entry lies inside the runtime's table.
-        unsafe { ptr::addr_of!((*$table).$field).read() }
+/// What the library does with an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Puts its wrapper in (`memory_tracker/wrappers.rs`), chaining to what
+    /// the table held.
+    Wrap,
+    /// Calls the runtime's entry.
+    Call,
+}
+
+/// Whether the library can do without an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// The table guard refuses a table without it.
+    Required,
+    /// Used when the runtime has it.
+    Optional,
+    /// Used only if the runtime has every entry of the named group (the
+    /// virtual-memory wrappers, the device kernels' entries).
+    Group(&'static str),
+}
+
+/// One entry of the list that the library wraps or calls.
+#[derive(Debug, Clone, Copy)]
+pub struct LibraryEntry {
+    /// The table it lives in.
+    pub table: TableKind,
+    /// The field's name in the table struct.
+    pub field: &'static str,
+    /// Its offset in the table.
+    pub offset: usize,
+    /// What the library does with it.
+    pub role: Role,
+    /// Whether the library can do without it.
+    pub need: Need,
+}
+
+macro_rules! table_struct {
+    (core) => {
+        CoreApiTable
+    };
+    (amd) => {
+        AmdExtTable
     };
 }
 
-/// Reads an optional entry: `None` when the table (`version.minor_id` bytes)
-/// ends before it, or it is NULL.
-macro_rules! read_optional {
-    ($table:expr, $ty:ty, $field:ident) => {{
-        let size = table_size($table.cast());
-        if std::mem::offset_of!($ty, $field) + std::mem::size_of::<usize>() <= size {
-            read_entry!($table, $field)
-        } else {
-            None
-        }
-    }};
+macro_rules! define_library_entries {
+    ($($table:ident $field:ident $name:ident $role:ident $need:ident;)*) => {
+        /// Every entry the library wraps or calls that the headers built
+        /// against carry, in the list's order.
+        pub const LIBRARY_ENTRIES: &[LibraryEntry] = &[$(
+            LibraryEntry {
+                table: <table_struct!($table) as ApiTable>::KIND,
+                field: stringify!($field),
+                offset: offset_of!(table_struct!($table), $field),
+                role: define_library_entries!(@role $role),
+                need: define_library_entries!(@need $need),
+            },
+        )*];
+    };
+    (@role wrap) => { Role::Wrap };
+    (@role call) => { Role::Call };
+    (@need required) => { Need::Required };
+    (@need optional) => { Need::Optional };
+    (@need $group:ident) => { Need::Group(stringify!($group)) };
 }
 
-/// A copy of a runtime table: the bytes the runtime filled (`minor_id`, at
-/// most the struct's size), zeros (`None` entries) past them.
-///
-/// # Safety
-/// `table` must have passed `tables::validate` for `T`.
-unsafe fn copy_of_table<T: Default>(table: *const T) -> T {
-    let mut copy = T::default();
-    let size = table_size(table.cast()).min(std::mem::size_of::<T>());
-    // SAFETY: the runtime's table holds `size` readable bytes (validated);
-    // `copy` is a distinct, writable T of at least that size; a table is
-    // plain data (integers and nullable function pointers), so any bytes
-    // the runtime wrote are a valid T.
-    unsafe { ptr::copy_nonoverlapping(table.cast::<u8>(), ptr::from_mut(&mut copy).cast(), size) };
-    copy
+kernel_replay_hsa_sys::library_entries!(define_library_entries);
+
+// ---- the tables --------------------------------------------------------------------
+
+/// An HSA API table the library installs into: plain data (integers and
+/// nullable function pointers) that starts with its `ApiTableVersion`.
+pub trait ApiTable: Copy + Default + 'static {
+    /// Which table it is.
+    const KIND: TableKind;
+    /// The struct's name, for messages.
+    const NAME: &'static str;
+    /// The major version of the headers built against.
+    const MAJOR_VERSION: u32;
+
+    /// The list's entries of this table.
+    fn library_entries() -> impl Iterator<Item = &'static LibraryEntry> {
+        LIBRARY_ENTRIES.iter().filter(|e| e.table == Self::KIND)
+    }
+}
+
+impl ApiTable for CoreApiTable {
+    const KIND: TableKind = TableKind::Core;
+    const NAME: &'static str = "CoreApiTable";
+    const MAJOR_VERSION: u32 = HSA_CORE_API_TABLE_MAJOR_VERSION;
+}
+
+impl ApiTable for AmdExtTable {
+    const KIND: TableKind = TableKind::Amd;
+    const NAME: &'static str = "AmdExtTable";
+    const MAJOR_VERSION: u32 = HSA_AMD_EXT_API_TABLE_MAJOR_VERSION;
 }
 
 /// `version.minor_id`: the table's size as the runtime filled it.
-fn table_size(table: *const super::sys::ApiTableVersion) -> usize {
-    // SAFETY: every table starts with its version (checked by the caller's
-    // validation before any entry is read).
-    unsafe { table.read_unaligned() }.minor_id as usize
+///
+/// # Safety
+/// `table` points to at least an `ApiTableVersion`.
+pub unsafe fn table_size<T: ApiTable>(table: *const T) -> usize {
+    // SAFETY: every table starts with its version (the caller's promise).
+    unsafe { table.cast::<ApiTableVersion>().read_unaligned() }.minor_id as usize
 }
 
-/// The core-table entries the library uses.
-#[derive(Clone, Copy)]
-pub struct CoreEntries {
-    /// What `hsa_memory_allocate_fn` held before the wrapper went in.
-    pub memory_allocate: MemoryAllocateFn,
-    /// What `hsa_memory_free_fn` held before the wrapper went in.
-    pub memory_free: MemoryFreeFn,
-    pub memory_copy: MemoryCopyFn,
-    pub iterate_agent_symbols: IterateAgentSymbolsFn,
-    pub symbol_get_info: SymbolGetInfoFn,
-    /// Entries the fast snapshot paths use when the runtime has them.
-    pub optional: OptionalCore,
+/// The entry at `offset` of a table, as an address (0: none).
+pub fn entry_at<T: ApiTable>(table: &T, offset: usize) -> usize {
+    debug_assert!(offset + size_of::<usize>() <= size_of::<T>());
+    // SAFETY: `offset` is a field's offset in T (the list's), inside the
+    // table, pointer-sized and aligned; a nullable function pointer reads as
+    // an address.
+    unsafe {
+        ptr::from_ref(table)
+            .cast::<u8>()
+            .add(offset)
+            .cast::<usize>()
+            .read()
+    }
 }
 
-/// Core entries the library uses when present: storage-tier discovery
-/// (agents), batched copies (signals), and the executable registry
-/// (`hsa_executable_destroy`, which the library wraps).
-#[derive(Clone, Copy, Default)]
-pub struct OptionalCore {
-    pub iterate_agents: Option<IterateAgentsFn>,
-    pub agent_get_info: Option<AgentGetInfoFn>,
-    pub signal_create: Option<SignalCreateFn>,
-    pub signal_destroy: Option<SignalDestroyFn>,
-    pub signal_store: Option<SignalStoreFn>,
-    pub signal_subtract: Option<SignalSubtractFn>,
-    pub signal_wait: Option<SignalWaitFn>,
-    /// What `hsa_executable_destroy_fn` held before the wrapper went in.
-    pub executable_destroy: Option<ExecutableDestroyFn>,
-    /// How the loader extension's table (and its executable iterator) is
-    /// found when the tool names no iterator.
-    pub system_get_major_extension_table: Option<SystemGetMajorExtensionTableFn>,
-    /// The whole table as the runtime filled it at install (entries past
-    /// its size read as `None`), before any wrapper went in: the un-wrapped
-    /// queue, ISA and code-object entries the library's own device kernels
-    /// use, typed by the bindings rather than by hand.
-    pub runtime: CoreApiTable,
+/// Sets the entry at `offset` of a table to `address`.
+///
+/// # Safety
+/// `address` is 0 or the address of a function of the entry's type.
+pub unsafe fn set_entry_at<T: ApiTable>(table: &mut T, offset: usize, address: usize) {
+    debug_assert!(offset + size_of::<usize>() <= size_of::<T>());
+    // SAFETY: as in `entry_at`; the caller vouches for the value, so the
+    // field holds a valid `Option` of its function type.
+    unsafe {
+        ptr::from_mut(table)
+            .cast::<u8>()
+            .add(offset)
+            .cast::<usize>()
+            .write(address)
+    }
 }
 
-/// AMD-extension entries the library uses when present: pool discovery,
-/// pinned host access, asynchronous copies (and the handler that watches an
-/// application copy's completion), and virtual memory.
-#[derive(Clone, Copy, Default)]
-pub struct OptionalAmd {
-    pub iterate_pools: Option<IteratePoolsFn>,
-    pub pool_get_info: Option<PoolGetInfoFn>,
-    pub allow_access: Option<AllowAccessFn>,
-    /// What `hsa_amd_memory_async_copy_fn` held before the fence's wrapper.
-    pub async_copy: Option<AsyncCopyFn>,
-    /// What `hsa_amd_memory_async_copy_rect_fn` held before the wrapper.
-    pub async_copy_rect: Option<AsyncCopyRectFn>,
-    /// What `hsa_amd_memory_async_copy_on_engine_fn` held (ROCm 6.0+).
-    #[cfg(hsa_vmem)]
-    pub async_copy_on_engine: Option<AsyncCopyOnEngineFn>,
-    pub signal_async_handler: Option<SignalAsyncHandlerFn>,
-    #[cfg(hsa_vmem)]
-    pub vmem: Option<vmem::VmemEntries>,
+/// What the runtime's table holds: the bytes it filled (`minor_id`, at most
+/// the struct's size), zeros (`None` entries) past them; then every group
+/// the runtime does not carry whole is dropped (all its entries `None`).
+///
+/// # Safety
+/// `table` must have passed `tables::validate`.
+pub unsafe fn capture<T: ApiTable>(table: *const T) -> T {
+    let mut copy = T::default();
+    // SAFETY: validated: the table starts with its version.
+    let size = unsafe { table_size(table) }.min(size_of::<T>());
+    // SAFETY: the runtime's table holds `size` readable bytes (validated);
+    // `copy` is a distinct, writable T of at least that size; a table is
+    // plain data, so any bytes the runtime wrote are a valid T.
+    unsafe { ptr::copy_nonoverlapping(table.cast::<u8>(), ptr::from_mut(&mut copy).cast(), size) };
+    drop_incomplete_groups(&mut copy);
+    copy
 }
 
-/// The AMD-extension-table entries the library uses.
-#[derive(Clone, Copy)]
-pub struct AmdEntries {
-    /// What `hsa_amd_memory_pool_allocate_fn` held before the wrapper went in.
-    pub pool_allocate: PoolAllocateFn,
-    /// What `hsa_amd_memory_pool_free_fn` held before the wrapper went in.
-    pub pool_free: PoolFreeFn,
-    pub pointer_info: PointerInfoFn,
-    pub optional: OptionalAmd,
-}
-
-impl CoreEntries {
-    /// Reads the entries out of a table.
-    ///
-    /// # Safety
-    /// `table` must have passed `tables::validate::<CoreApiTable>`.
-    pub unsafe fn capture(table: *const CoreApiTable) -> Option<Self> {
-        Some(CoreEntries {
-            memory_allocate: read_entry!(table, hsa_memory_allocate_fn)?,
-            memory_free: read_entry!(table, hsa_memory_free_fn)?,
-            memory_copy: read_entry!(table, hsa_memory_copy_fn)?,
-            iterate_agent_symbols: read_entry!(table, hsa_executable_iterate_agent_symbols_fn)?,
-            symbol_get_info: read_entry!(table, hsa_executable_symbol_get_info_fn)?,
-            optional: OptionalCore {
-                iterate_agents: read_optional!(table, CoreApiTable, hsa_iterate_agents_fn),
-                agent_get_info: read_optional!(table, CoreApiTable, hsa_agent_get_info_fn),
-                signal_create: read_optional!(table, CoreApiTable, hsa_signal_create_fn),
-                signal_destroy: read_optional!(table, CoreApiTable, hsa_signal_destroy_fn),
-                signal_store: read_optional!(table, CoreApiTable, hsa_signal_store_screlease_fn),
-                signal_subtract: read_optional!(
-                    table,
-                    CoreApiTable,
-                    hsa_signal_subtract_screlease_fn
-                ),
-                signal_wait: read_optional!(table, CoreApiTable, hsa_signal_wait_scacquire_fn),
-                executable_destroy: read_optional!(table, CoreApiTable, hsa_executable_destroy_fn),
-                system_get_major_extension_table: read_optional!(
-                    table,
-                    CoreApiTable,
-                    hsa_system_get_major_extension_table_fn
-                ),
-                // SAFETY: validated by the caller.
-                runtime: unsafe { copy_of_table(table) },
-            },
+/// Clears every entry of each group one of whose entries is `None`.
+pub fn drop_incomplete_groups<T: ApiTable>(table: &mut T) {
+    let incomplete: Vec<&'static str> = T::library_entries()
+        .filter_map(|e| match e.need {
+            Need::Group(group) if entry_at(table, e.offset) == 0 => Some(group),
+            _ => None,
         })
-    }
-
-    /// `hsa_memory_copy` through the captured (un-wrapped) entry.
-    ///
-    /// # Safety
-    /// `dst` and `src` must be valid for `size` bytes in the sense HSA
-    /// requires: host memory the caller owns, or device memory the runtime
-    /// knows to be live.
-    pub unsafe fn copy(
-        &self,
-        dst: *mut c_void,
-        src: *const c_void,
-        size: usize,
-    ) -> Result<(), hsa_status_t> {
-        // SAFETY: forwarded from the caller.
-        check(unsafe { (self.memory_copy)(dst, src, size) })
-    }
-
-    /// Reads one fixed-width symbol attribute.
-    ///
-    /// `T` must be the attribute's documented type (`hsa_symbol_kind_t`,
-    /// `u64` address, `u32` size): the runtime writes exactly that many bytes.
-    pub fn symbol_info<T: Copy>(
-        &self,
-        symbol: hsa_executable_symbol_t,
-        attribute: hsa_executable_symbol_info_t,
-    ) -> Result<T, hsa_status_t> {
-        let mut value = MaybeUninit::<T>::uninit();
-        // SAFETY: `value` is writable storage of the attribute's width.
-        check(unsafe { (self.symbol_get_info)(symbol, attribute, value.as_mut_ptr().cast()) })?;
-        // SAFETY: the runtime reported success, so it wrote the attribute.
-        Ok(unsafe { value.assume_init() })
+        .collect();
+    for entry in T::library_entries() {
+        if matches!(entry.need, Need::Group(group) if incomplete.contains(&group)) {
+            // SAFETY: 0 is `None` for every entry.
+            unsafe { set_entry_at(table, entry.offset, 0) };
+        }
     }
 }
 
-impl AmdEntries {
-    /// Reads the entries out of a table.
-    ///
-    /// # Safety
-    /// `table` must have passed `tables::validate::<AmdExtTable>`.
-    pub unsafe fn capture(table: *const AmdExtTable) -> Option<Self> {
-        Some(AmdEntries {
-            pool_allocate: read_entry!(table, hsa_amd_memory_pool_allocate_fn)?,
-            pool_free: read_entry!(table, hsa_amd_memory_pool_free_fn)?,
-            pointer_info: read_entry!(table, hsa_amd_pointer_info_fn)?,
-            optional: OptionalAmd {
-                iterate_pools: read_optional!(
-                    table,
-                    AmdExtTable,
-                    hsa_amd_agent_iterate_memory_pools_fn
-                ),
-                pool_get_info: read_optional!(table, AmdExtTable, hsa_amd_memory_pool_get_info_fn),
-                allow_access: read_optional!(table, AmdExtTable, hsa_amd_agents_allow_access_fn),
-                async_copy: read_optional!(table, AmdExtTable, hsa_amd_memory_async_copy_fn),
-                async_copy_rect: read_optional!(
-                    table,
-                    AmdExtTable,
-                    hsa_amd_memory_async_copy_rect_fn
-                ),
-                #[cfg(hsa_vmem)]
-                async_copy_on_engine: read_optional!(
-                    table,
-                    AmdExtTable,
-                    hsa_amd_memory_async_copy_on_engine_fn
-                ),
-                signal_async_handler: read_optional!(
-                    table,
-                    AmdExtTable,
-                    hsa_amd_signal_async_handler_fn
-                ),
-                #[cfg(hsa_vmem)]
-                vmem: (|| {
-                    Some(vmem::VmemEntries {
-                        handle_create: read_optional!(
-                            table,
-                            AmdExtTable,
-                            hsa_amd_vmem_handle_create_fn
-                        )?,
-                        map: read_optional!(table, AmdExtTable, hsa_amd_vmem_map_fn)?,
-                        unmap: read_optional!(table, AmdExtTable, hsa_amd_vmem_unmap_fn)?,
-                        set_access: read_optional!(table, AmdExtTable, hsa_amd_vmem_set_access_fn)?,
-                        get_access: read_optional!(table, AmdExtTable, hsa_amd_vmem_get_access_fn)?,
-                        properties_from_handle: read_optional!(
-                            table,
-                            AmdExtTable,
-                            hsa_amd_vmem_get_alloc_properties_from_handle_fn
-                        )?,
-                    })
-                })(),
-            },
-        })
-    }
+// ---- the captured entries --------------------------------------------------------
 
-    /// `hsa_amd_pointer_info` for one address, without the accessible-agents
-    /// list. Returns the runtime's answer with `size` set to what it filled.
-    /// The runtime only looks the address up; it never dereferences it.
-    pub fn pointer_info(&self, address: usize) -> Result<hsa_amd_pointer_info_t, hsa_status_t> {
-        let mut info = hsa_amd_pointer_info_t {
-            size: std::mem::size_of::<hsa_amd_pointer_info_t>() as u32,
-            ..Default::default()
-        };
-        // SAFETY: `info` is a properly sized, initialised struct with `size`
-        // set as the API requires; no allocator, so no agent list is written.
-        check(unsafe {
-            (self.pointer_info)(
-                address as *const c_void,
-                &mut info,
-                None,
-                ptr::null_mut(),
-                ptr::null_mut(),
-            )
-        })?;
-        Ok(info)
+/// The captured core table (see the module documentation).
+#[derive(Clone, Copy, Default)]
+pub struct CoreEntries(pub CoreApiTable);
+
+/// The captured AMD-extension table (see the module documentation).
+#[derive(Clone, Copy, Default)]
+pub struct AmdEntries(pub AmdExtTable);
+
+impl Deref for CoreEntries {
+    type Target = CoreApiTable;
+    fn deref(&self) -> &CoreApiTable {
+        &self.0
+    }
+}
+
+impl Deref for AmdEntries {
+    type Target = AmdExtTable;
+    fn deref(&self) -> &AmdExtTable {
+        &self.0
     }
 }
 
@@ -403,21 +243,51 @@ pub fn check(status: hsa_status_t) -> Result<(), hsa_status_t> {
     }
 }
 
-/// The loader-style executable iterator a tool hands to the library (the
-/// shape of `hsa_ven_amd_loader_iterate_executables`).
-/// Called by an executable iterator once per loaded executable.
-pub type ExecutableCallback = unsafe extern "C" fn(hsa_executable_t, *mut c_void) -> hsa_status_t;
-/// Lists the loaded executables (the shape of the AMD loader extension's
-/// `hsa_ven_amd_loader_iterate_executables`).
-pub type IterateExecutablesFn =
-    unsafe extern "C" fn(Option<ExecutableCallback>, *mut c_void) -> hsa_status_t;
+/// The entry, or the status a call the runtime cannot take answers.
+pub fn present<F>(entry: Option<F>) -> Result<F, hsa_status_t> {
+    entry.ok_or(HSA_STATUS_ERROR_NOT_INITIALIZED)
+}
 
 impl CoreEntries {
+    /// `hsa_memory_copy` through the captured (un-wrapped) entry.
+    ///
+    /// # Safety
+    /// `dst` and `src` must be valid for `size` bytes in the sense HSA
+    /// requires: host memory the caller owns, or device memory the runtime
+    /// knows to be live.
+    pub unsafe fn copy(
+        &self,
+        dst: *mut c_void,
+        src: *const c_void,
+        size: usize,
+    ) -> Result<(), hsa_status_t> {
+        let copy = present(self.hsa_memory_copy_fn)?;
+        // SAFETY: forwarded from the caller.
+        check(unsafe { copy(dst, src, size) })
+    }
+
+    /// Reads one fixed-width symbol attribute.
+    ///
+    /// `T` must be the attribute's documented type (`hsa_symbol_kind_t`,
+    /// `u64` address, `u32` size): the runtime writes exactly that many bytes.
+    pub fn symbol_info<T: Copy>(
+        &self,
+        symbol: hsa_executable_symbol_t,
+        attribute: hsa_executable_symbol_info_t,
+    ) -> Result<T, hsa_status_t> {
+        let get_info = present(self.hsa_executable_symbol_get_info_fn)?;
+        let mut value = MaybeUninit::<T>::uninit();
+        // SAFETY: `value` is writable storage of the attribute's width.
+        check(unsafe { get_info(symbol, attribute, value.as_mut_ptr().cast()) })?;
+        // SAFETY: the runtime reported success, so it wrote the attribute.
+        Ok(unsafe { value.assume_init() })
+    }
+
     /// The AMD loader extension's executable iterator
     /// (`hsa_ven_amd_loader_iterate_executables`, loader table 1.03), through
     /// `hsa_system_get_major_extension_table`, if the runtime has it.
     pub fn loader_executable_iterator(&self) -> Option<IterateExecutablesFn> {
-        let get_table = self.optional.system_get_major_extension_table?;
+        let get_table = self.hsa_system_get_major_extension_table_fn?;
         let mut table = MaybeUninit::<hsa_ven_amd_loader_1_03_pfn_t>::zeroed();
         // SAFETY: `table` is writable for the length given; ROCr copies at
         // most that many bytes of its loader table (1.03 and later are
@@ -426,7 +296,7 @@ impl CoreEntries {
             get_table(
                 HSA_EXTENSION_AMD_LOADER as u16,
                 1,
-                std::mem::size_of::<hsa_ven_amd_loader_1_03_pfn_t>(),
+                size_of::<hsa_ven_amd_loader_1_03_pfn_t>(),
                 table.as_mut_ptr().cast(),
             )
         };
@@ -439,63 +309,60 @@ impl CoreEntries {
     }
 }
 
-/// The virtual-memory entries the library wraps or asks (ROCm 6.0 and later
-/// tables; absent from older headers, and then nothing is wrapped).
-#[cfg(hsa_vmem)]
-pub mod vmem {
-    use std::ffi::c_void;
+impl AmdEntries {
+    /// `hsa_amd_memory_pool_allocate` through the captured (un-wrapped)
+    /// entry: the library's own memory is never tracked.
+    pub fn allocate(
+        &self,
+        pool: hsa_amd_memory_pool_t,
+        size: usize,
+        flags: u32,
+    ) -> Result<*mut c_void, hsa_status_t> {
+        let allocate = present(self.hsa_amd_memory_pool_allocate_fn)?;
+        let mut base = ptr::null_mut();
+        // SAFETY: a writable out-parameter.
+        check(unsafe { allocate(pool, size, flags, &mut base) })?;
+        Ok(base)
+    }
 
-    use super::super::sys::{
-        hsa_access_permission_t, hsa_amd_memory_access_desc_t, hsa_amd_memory_pool_t,
-        hsa_amd_memory_type_t, hsa_amd_vmem_alloc_handle_t,
-    };
-    use super::super::{hsa_agent_t, hsa_status_t};
+    /// `hsa_amd_memory_pool_free` through the captured entry.
+    ///
+    /// # Safety
+    /// `base` is memory the library allocated and no longer uses.
+    pub unsafe fn free(&self, base: *mut c_void) -> Result<(), hsa_status_t> {
+        let free = present(self.hsa_amd_memory_pool_free_fn)?;
+        // SAFETY: forwarded.
+        check(unsafe { free(base) })
+    }
 
-    pub type HandleCreateFn = unsafe extern "C" fn(
-        hsa_amd_memory_pool_t,
-        usize,
-        hsa_amd_memory_type_t,
-        u64,
-        *mut hsa_amd_vmem_alloc_handle_t,
-    ) -> hsa_status_t;
-    pub type MapFn = unsafe extern "C" fn(
-        *mut c_void,
-        usize,
-        usize,
-        hsa_amd_vmem_alloc_handle_t,
-        u64,
-    ) -> hsa_status_t;
-    pub type UnmapFn = unsafe extern "C" fn(*mut c_void, usize) -> hsa_status_t;
-    pub type SetAccessFn = unsafe extern "C" fn(
-        *mut c_void,
-        usize,
-        *const hsa_amd_memory_access_desc_t,
-        usize,
-    ) -> hsa_status_t;
-    pub type GetAccessFn = unsafe extern "C" fn(
-        *mut c_void,
-        *mut hsa_access_permission_t,
-        hsa_agent_t,
-    ) -> hsa_status_t;
-    pub type PropertiesFromHandleFn = unsafe extern "C" fn(
-        hsa_amd_vmem_alloc_handle_t,
-        *mut hsa_amd_memory_pool_t,
-        *mut hsa_amd_memory_type_t,
-    ) -> hsa_status_t;
-
-    /// What the runtime's AMD table held for the virtual-memory entries.
-    #[derive(Clone, Copy)]
-    pub struct VmemEntries {
-        /// Wrapped (a failure for lack of memory is retried once after the
-        /// library's retained arenas are released).
-        pub handle_create: HandleCreateFn,
-        /// Wrapped (the mapping is noted).
-        pub map: MapFn,
-        /// Wrapped (tracked mappings retired first).
-        pub unmap: UnmapFn,
-        /// Wrapped (mappings tracked once their owner may write them).
-        pub set_access: SetAccessFn,
-        pub get_access: GetAccessFn,
-        pub properties_from_handle: PropertiesFromHandleFn,
+    /// `hsa_amd_pointer_info` for one address, without the accessible-agents
+    /// list. Returns the runtime's answer with `size` set to what it filled.
+    /// The runtime only looks the address up; it never dereferences it.
+    pub fn pointer_info(&self, address: usize) -> Result<hsa_amd_pointer_info_t, hsa_status_t> {
+        let pointer_info = present(self.hsa_amd_pointer_info_fn)?;
+        let mut info = hsa_amd_pointer_info_t {
+            size: size_of::<hsa_amd_pointer_info_t>() as u32,
+            ..Default::default()
+        };
+        // SAFETY: `info` is a properly sized, initialised struct with `size`
+        // set as the API requires; no allocator, so no agent list is written.
+        check(unsafe {
+            pointer_info(
+                address as *const c_void,
+                &mut info,
+                None,
+                ptr::null_mut(),
+                ptr::null_mut(),
+            )
+        })?;
+        Ok(info)
     }
 }
+
+/// Called by an executable iterator once per loaded executable.
+pub type ExecutableCallback = unsafe extern "C" fn(hsa_executable_t, *mut c_void) -> hsa_status_t;
+/// Lists the loaded executables (the shape of the AMD loader extension's
+/// `hsa_ven_amd_loader_iterate_executables`), as a tool may hand it to the
+/// library.
+pub type IterateExecutablesFn =
+    unsafe extern "C" fn(Option<ExecutableCallback>, *mut c_void) -> hsa_status_t;

@@ -8,6 +8,7 @@
 
 pub(crate) mod entries;
 pub(crate) mod query;
+pub(crate) mod signals;
 pub(crate) mod tables;
 
 /// The raw bindings (the `kernel-replay-hsa-sys` crate): every HSA type,

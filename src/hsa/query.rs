@@ -19,7 +19,7 @@ pub fn device_type(core: &CoreEntries, agent: hsa_agent_t) -> Option<hsa_device_
 
 /// One attribute of an agent; `T` must be the attribute's documented type.
 pub fn agent_info<T: Copy>(core: &CoreEntries, agent: hsa_agent_t, attribute: u32) -> Option<T> {
-    let get_info = core.optional.agent_get_info?;
+    let get_info = core.hsa_agent_get_info_fn?;
     let mut value = MaybeUninit::<T>::uninit();
     // SAFETY: `value` is writable storage of the attribute's documented type.
     check(unsafe { get_info(agent, attribute, value.as_mut_ptr().cast()) }).ok()?;
@@ -33,7 +33,7 @@ pub fn pool_info<T: Copy>(
     pool: hsa_amd_memory_pool_t,
     attribute: hsa_amd_memory_pool_info_t,
 ) -> Option<T> {
-    let get_info = amd.optional.pool_get_info?;
+    let get_info = amd.hsa_amd_memory_pool_get_info_fn?;
     let mut value = MaybeUninit::<T>::uninit();
     // SAFETY: as in agent_info.
     check(unsafe { get_info(pool, attribute, value.as_mut_ptr().cast()) }).ok()?;
@@ -58,7 +58,7 @@ pub(crate) unsafe extern "C" fn collect<T>(item: T, data: *mut c_void) -> hsa_st
 /// Every agent, in the runtime's order.
 pub fn agents(core: &CoreEntries) -> Vec<hsa_agent_t> {
     let mut list: Vec<hsa_agent_t> = Vec::new();
-    if let Some(iterate) = core.optional.iterate_agents {
+    if let Some(iterate) = core.hsa_iterate_agents_fn {
         // SAFETY: the callback only pushes into `list`, which outlives the call.
         let status = unsafe {
             iterate(
@@ -76,7 +76,7 @@ pub fn agents(core: &CoreEntries) -> Vec<hsa_agent_t> {
 /// The pools of one agent.
 pub fn pools_of(amd: &AmdEntries, agent: hsa_agent_t) -> Vec<hsa_amd_memory_pool_t> {
     let mut list: Vec<hsa_amd_memory_pool_t> = Vec::new();
-    if let Some(iterate) = amd.optional.iterate_pools {
+    if let Some(iterate) = amd.hsa_amd_agent_iterate_memory_pools_fn {
         // SAFETY: as in agents().
         let status = unsafe {
             iterate(

@@ -21,44 +21,16 @@
 //! shorter table would itself be undefined behaviour.
 
 use std::fmt;
-use std::mem::{offset_of, size_of};
+use std::mem::size_of;
 
-use super::sys::{
-    ApiTableVersion, HSA_AMD_EXT_API_TABLE_MAJOR_VERSION, HSA_CORE_API_TABLE_MAJOR_VERSION,
-};
-use super::{AmdExtTable, CoreApiTable};
+use super::entries::{ApiTable, LibraryEntry, Need};
+use super::sys::ApiTableVersion;
 
-/// One table entry the library reads or replaces.
-pub struct UsedEntry {
-    /// The field's name in the table struct.
-    pub name: &'static str,
-    /// Its offset in the table.
-    pub offset: usize,
+/// The entries of a table the guard requires: those the list marks
+/// `required` (hsa-sys/hsa_entries.def).
+pub fn required_entries<T: ApiTable>() -> impl Iterator<Item = &'static LibraryEntry> {
+    T::library_entries().filter(|e| e.need == Need::Required)
 }
-
-macro_rules! used_entries {
-    ($table:ty: $($field:ident),+ $(,)?) => {
-        &[$(UsedEntry { name: stringify!($field), offset: offset_of!($table, $field) }),+]
-    };
-}
-
-/// Core-table entries the library reads (the un-wrapped copy and symbol
-/// queries) or replaces (the two allocation entry points).
-pub const CORE_ENTRIES_USED: &[UsedEntry] = used_entries!(CoreApiTable:
-    hsa_memory_allocate_fn,
-    hsa_memory_free_fn,
-    hsa_memory_copy_fn,
-    hsa_executable_iterate_agent_symbols_fn,
-    hsa_executable_symbol_get_info_fn,
-);
-
-/// AMD-extension entries the library reads (the classifier's pointer query)
-/// or replaces (the two pool entry points).
-pub const AMD_EXT_ENTRIES_USED: &[UsedEntry] = used_entries!(AmdExtTable:
-    hsa_amd_memory_pool_allocate_fn,
-    hsa_amd_memory_pool_free_fn,
-    hsa_amd_pointer_info_fn,
-);
 
 /// Why a table was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -123,33 +95,13 @@ impl fmt::Display for TableError {
     }
 }
 
-/// A table kind the guard knows: its name, expected major version and the
-/// entries the library uses.
-pub trait GuardedTable {
-    const NAME: &'static str;
-    const MAJOR_VERSION: u32;
-    const ENTRIES_USED: &'static [UsedEntry];
-}
-
-impl GuardedTable for CoreApiTable {
-    const NAME: &'static str = "CoreApiTable";
-    const MAJOR_VERSION: u32 = HSA_CORE_API_TABLE_MAJOR_VERSION;
-    const ENTRIES_USED: &'static [UsedEntry] = CORE_ENTRIES_USED;
-}
-
-impl GuardedTable for AmdExtTable {
-    const NAME: &'static str = "AmdExtTable";
-    const MAJOR_VERSION: u32 = HSA_AMD_EXT_API_TABLE_MAJOR_VERSION;
-    const ENTRIES_USED: &'static [UsedEntry] = AMD_EXT_ENTRIES_USED;
-}
-
 /// Checks the version and size of a table and that every used entry is set.
 ///
 /// # Safety
 /// `table` must be non-NULL and point to at least `size_of::<ApiTableVersion>()`
 /// readable bytes, followed by `version.minor_id - size_of::<ApiTableVersion>()`
 /// more (the runtime's promise about its own table).
-pub unsafe fn validate<T: GuardedTable>(table: *const T) -> Result<(), TableError> {
+pub unsafe fn validate<T: ApiTable>(table: *const T) -> Result<(), TableError> {
     // SAFETY: every table starts with its ApiTableVersion (hsa_api_trace.h
     // makes that the root of the table-passing ABI) and the caller promises
     // at least that much is readable.
@@ -168,13 +120,13 @@ pub unsafe fn validate<T: GuardedTable>(table: *const T) -> Result<(), TableErro
             expected: size_of::<T>(),
         });
     }
-    for entry in T::ENTRIES_USED {
+    for entry in required_entries::<T>() {
         let needed = entry.offset + size_of::<usize>();
         if (version.minor_id as usize) < needed {
             return Err(TableError::TooSmall {
                 table: T::NAME,
                 size: version.minor_id,
-                entry: entry.name,
+                entry: entry.field,
                 needed,
             });
         }
@@ -185,7 +137,7 @@ pub unsafe fn validate<T: GuardedTable>(table: *const T) -> Result<(), TableErro
         if value == 0 {
             return Err(TableError::MissingEntry {
                 table: T::NAME,
-                entry: entry.name,
+                entry: entry.field,
             });
         }
     }

@@ -56,7 +56,7 @@ pub fn snap(env: Env, agent: hsa_agent_t) -> Snapshot {
 }
 
 fn capture(env: Env, agent: hsa_agent_t) -> Result<Captured, Decline> {
-    let core = *env.core().ok_or(Decline::NotInitialized)?;
+    let core = env.core().ok_or(Decline::NotInitialized)?;
     // Resolved at install (kr_memory_tracker_init), so no allocation here.
     let policy = env.state.storage.policy.get();
     if env.tracker.gate.finalized() {
@@ -77,7 +77,7 @@ fn capture(env: Env, agent: hsa_agent_t) -> Result<Captured, Decline> {
     // frees included: a tracked region freed from here on is simply dropped
     // below, when its generation no longer matches.
     let baseline = policy == StoragePolicy::Baseline;
-    let variables = discovery::module_variables(env, &core, iterate, agent, !baseline)?;
+    let variables = discovery::module_variables(env, core, iterate, agent, !baseline)?;
     coverage::note_untracked(env, agent, &tracked);
     // No application copy may write the agent's tracked memory while it is
     // captured: wait for those in flight, hold new ones back.
@@ -112,7 +112,7 @@ pub(crate) fn fence_window(
 /// generation.
 fn capture_baseline(
     env: Env,
-    core: CoreEntries,
+    core: &'static CoreEntries,
     tracked: &[TrackedRegion],
     variables: &[DiscoveredVariable],
 ) -> Result<Captured, Decline> {
@@ -126,7 +126,7 @@ fn capture_baseline(
             // SAFETY: the host buffer holds region.size bytes; the device side
             // is a live allocation of at least that size (checked under the
             // lock we are holding).
-            unsafe { device_to_host(&core, &mut host, region.base) }
+            unsafe { device_to_host(core, &mut host, region.base) }
         });
         match copied {
             // Freed since the inventory was read: not part of this snapshot.
@@ -151,11 +151,11 @@ fn capture_baseline(
             Some(exe) => env.tracker.executables.live_view().contains(exe).then(|| {
                 // SAFETY: the variable's executable is loaded and cannot be
                 // unloaded while the view is held.
-                unsafe { device_to_host(&core, &mut host, address) }
+                unsafe { device_to_host(core, &mut host, address) }
             }),
             // SAFETY: the runtime reported this variable for the agent; its
             // storage lives as long as the executable, which is loaded now.
-            None => Some(unsafe { device_to_host(&core, &mut host, address) }),
+            None => Some(unsafe { device_to_host(core, &mut host, address) }),
         };
         match copied {
             // Unloaded since discovery: not part of this snapshot.
@@ -189,7 +189,7 @@ fn capture_baseline(
 /// (`copy_live_regions`). A declined capture releases its arenas at once.
 fn capture_into_arenas(
     env: Env,
-    core: CoreEntries,
+    core: &'static CoreEntries,
     agent: hsa_agent_t,
     policy: StoragePolicy,
     tracked: &[TrackedRegion],

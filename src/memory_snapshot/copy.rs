@@ -10,86 +10,11 @@
 
 use std::collections::VecDeque;
 use std::ffi::c_void;
-use std::sync::{Mutex, MutexGuard, PoisonError};
 
-use crate::hsa::entries::{AsyncCopyFn, CoreEntries, SignalStoreFn, SignalWaitFn};
+use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::sys::{hsa_signal_t, HSA_SIGNAL_CONDITION_LT, HSA_WAIT_STATE_BLOCKED};
 use crate::hsa::{hsa_agent_t, hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_SUCCESS};
 use crate::memory_snapshot::state::Env;
-
-/// The copy engine's completion signals, created once and reused (a
-/// runtime limits interrupt-capable signals, and creating one is a syscall).
-pub struct SignalPool(Mutex<Vec<hsa_signal_t>>);
-
-impl SignalPool {
-    /// No signal yet.
-    pub const fn new() -> Self {
-        SignalPool(Mutex::new(Vec::new()))
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Vec<hsa_signal_t>> {
-        self.0.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Takes `count` completion signals (value 1), creating what the pool
-    /// lacks; fewer (possibly none) if the runtime cannot create them.
-    pub fn take(&self, core: &CoreEntries, count: usize) -> Vec<hsa_signal_t> {
-        let mut taken = Vec::new();
-        if taken.try_reserve_exact(count).is_err() {
-            return taken;
-        }
-        {
-            let mut pool = self.lock();
-            while taken.len() < count {
-                match pool.pop() {
-                    Some(signal) => taken.push(signal),
-                    None => break,
-                }
-            }
-        }
-        let Some(create) = core.optional.signal_create else {
-            return taken;
-        };
-        while taken.len() < count {
-            let mut signal = hsa_signal_t { handle: 0 };
-            // SAFETY: a writable out-parameter; no consumer agents.
-            let status = unsafe { create(1, 0, std::ptr::null(), &mut signal) };
-            if status != HSA_STATUS_SUCCESS {
-                break;
-            }
-            taken.push(signal);
-        }
-        taken
-    }
-
-    /// Returns completion signals to the pool.
-    pub fn give_back(&self, signals: impl IntoIterator<Item = hsa_signal_t>) {
-        let mut pool = self.lock();
-        for signal in signals {
-            if pool.try_reserve(1).is_err() {
-                return;
-            }
-            pool.push(signal);
-        }
-    }
-
-    /// Destroys the pooled signals (finalize).
-    pub fn destroy(&self, core: &CoreEntries) {
-        let signals = std::mem::take(&mut *self.lock());
-        if let Some(destroy) = core.optional.signal_destroy {
-            for signal in signals {
-                // SAFETY: a signal this library created and no longer uses.
-                unsafe { destroy(signal) };
-            }
-        }
-    }
-}
-
-impl Default for SignalPool {
-    fn default() -> Self {
-        Self::new()
-    }
-}
 
 /// Copies in flight at once. Each holds one signal: a small, fixed number,
 /// since runtimes limit interrupt-capable signals.
@@ -131,10 +56,10 @@ struct Slot {
     value: i64,
 }
 
+/// Batched copies: the runtime has async copies and signals (checked once,
+/// when the copier is made).
 struct Batched {
-    async_copy: AsyncCopyFn,
-    store: SignalStoreFn,
-    wait: SignalWaitFn,
+    amd: &'static AmdEntries,
     /// Signals not in flight.
     idle: Vec<Slot>,
     in_flight: VecDeque<(usize, Slot)>,
@@ -171,16 +96,17 @@ impl<'a> Copier<'a> {
     }
 
     fn batched(env: Env, core: &CoreEntries, count: usize) -> Option<Batched> {
-        let async_copy = env.amd()?.optional.async_copy?;
-        let (store, wait) = (core.optional.signal_store?, core.optional.signal_wait?);
-        core.optional.signal_create?;
-        let signals = env.state.signals.take(core, count.clamp(1, WINDOW));
+        let amd = env.amd()?;
+        amd.hsa_amd_memory_async_copy_fn?;
+        core.hsa_signal_wait_scacquire_fn?;
+        let store = core.hsa_signal_store_screlease_fn?;
+        let signals = env.tracker.signals.take(core, count.clamp(1, WINDOW));
         if signals.is_empty() {
             return None;
         }
         let mut idle = Vec::new();
         if idle.try_reserve_exact(signals.len()).is_err() {
-            env.state.signals.give_back(signals);
+            env.tracker.signals.give_back(core, signals);
             return None;
         }
         for signal in signals {
@@ -193,15 +119,12 @@ impl<'a> Copier<'a> {
         }
         let mut in_flight = VecDeque::new();
         if in_flight.try_reserve(idle.len()).is_err() {
-            env.state
-                .signals
-                .give_back(idle.into_iter().map(|slot| slot.signal));
+            let signals = idle.into_iter().map(|slot| slot.signal);
+            env.tracker.signals.give_back(core, signals);
             return None;
         }
         Some(Batched {
-            async_copy,
-            store,
-            wait,
+            amd,
             idle,
             in_flight,
         })
@@ -222,11 +145,17 @@ impl<'a> Copier<'a> {
             return;
         }
         let Copier {
-            batched, finished, ..
+            batched,
+            finished,
+            core,
+            ..
         } = self;
-        if let (true, Some(batched)) = (transfer.async_ok, batched.as_mut()) {
+        let batched = batched.as_mut().filter(|_| transfer.async_ok);
+        if let Some((async_copy, batched)) =
+            batched.and_then(|b| Some((b.amd.hsa_amd_memory_async_copy_fn?, b)))
+        {
             if batched.idle.is_empty() {
-                if let Some(done) = Self::complete_oldest(batched) {
+                if let Some(done) = Self::complete_oldest(core, batched) {
                     finished.record(done);
                 }
             }
@@ -234,7 +163,7 @@ impl<'a> Copier<'a> {
                 // SAFETY: the caller's promise about both sides; no
                 // dependencies; the signal is ours until completed.
                 let status = unsafe {
-                    (batched.async_copy)(
+                    async_copy(
                         transfer.dst as *mut c_void,
                         transfer.dst_agent,
                         transfer.src as *const c_void,
@@ -272,13 +201,19 @@ impl<'a> Copier<'a> {
     }
 
     /// Waits for the oldest copy in flight.
-    fn complete_oldest(batched: &mut Batched) -> Option<Outcome> {
+    fn complete_oldest(core: &CoreEntries, batched: &mut Batched) -> Option<Outcome> {
+        let (Some(wait), Some(store)) = (
+            core.hsa_signal_wait_scacquire_fn,
+            core.hsa_signal_store_screlease_fn,
+        ) else {
+            return None;
+        };
         let (index, mut slot) = batched.in_flight.pop_front()?;
         // SAFETY: a signal of ours with one copy in flight: it drops below
         // its value when the copy completes, by one on success; ROCr marks a
         // failed copy by a negative value.
         let value = unsafe {
-            (batched.wait)(
+            wait(
                 slot.signal,
                 HSA_SIGNAL_CONDITION_LT,
                 slot.value,
@@ -291,7 +226,7 @@ impl<'a> Copier<'a> {
             Ok(())
         } else {
             // SAFETY: the copy is done; the signal is ours again.
-            unsafe { (batched.store)(slot.signal, SIGNAL_START) };
+            unsafe { store(slot.signal, SIGNAL_START) };
             slot.value = SIGNAL_START;
             Err(HSA_STATUS_ERROR)
         };
@@ -313,7 +248,7 @@ impl<'a> Copier<'a> {
 
     fn drain(&mut self) {
         if let Some(batched) = self.batched.as_mut() {
-            while let Some(done) = Self::complete_oldest(batched) {
+            while let Some(done) = Self::complete_oldest(self.core, batched) {
                 self.finished.record(done);
             }
         }
@@ -337,7 +272,7 @@ impl Drop for Copier<'_> {
         self.drain();
         if let Some(batched) = self.batched.take() {
             let signals = batched.idle.into_iter().map(|slot| slot.signal);
-            self.env.state.signals.give_back(signals);
+            self.env.tracker.signals.give_back(self.core, signals);
         }
     }
 }

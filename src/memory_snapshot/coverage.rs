@@ -11,7 +11,8 @@
 //! and kernel buffers is what a snapshot does not cover. A snapshot logs it
 //! once per agent when it passes [`LOG_THRESHOLD`], and the stats carry the last figure.
 
-use std::sync::{Mutex, PoisonError};
+use crate::support::sync::Recover;
+use std::sync::Mutex;
 
 use log::warn;
 
@@ -115,7 +116,7 @@ pub fn note_untracked(env: Env, agent: hsa_agent_t, tracked: &[TrackedRegion]) {
         return;
     }
     let first = {
-        let mut logged = LOGGED.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut logged = LOGGED.locked();
         let first = !logged.contains(&agent.handle);
         if first && logged.try_reserve(1).is_ok() {
             logged.push(agent.handle);

@@ -240,10 +240,16 @@ fn walk_symbols(
         variables: Vec::new(),
         error: None,
     };
+    let iterate =
+        core.hsa_executable_iterate_agent_symbols_fn
+            .ok_or(DiscoveryError::SymbolWalk {
+                executable: executable.handle,
+                status: crate::hsa::HSA_STATUS_ERROR_NOT_INITIALIZED,
+            })?;
     // SAFETY: `walk` outlives the call and is reached only through `data`,
     // by one callback at a time.
     let status = unsafe {
-        (core.iterate_agent_symbols)(
+        iterate(
             executable,
             agent,
             Some(on_symbol),

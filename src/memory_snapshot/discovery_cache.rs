@@ -9,7 +9,8 @@
 //! executable is a new key, so the cache never answers for it; entries of
 //! executables no longer loaded are dropped at the next discovery.
 
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use crate::support::sync::Recover;
+use std::sync::{Mutex, MutexGuard};
 
 use super::discovery::ModuleVariable;
 use crate::memory_tracker::executables::{LiveExecutables, LoadedExecutable};
@@ -30,7 +31,7 @@ impl DiscoveryCache {
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<(CacheKey, Vec<ModuleVariable>)>> {
-        self.entries.lock().unwrap_or_else(PoisonError::into_inner)
+        self.entries.locked()
     }
 
     /// Runs `use_variables` on the cached variables of an executable for an

@@ -68,7 +68,7 @@ pub struct Snapshot {
 
 pub(crate) struct Captured {
     /// The entries the capture used; restore writes back through the same.
-    pub(crate) core: CoreEntries,
+    pub(crate) core: &'static CoreEntries,
     pub(crate) regions: Vec<Region>,
     /// Arenas by tier; dropped (returned for reuse) with the snapshot.
     pub(crate) leases: [Option<Lease>; 3],
@@ -235,7 +235,7 @@ pub(crate) fn copy_live_regions(
     mut skipped: impl FnMut(usize),
 ) -> Option<(Finished, DeviceOutcome)> {
     let count = captured.regions.len();
-    let mut copier = Copier::new(env, &captured.core, count, batch)?;
+    let mut copier = Copier::new(env, captured.core, count, batch)?;
     let mut device = DeviceBatch::new(captured.device.as_ref(), agent, to_device, count)?;
     let live = env.tracker.inventory.live_view();
     let mut live = live.cursor();
@@ -256,7 +256,7 @@ pub(crate) fn copy_live_regions(
         }
     }
     let outcome = match env.amd() {
-        Some(amd) => device.run(&captured.core, amd, &mut copier),
+        Some(amd) => device.run(captured.core, amd, &mut copier),
         None => DeviceOutcome::default(),
     };
     Some((copier.finish(), outcome))

@@ -3,10 +3,10 @@
 //! discovery cached, whether copies are batched — and [`Env`], the tracker
 //! and that state together, which every snapshot and restore works on.
 
+use crate::support::sync::RecoverRw;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{PoisonError, RwLock};
+use std::sync::RwLock;
 
-use super::copy::SignalPool;
 use super::device::DeviceKernels;
 use super::discovery_cache::DiscoveryCache;
 use super::storage::arena::Storage;
@@ -20,8 +20,6 @@ pub struct SnapshotState {
     executable_iterator: RwLock<Option<IterateExecutablesFn>>,
     /// Storage policy, budgets, retained arenas.
     pub storage: Storage,
-    /// The copy engine's completion signals.
-    pub signals: SignalPool,
     /// Module variables of loaded executables, per agent.
     pub discovery_cache: DiscoveryCache,
     /// The library's own kernels, per agent, and the strategy.
@@ -44,7 +42,6 @@ impl SnapshotState {
         SnapshotState {
             executable_iterator: RwLock::new(None),
             storage: Storage::new(),
-            signals: SignalPool::new(),
             discovery_cache: DiscoveryCache::new(),
             kernels: DeviceKernels::new(),
             batch_copies: AtomicU8::new(UNRESOLVED),
@@ -55,17 +52,11 @@ impl SnapshotState {
     /// Sets the executable iterator snapshots use instead of the runtime
     /// loader's own; `None` goes back to the loader's.
     pub fn set_executable_iterator(&self, iterate: Option<IterateExecutablesFn>) {
-        *self
-            .executable_iterator
-            .write()
-            .unwrap_or_else(PoisonError::into_inner) = iterate;
+        *self.executable_iterator.write_locked() = iterate;
     }
 
     fn executable_iterator_set(&self) -> Option<IterateExecutablesFn> {
-        *self
-            .executable_iterator
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
+        *self.executable_iterator.read_locked()
     }
 
     /// Whether copies are batched where the runtime can: on unless
@@ -205,15 +196,12 @@ impl Env {
         released
     }
 
-    /// The teardown: retained arenas and pooled signals go back to the
-    /// runtime now; arenas still leased go back when their snapshots are
-    /// freed. (The tracker's own teardown is `memory_tracker::finalize`.)
+    /// The teardown: retained arenas go back to the runtime now; arenas
+    /// still leased go back when their snapshots are freed. (The tracker's
+    /// own teardown, `memory_tracker::finalize`, destroys the signals.)
     pub fn finalize(self) {
         self.state.kernels.finalize();
         self.state.storage.trim(self);
-        if let Some(core) = self.core() {
-            self.state.signals.destroy(core);
-        }
         self.state.discovery_cache.clear();
     }
 }

@@ -22,13 +22,15 @@
 //! batch-copy function makes for the library, on the thread the library
 //! called it on, pass open windows too ([`delegate`]).
 
+use crate::support::sync::Recover;
 use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::hsa::entries::{CoreEntries, SignalAsyncHandlerFn};
+use crate::hsa::entries::{AmdEntries, CoreEntries};
+use crate::hsa::signals::SignalPool;
 use crate::hsa::sys::{hsa_signal_t, hsa_signal_value_t, HSA_SIGNAL_CONDITION_LT};
 use crate::hsa::HSA_STATUS_SUCCESS;
 
@@ -42,14 +44,12 @@ struct AgentFence {
     windows: u32,
 }
 
-/// The fences of every agent, and the proxy signals they reuse.
+/// The fences of every agent.
 pub struct Fences {
     agents: Mutex<Vec<AgentFence>>,
     /// Notified whenever a count drops or a window closes.
     changed: Condvar,
     timeout_ns: AtomicU64,
-    /// Proxy signals not in use (value 1).
-    idle_proxies: Mutex<Vec<hsa_signal_t>>,
 }
 
 impl Fences {
@@ -58,12 +58,11 @@ impl Fences {
             agents: Mutex::new(Vec::new()),
             changed: Condvar::new(),
             timeout_ns: AtomicU64::new(DEFAULT_TIMEOUT.as_nanos() as u64),
-            idle_proxies: Mutex::new(Vec::new()),
         }
     }
 
     fn lock(&self) -> MutexGuard<'_, Vec<AgentFence>> {
-        self.agents.lock().unwrap_or_else(PoisonError::into_inner)
+        self.agents.locked()
     }
 
     pub fn set_timeout(&self, timeout: Duration) {
@@ -174,56 +173,6 @@ impl Fences {
         drop(agents);
         self.changed.notify_all();
     }
-
-    /// A proxy signal (value 1), reused or created.
-    fn take_proxy(&self, core: &CoreEntries) -> Option<hsa_signal_t> {
-        if let Some(signal) = self
-            .idle_proxies
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .pop()
-        {
-            return Some(signal);
-        }
-        let create = core.optional.signal_create?;
-        let mut signal = hsa_signal_t { handle: 0 };
-        // SAFETY: a writable out-parameter; no consumer list.
-        let status = unsafe { create(1, 0, std::ptr::null(), &mut signal) };
-        (status == HSA_STATUS_SUCCESS).then_some(signal)
-    }
-
-    fn return_proxy(&self, core: &CoreEntries, signal: hsa_signal_t) {
-        if let Some(store) = core.optional.signal_store {
-            // SAFETY: our own signal, no longer in use.
-            unsafe { store(signal, 1) };
-        }
-        let mut idle = self
-            .idle_proxies
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
-        if idle.try_reserve(1).is_ok() {
-            idle.push(signal);
-        } else if let Some(destroy) = core.optional.signal_destroy {
-            // SAFETY: our own signal, no longer in use.
-            unsafe { destroy(signal) };
-        }
-    }
-
-    /// Destroys the idle proxy signals (finalize).
-    pub fn destroy_proxies(&self, core: &CoreEntries) {
-        let signals = std::mem::take(
-            &mut *self
-                .idle_proxies
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner),
-        );
-        if let Some(destroy) = core.optional.signal_destroy {
-            for signal in signals {
-                // SAFETY: our own signals, none in use.
-                unsafe { destroy(signal) };
-            }
-        }
-    }
 }
 
 impl Default for Fences {
@@ -249,7 +198,8 @@ impl Drop for Window<'_> {
 /// One fenced copy: what its proxy's handler needs.
 struct InFlight {
     fences: &'static Fences,
-    core: CoreEntries,
+    signals: &'static SignalPool,
+    core: &'static CoreEntries,
     agents: [Option<u64>; 2],
     application_signal: hsa_signal_t,
     proxy: hsa_signal_t,
@@ -261,26 +211,32 @@ struct InFlight {
 /// no memory for the bookkeeping) go through unfenced.
 pub fn fenced_copy(
     fences: &'static Fences,
-    core: &CoreEntries,
-    async_handler: Option<SignalAsyncHandlerFn>,
+    signals: &'static SignalPool,
+    (core, amd): (&'static CoreEntries, &AmdEntries),
     agents: [Option<u64>; 2],
     application_signal: hsa_signal_t,
     submit: impl FnOnce(hsa_signal_t) -> crate::hsa::hsa_status_t,
 ) -> crate::hsa::hsa_status_t {
-    let Some(async_handler) = async_handler else {
+    let (Some(async_handler), Some(store)) = (
+        amd.hsa_amd_signal_async_handler_fn,
+        core.hsa_signal_store_screlease_fn,
+    ) else {
         return submit(application_signal);
     };
-    let Some(proxy) = fences.take_proxy(core) else {
+    let Some(proxy) = signals.take_one(core) else {
         return submit(application_signal);
     };
+    // SAFETY: our signal, not in use: armed below at 1.
+    unsafe { store(proxy, 1) };
     let Some(state) = crate::support::fallible::leak(InFlight {
         fences,
-        core: *core,
+        signals,
+        core,
         agents,
         application_signal,
         proxy,
     }) else {
-        fences.return_proxy(core, proxy);
+        signals.give_back(core, [proxy]);
         return submit(application_signal);
     };
     let mut entered = [None, None];
@@ -313,10 +269,8 @@ pub fn fenced_copy(
     if status != HSA_STATUS_SUCCESS {
         // The runtime took no copy: complete the proxy ourselves with a
         // value the handler forwards as "nothing to do".
-        if let Some(store) = core.optional.signal_store {
-            // SAFETY: our proxy; the armed handler fires and frees the state.
-            unsafe { store(proxy, FORWARD_NOTHING) };
-        }
+        // SAFETY: our proxy; the armed handler fires and frees the state.
+        unsafe { store(proxy, FORWARD_NOTHING) };
     }
     status
 }
@@ -354,7 +308,7 @@ impl InFlight {
     /// counted in flight its proxy is idle, so a finalize that waited for
     /// the count destroys it.
     fn release(&self) {
-        self.fences.return_proxy(&self.core, self.proxy);
+        self.signals.give_back(self.core, [self.proxy]);
         for agent in self.agents.into_iter().flatten() {
             self.fences.leave(agent);
         }
@@ -368,16 +322,16 @@ unsafe extern "C" fn on_copy_done(value: hsa_signal_value_t, arg: *mut c_void) -
         // SAFETY: the state leaked by fenced_copy for this handler, which
         // runs once (it returns false: not re-armed).
         let state = unsafe { Box::from_raw(arg.cast::<InFlight>()) };
-        let core = &state.core;
+        let core = state.core;
         if value < 0 && value != FORWARD_NOTHING {
             // A failed copy: the runtime marks it with a negative value.
-            if let Some(store) = core.optional.signal_store {
+            if let Some(store) = core.hsa_signal_store_screlease_fn {
                 // SAFETY: the application's completion signal, as the
                 // runtime would have written it.
                 unsafe { store(state.application_signal, value) };
             }
         } else if value == 0 {
-            if let Some(subtract) = core.optional.signal_subtract {
+            if let Some(subtract) = core.hsa_signal_subtract_screlease_fn {
                 // SAFETY: as above: one completed copy takes it down by one.
                 unsafe { subtract(state.application_signal, 1) };
             }

@@ -24,10 +24,11 @@
 //! Captured entries are replaced, never freed: a wrapper running on another
 //! thread may still be reading the old ones.
 
+use crate::support::sync::Recover;
 use std::ffi::{c_char, c_int, c_void};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
 /// One table entry the library replaces: its offset in the table and the
 /// wrapper it puts there.
@@ -83,7 +84,7 @@ impl<E: 'static> Hooks<E> {
     }
 
     fn state(&self) -> MutexGuard<'_, HookState<E>> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.locked()
     }
 
     /// The captured entries, once installed. On the allocation path: one

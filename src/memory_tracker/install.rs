@@ -11,18 +11,16 @@
 //! inventory and the executable registry recorded before: frees and unloads
 //! made while the wrappers were out were not seen. See `hooks.rs`.
 
-use std::sync::{Mutex, PoisonError};
+use crate::support::sync::Recover;
+use std::mem::offset_of;
+use std::sync::Mutex;
 
 use log::{info, warn};
 
-use std::mem::offset_of;
-
 use super::TRACKER;
-#[cfg(hsa_vmem)]
-use crate::hsa::entries::{vmem, AsyncCopyOnEngineFn};
 use crate::hsa::entries::{
-    AmdEntries, AsyncCopyFn, AsyncCopyRectFn, CoreEntries, ExecutableDestroyFn, MemoryAllocateFn,
-    MemoryFreeFn, PoolAllocateFn, PoolFreeFn,
+    capture, drop_incomplete_groups, entry_at, set_entry_at, AmdEntries, ApiTable, CoreEntries,
+    Role,
 };
 use crate::hsa::tables::{self, TableError};
 use crate::hsa::{AmdExtTable, CoreApiTable};
@@ -72,7 +70,7 @@ pub unsafe fn install(
         warn!("another copy of kernel-replay (version {version}) installed its wrappers in this process first; this copy installs nothing");
         return InstallOutcome::AlreadyInstalled;
     }
-    let _serialised = INSTALL.lock().unwrap_or_else(PoisonError::into_inner);
+    let _serialised = INSTALL.locked();
 
     // Every table is checked before anything is changed.
     let checks = [
@@ -145,94 +143,83 @@ unsafe fn may_install<E>(hooks: &Hooks<E>, table: *mut u8) -> Option<Kind> {
     }
 }
 
-/// The entries one installation replaces, built entry by entry: each
-/// captured entry becomes the next pointer of our wrapper, unless the table
-/// holds our own wrapper there (it must never chain to itself): then the
-/// previous installation's next pointer is kept.
-struct Chain {
-    hooked: [Hooked; MAX_HOOKED],
-    chained_to: [usize; MAX_HOOKED],
-    used: usize,
-    /// A required entry could not be chained.
+/// The tables as our wrappers fill them: each entry the list marks `WRAP`
+/// holds its wrapper (`wrappers::<name>`, which must have exactly the
+/// field's type), every other entry `None`.
+macro_rules! wrapper_tables {
+    ($($table:ident $field:ident $name:ident $role:ident $need:ident;)*) => {
+        fn wrapper_tables() -> (CoreApiTable, AmdExtTable) {
+            let mut core = CoreApiTable::default();
+            let mut amd = AmdExtTable::default();
+            $(wrapper_tables!(@put $role $table core amd $field $name);)*
+            (core, amd)
+        }
+    };
+    (@put wrap core $core:ident $amd:ident $field:ident $name:ident) => {
+        $core.$field = Some(wrappers::$name);
+    };
+    (@put wrap amd $core:ident $amd:ident $field:ident $name:ident) => {
+        $amd.$field = Some(wrappers::$name);
+    };
+    (@put call $table:ident $core:ident $amd:ident $field:ident $name:ident) => {};
+}
+
+kernel_replay_hsa_sys::library_entries!(wrapper_tables);
+
+/// The entries one installation replaces: each wrapped entry of the table
+/// gets our wrapper, and the captured copy the entry it chains to: what the
+/// table held, unless the table holds our own wrapper there (it must never
+/// chain to itself): then the previous installation's next entry.
+struct Chain<T> {
+    /// The runtime's entries, each wrapped one replaced by its next.
+    entries: T,
+    hooked: Vec<Hooked>,
+    chained_to: Vec<usize>,
+    /// An entry holds our wrapper with nothing to chain it to.
     refused: bool,
 }
 
-/// Most entries of one table the library replaces.
-const MAX_HOOKED: usize = 12;
-
-impl Chain {
-    fn new() -> Self {
-        Chain {
-            hooked: [Hooked {
-                offset: 0,
-                wrapper: 0,
-            }; MAX_HOOKED],
-            chained_to: [0; MAX_HOOKED],
-            used: 0,
-            refused: false,
+impl<T: ApiTable> Chain<T> {
+    /// Plans the installation into a table whose entries were captured.
+    fn plan(mut entries: T, ours: &T, previous: Option<&T>) -> Option<Self> {
+        let mut refused = false;
+        for entry in T::library_entries().filter(|e| e.role == Role::Wrap) {
+            let found = entry_at(&entries, entry.offset);
+            let wrapper = entry_at(ours, entry.offset);
+            let next = match previous {
+                _ if found != wrapper => found,
+                Some(previous) => entry_at(previous, entry.offset),
+                None => 0,
+            };
+            refused |= found != 0 && next == 0;
+            // SAFETY: `next` is 0 or an entry of this field, from this table
+            // or the one the previous installation captured.
+            unsafe { set_entry_at(&mut entries, entry.offset, next) };
         }
-    }
-
-    /// Chains one entry the table has: returns the next pointer our wrapper
-    /// calls, or `None` (the entry refuses the installation).
-    fn link<F: Copy>(
-        &mut self,
-        found: F,
-        offset: usize,
-        wrapper: usize,
-        previous: Option<F>,
-        address: fn(F) -> usize,
-    ) -> Option<F> {
-        let next = if address(found) != wrapper {
-            Some(found)
-        } else {
-            previous
-        };
-        match (next, self.used < MAX_HOOKED) {
-            (Some(next), true) => {
-                self.hooked[self.used] = Hooked { offset, wrapper };
-                self.chained_to[self.used] = address(next);
-                self.used += 1;
-                Some(next)
-            }
-            _ => {
-                self.refused = true;
-                None
-            }
+        // A group the runtime does not carry whole is left alone.
+        drop_incomplete_groups(&mut entries);
+        let wrapped = T::library_entries()
+            .filter(|e| e.role == Role::Wrap && entry_at(&entries, e.offset) != 0);
+        let (mut hooked, mut chained_to) = (Vec::new(), Vec::new());
+        for entry in wrapped {
+            hooked.try_reserve(1).ok()?;
+            chained_to.try_reserve(1).ok()?;
+            hooked.push(Hooked {
+                offset: entry.offset,
+                wrapper: entry_at(ours, entry.offset),
+            });
+            chained_to.push(entry_at(&entries, entry.offset));
         }
+        Some(Chain {
+            entries,
+            hooked,
+            chained_to,
+            refused,
+        })
     }
 
-    /// Chains a required entry (the table has it: validated).
-    fn required<F: Copy>(
-        &mut self,
-        found: F,
-        offset: usize,
-        wrapper: usize,
-        previous: Option<F>,
-        address: fn(F) -> usize,
-    ) -> F {
-        self.link(found, offset, wrapper, previous, address)
-            .unwrap_or(found)
-    }
-
-    /// Chains an entry the table may lack (then nothing is wrapped).
-    fn optional<F: Copy>(
-        &mut self,
-        found: Option<F>,
-        offset: usize,
-        wrapper: usize,
-        previous: Option<F>,
-        address: fn(F) -> usize,
-    ) -> Option<F> {
-        self.link(found?, offset, wrapper, previous, address)
-    }
-
-    fn hooked(&self) -> &[Hooked] {
-        &self.hooked[..self.used]
-    }
-
-    fn chained_to(&self) -> &[usize] {
-        &self.chained_to[..self.used]
+    fn wraps(&self, offset: usize) -> bool {
+        self.hooked.iter().any(|hooked| hooked.offset == offset)
     }
 }
 
@@ -242,25 +229,25 @@ impl Chain {
 /// # Safety
 /// `table` passed `tables::validate`; every hooked offset is an entry the
 /// table has (an entry the capture read from it).
-unsafe fn put_in<E>(
+unsafe fn put_in<E, T: ApiTable>(
     hooks: &Hooks<E>,
     table: *mut u8,
     entries: E,
-    chain: &Chain,
+    chain: &Chain<T>,
     reinstall: bool,
 ) -> Kind {
     if chain.refused {
         warn!("the table holds this library's wrapper and nothing to chain it to; not installed");
         return Kind::Refused;
     }
-    if !hooks.record(table, entries, chain.hooked(), chain.chained_to()) {
+    if !hooks.record(table, entries, &chain.hooked, &chain.chained_to) {
         warn!("no host memory to record the installation; not installed");
         return Kind::Refused;
     }
     if reinstall {
         forget_unseen(&TRACKER);
     }
-    for hooked in chain.hooked() {
+    for hooked in &chain.hooked {
         // SAFETY: the caller's promise; the entries are recorded first, so
         // the wrappers never run without a next pointer. A tool's OnLoad may
         // patch the runtime's dispatch table.
@@ -278,47 +265,45 @@ unsafe fn put_in<E>(
     }
 }
 
+/// Captures a table and puts the wrappers in.
+///
 /// # Safety
 /// `table` passed `tables::validate`.
-unsafe fn install_core(table: *mut CoreApiTable) -> Kind {
-    let hooks = &TRACKER.core_hooks;
+unsafe fn install_table<E: Copy, T: ApiTable>(
+    hooks: &Hooks<E>,
+    table: *mut T,
+    ours: &T,
+    unwrap: fn(&E) -> &T,
+    wrap: fn(T) -> E,
+) -> (Kind, Option<Chain<T>>) {
     let raw = table.cast::<u8>();
     // SAFETY: forwarded.
     if let Some(kind) = unsafe { may_install(hooks, raw) } {
-        return kind;
+        return (kind, None);
     }
     let previous = hooks.entries().copied();
     // SAFETY: validated by the caller.
-    let Some(mut entries) = (unsafe { CoreEntries::capture(table) }) else {
-        return Kind::Refused;
+    let captured = unsafe { capture(table.cast_const()) };
+    let Some(chain) = Chain::plan(captured, ours, previous.as_ref().map(unwrap)) else {
+        warn!("no host memory to plan the installation; not installed");
+        return (Kind::Refused, None);
     };
-    let mut chain = Chain::new();
-    entries.memory_allocate = chain.required(
-        entries.memory_allocate,
-        offset_of!(CoreApiTable, hsa_memory_allocate_fn),
-        wrappers::memory_allocate as MemoryAllocateFn as usize,
-        previous.map(|p| p.memory_allocate),
-        |f| f as usize,
-    );
-    entries.memory_free = chain.required(
-        entries.memory_free,
-        offset_of!(CoreApiTable, hsa_memory_free_fn),
-        wrappers::memory_free as MemoryFreeFn as usize,
-        previous.map(|p| p.memory_free),
-        |f| f as usize,
-    );
-    // The destroy wrapper goes in only where the table has the entry; with
-    // it, the executable registry can vouch for module variables.
-    entries.optional.executable_destroy = chain.optional(
-        entries.optional.executable_destroy,
-        offset_of!(CoreApiTable, hsa_executable_destroy_fn),
-        wrappers::executable_destroy as ExecutableDestroyFn as usize,
-        previous.and_then(|p| p.optional.executable_destroy),
-        |f| f as usize,
-    );
-    let tracks_destroys = entries.optional.executable_destroy.is_some();
-    // SAFETY: validated; every hooked entry was captured from the table.
-    let kind = unsafe { put_in(hooks, raw, entries, &chain, previous.is_some()) };
+    // SAFETY: validated; every hooked entry is one the table has.
+    let kind = unsafe { put_in(hooks, raw, wrap(chain.entries), &chain, previous.is_some()) };
+    (kind, Some(chain))
+}
+
+/// # Safety
+/// `table` passed `tables::validate`.
+unsafe fn install_core(table: *mut CoreApiTable) -> Kind {
+    let (ours, _) = wrapper_tables();
+    // SAFETY: forwarded.
+    let (kind, chain) =
+        unsafe { install_table(&TRACKER.core_hooks, table, &ours, |e| &e.0, CoreEntries) };
+    // With the destroy wrapper in, the executable registry can vouch for
+    // module variables.
+    let tracks_destroys =
+        chain.is_some_and(|c| c.wraps(offset_of!(CoreApiTable, hsa_executable_destroy_fn)));
     if tracks_destroys && matches!(kind, Kind::Installed | Kind::Reinstalled) {
         TRACKER.executables.start_tracking_destroys();
     }
@@ -328,99 +313,7 @@ unsafe fn install_core(table: *mut CoreApiTable) -> Kind {
 /// # Safety
 /// `table` passed `tables::validate`.
 unsafe fn install_amd(table: *mut AmdExtTable) -> Kind {
-    let hooks = &TRACKER.amd_hooks;
-    let raw = table.cast::<u8>();
+    let (_, ours) = wrapper_tables();
     // SAFETY: forwarded.
-    if let Some(kind) = unsafe { may_install(hooks, raw) } {
-        return kind;
-    }
-    let previous = hooks.entries().copied();
-    // SAFETY: validated by the caller.
-    let Some(mut entries) = (unsafe { AmdEntries::capture(table) }) else {
-        return Kind::Refused;
-    };
-    let mut chain = Chain::new();
-    entries.pool_allocate = chain.required(
-        entries.pool_allocate,
-        offset_of!(AmdExtTable, hsa_amd_memory_pool_allocate_fn),
-        wrappers::pool_allocate as PoolAllocateFn as usize,
-        previous.map(|p| p.pool_allocate),
-        |f| f as usize,
-    );
-    entries.pool_free = chain.required(
-        entries.pool_free,
-        offset_of!(AmdExtTable, hsa_amd_memory_pool_free_fn),
-        wrappers::pool_free as PoolFreeFn as usize,
-        previous.map(|p| p.pool_free),
-        |f| f as usize,
-    );
-    // The async-copy fence, where the table has the entries.
-    let optional = &mut entries.optional;
-    let before = previous.map(|p| p.optional);
-    optional.async_copy = chain.optional(
-        optional.async_copy,
-        offset_of!(AmdExtTable, hsa_amd_memory_async_copy_fn),
-        wrappers::async_copy as AsyncCopyFn as usize,
-        before.and_then(|p| p.async_copy),
-        |f| f as usize,
-    );
-    optional.async_copy_rect = chain.optional(
-        optional.async_copy_rect,
-        offset_of!(AmdExtTable, hsa_amd_memory_async_copy_rect_fn),
-        wrappers::async_copy_rect as AsyncCopyRectFn as usize,
-        before.and_then(|p| p.async_copy_rect),
-        |f| f as usize,
-    );
-    #[cfg(hsa_vmem)]
-    {
-        optional.async_copy_on_engine = chain.optional(
-            optional.async_copy_on_engine,
-            offset_of!(AmdExtTable, hsa_amd_memory_async_copy_on_engine_fn),
-            wrappers::async_copy_on_engine as AsyncCopyOnEngineFn as usize,
-            before.and_then(|p| p.async_copy_on_engine),
-            |f| f as usize,
-        );
-        // Virtual memory: mappings become tracked regions.
-        if let Some(vmem) = optional.vmem.as_mut() {
-            let was = before.and_then(|p| p.vmem);
-            let linked = (
-                chain.link(
-                    vmem.handle_create,
-                    offset_of!(AmdExtTable, hsa_amd_vmem_handle_create_fn),
-                    wrappers::vmem_handle_create as vmem::HandleCreateFn as usize,
-                    was.map(|p| p.handle_create),
-                    |f| f as usize,
-                ),
-                chain.link(
-                    vmem.map,
-                    offset_of!(AmdExtTable, hsa_amd_vmem_map_fn),
-                    wrappers::vmem_map as vmem::MapFn as usize,
-                    was.map(|p| p.map),
-                    |f| f as usize,
-                ),
-                chain.link(
-                    vmem.unmap,
-                    offset_of!(AmdExtTable, hsa_amd_vmem_unmap_fn),
-                    wrappers::vmem_unmap as vmem::UnmapFn as usize,
-                    was.map(|p| p.unmap),
-                    |f| f as usize,
-                ),
-                chain.link(
-                    vmem.set_access,
-                    offset_of!(AmdExtTable, hsa_amd_vmem_set_access_fn),
-                    wrappers::vmem_set_access as vmem::SetAccessFn as usize,
-                    was.map(|p| p.set_access),
-                    |f| f as usize,
-                ),
-            );
-            if let (Some(create), Some(map), Some(unmap), Some(set_access)) = linked {
-                vmem.handle_create = create;
-                vmem.map = map;
-                vmem.unmap = unmap;
-                vmem.set_access = set_access;
-            }
-        }
-    }
-    // SAFETY: validated; every hooked entry was captured from the table.
-    unsafe { put_in(hooks, raw, entries, &chain, previous.is_some()) }
+    unsafe { install_table(&TRACKER.amd_hooks, table, &ours, |e| &e.0, AmdEntries) }.0
 }

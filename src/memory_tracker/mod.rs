@@ -66,7 +66,7 @@ pub fn finalize(tracker: &Tracker) {
     #[cfg(hsa_vmem)]
     tracker.mappings.clear();
     if let Some(core) = tracker.core() {
-        tracker.fences.destroy_proxies(core);
+        tracker.signals.destroy(core);
     }
 }
 

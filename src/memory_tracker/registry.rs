@@ -30,10 +30,10 @@
 //! `tests/loom_inventory.rs` model-checks the protocol under every
 //! interleaving, for allocations and for lazily admitted executables.
 
+use crate::support::sync::RecoverRw;
 use std::collections::btree_map::{self, BTreeMap};
 use std::collections::TryReserveError;
 use std::sync::atomic::Ordering;
-use std::sync::PoisonError;
 
 use crate::support::sync::{AtomicU64, AtomicUsize, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -111,11 +111,11 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
     // map consistent: every mutation below is a single map operation.
     // Recovering from the poison keeps the host's allocations flowing.
     fn read(&self) -> RwLockReadGuard<'_, BTreeMap<K, Entry<V>>> {
-        self.entries.read().unwrap_or_else(PoisonError::into_inner)
+        self.entries.read_locked()
     }
 
     fn write(&self) -> RwLockWriteGuard<'_, BTreeMap<K, Entry<V>>> {
-        self.entries.write().unwrap_or_else(PoisonError::into_inner)
+        self.entries.write_locked()
     }
 
     fn fresh_generation(&self) -> u64 {

@@ -14,6 +14,7 @@ use super::inventory::Inventory;
 #[cfg(hsa_vmem)]
 use super::vmem::Mappings;
 use crate::hsa::entries::{AmdEntries, CoreEntries};
+use crate::hsa::signals::SignalPool;
 use crate::support::stats::Stats;
 
 /// What the layer above gives back when an application allocation from a
@@ -35,6 +36,9 @@ pub struct Tracker {
     pub executables: Executables,
     /// Application async copies in flight on tracked memory, per agent.
     pub fences: Fences,
+    /// The library's HSA signals: the fence's proxies and the copy
+    /// engine's completion signals.
+    pub signals: SignalPool,
     /// Live virtual-memory mappings the wrappers saw.
     #[cfg(hsa_vmem)]
     pub mappings: Mappings,
@@ -58,6 +62,7 @@ impl Tracker {
             inventory: Inventory::new(),
             executables: Executables::new(),
             fences: Fences::new(),
+            signals: SignalPool::new(),
             #[cfg(hsa_vmem)]
             mappings: Mappings::new(),
             stats: Stats::new(),

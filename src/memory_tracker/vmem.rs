@@ -30,14 +30,14 @@
 //! created before installation, or imported, are classified too. The handle
 //! create wrapper only retries a failure for lack of memory.
 
+use crate::support::sync::Recover;
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
 use log::trace;
 
 use super::inventory::RegionKind;
 use super::Tracker;
-use crate::hsa::entries::vmem::VmemEntries;
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::query::{pool_info, pool_owner};
 use crate::hsa::sys::{
@@ -89,7 +89,7 @@ impl Mappings {
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+        self.state.locked()
     }
 
     /// Notes a mapping the runtime just made.
@@ -159,23 +159,13 @@ impl Mappings {
     }
 
     /// What the pool behind `handle` is, asking the runtime once per pool.
-    fn classify(
-        &self,
-        core: &CoreEntries,
-        amd: &AmdEntries,
-        vmem: &VmemEntries,
-        handle: u64,
-    ) -> Option<Backing> {
+    fn classify(&self, core: &CoreEntries, amd: &AmdEntries, handle: u64) -> Option<Backing> {
+        let properties = amd.hsa_amd_vmem_get_alloc_properties_from_handle_fn?;
         let mut pool = hsa_amd_memory_pool_t { handle: 0 };
         let mut kind = 0;
         // SAFETY: writable out-parameters; the runtime only looks the handle up.
-        let status = unsafe {
-            (vmem.properties_from_handle)(
-                hsa_amd_vmem_alloc_handle_t { handle },
-                &mut pool,
-                &mut kind,
-            )
-        };
+        let status =
+            unsafe { properties(hsa_amd_vmem_alloc_handle_t { handle }, &mut pool, &mut kind) };
         if status != HSA_STATUS_SUCCESS {
             trace!("vmem handle {handle:#x}: the runtime does not name its pool ({status:#x})");
             return None;
@@ -215,11 +205,14 @@ fn pool_backing(
 /// Whether `agent` may read and write the mapping at `va`, as the runtime
 /// says now (the rules of a set_access changed in ROCm 6.3, so they are
 /// asked rather than modelled).
-fn owner_may_write(vmem: &VmemEntries, va: usize, agent: u64) -> bool {
+fn owner_may_write(amd: &AmdEntries, va: usize, agent: u64) -> bool {
+    let Some(get_access) = amd.hsa_amd_vmem_get_access_fn else {
+        return false;
+    };
     let mut permission: hsa_access_permission_t = 0;
     // SAFETY: a writable out-parameter; the runtime only looks the address up.
     let status =
-        unsafe { (vmem.get_access)(va as *mut _, &mut permission, hsa_agent_t { handle: agent }) };
+        unsafe { get_access(va as *mut _, &mut permission, hsa_agent_t { handle: agent }) };
     status == HSA_STATUS_SUCCESS && permission == HSA_ACCESS_PERMISSION_RW
 }
 
@@ -229,7 +222,6 @@ fn owner_may_write(vmem: &VmemEntries, va: usize, agent: u64) -> bool {
 /// in the range whose owner may write it is tracked (again).
 pub fn set_access(
     tracker: &Tracker,
-    vmem: &VmemEntries,
     va: usize,
     size: usize,
     descriptors: &[hsa_amd_memory_access_desc_t],
@@ -245,7 +237,7 @@ pub fn set_access(
     };
     for (base, mapping) in affected.iter_mut() {
         if mapping.backing.is_none() {
-            mapping.backing = tracker.mappings.classify(core, amd, vmem, mapping.handle);
+            mapping.backing = tracker.mappings.classify(core, amd, mapping.handle);
             tracker.mappings.set_backing(*base, mapping.backing);
         }
     }
@@ -286,14 +278,14 @@ pub fn set_access(
         .inventory
         .retire_all_then_free(&at_risk, call_runtime, |s, base| {
             *s == HSA_STATUS_SUCCESS
-                && !owner_of(base).is_some_and(|b| owner_may_write(vmem, base, b.agent))
+                && !owner_of(base).is_some_and(|b| owner_may_write(amd, base, b.agent))
         });
     if status == HSA_STATUS_SUCCESS && tracker.gate.recording() {
         for (base, mapping) in &affected {
             let Some(backing) = mapping.backing.filter(|b| b.trackable) else {
                 continue;
             };
-            if !tracker.inventory.is_live(*base) && owner_may_write(vmem, *base, backing.agent) {
+            if !tracker.inventory.is_live(*base) && owner_may_write(amd, *base, backing.agent) {
                 tracker.inventory.record_kind(
                     *base,
                     mapping.size,

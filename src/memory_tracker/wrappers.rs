@@ -19,7 +19,6 @@
 use std::ffi::c_void;
 
 use super::TRACKER;
-use crate::hsa::entries::MemoryFreeFn;
 use crate::hsa::hsa_executable_t;
 use crate::hsa::sys::{
     hsa_amd_copy_direction_t, hsa_amd_memory_pool_t, hsa_dim3_t, hsa_pitched_ptr_t, hsa_region_t,
@@ -62,18 +61,21 @@ fn retry_after_releasing_arenas(
 }
 
 /// Replaces `hsa_amd_memory_pool_allocate`.
-pub(crate) unsafe extern "C" fn pool_allocate(
+pub(crate) unsafe extern "C" fn amd_memory_pool_allocate(
     pool: hsa_amd_memory_pool_t,
     size: usize,
     flags: u32,
     ptr: *mut *mut c_void,
 ) -> hsa_status_t {
-    let Some(amd) = TRACKER.amd() else {
+    let Some(allocate) = TRACKER
+        .amd()
+        .and_then(|amd| amd.hsa_amd_memory_pool_allocate_fn)
+    else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     // SAFETY: the caller's arguments go unchanged to the entry this wrapper
     // replaced, under that entry's own contract.
-    let call = || unsafe { (amd.pool_allocate)(pool, size, flags, ptr) };
+    let call = || unsafe { allocate(pool, size, flags, ptr) };
     let status = allocate_or_make_room(pool.handle, call);
     // Not recording: the call, the gate's one relaxed load on top.
     if status == HSA_STATUS_SUCCESS && TRACKER.gate.recording() && !ptr.is_null() {
@@ -84,12 +86,15 @@ pub(crate) unsafe extern "C" fn pool_allocate(
 }
 
 /// Replaces `hsa_amd_memory_pool_free`.
-pub(crate) unsafe extern "C" fn pool_free(ptr: *mut c_void) -> hsa_status_t {
-    let Some(amd) = TRACKER.amd() else {
+pub(crate) unsafe extern "C" fn amd_memory_pool_free(ptr: *mut c_void) -> hsa_status_t {
+    let Some(free) = TRACKER
+        .amd()
+        .and_then(|amd| amd.hsa_amd_memory_pool_free_fn)
+    else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     // SAFETY: forwarded to the replaced entry with the caller's pointer.
-    unsafe { retire_then_free(ptr, amd.pool_free) }
+    retire_then_free(ptr, || unsafe { free(ptr) })
 }
 
 /// Replaces `hsa_memory_allocate`.
@@ -98,11 +103,11 @@ pub(crate) unsafe extern "C" fn memory_allocate(
     size: usize,
     ptr: *mut *mut c_void,
 ) -> hsa_status_t {
-    let Some(core) = TRACKER.core() else {
+    let Some(allocate) = TRACKER.core().and_then(|core| core.hsa_memory_allocate_fn) else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     // SAFETY: the caller's arguments go unchanged to the replaced entry.
-    let call = || unsafe { (core.memory_allocate)(region, size, ptr) };
+    let call = || unsafe { allocate(region, size, ptr) };
     // A region has the handle of the pool of the same memory.
     let status = allocate_or_make_room(region.handle, call);
     if status == HSA_STATUS_SUCCESS && TRACKER.gate.recording() && !ptr.is_null() {
@@ -114,11 +119,11 @@ pub(crate) unsafe extern "C" fn memory_allocate(
 
 /// Replaces `hsa_memory_free`.
 pub(crate) unsafe extern "C" fn memory_free(ptr: *mut c_void) -> hsa_status_t {
-    let Some(core) = TRACKER.core() else {
+    let Some(free) = TRACKER.core().and_then(|core| core.hsa_memory_free_fn) else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     // SAFETY: forwarded to the replaced entry with the caller's pointer.
-    unsafe { retire_then_free(ptr, core.memory_free) }
+    retire_then_free(ptr, || unsafe { free(ptr) })
 }
 
 /// Replaces `hsa_executable_destroy` (where the table has it): the
@@ -127,7 +132,7 @@ pub(crate) unsafe extern "C" fn memory_free(ptr: *mut c_void) -> hsa_status_t {
 pub(crate) unsafe extern "C" fn executable_destroy(executable: hsa_executable_t) -> hsa_status_t {
     let Some(destroy) = TRACKER
         .core()
-        .and_then(|core| core.optional.executable_destroy)
+        .and_then(|core| core.hsa_executable_destroy_fn)
     else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
@@ -151,39 +156,31 @@ fn note_allocation(base: *mut c_void, size: usize, pool_flags: Option<u32>) {
     });
 }
 
-/// Frees through the runtime with the entry retired first (see
+/// Frees through the runtime (`free`: the replaced entry called with the
+/// caller's pointer) with the entry retired first (see
 /// [`Inventory::retire_then_free`](crate::memory_tracker::inventory::Inventory::retire_then_free)).
 /// This runs whether or not tracking is on: a recorded pointer stays recorded
 /// until its free, even if tracking was switched off in between. Both free
-/// entry points have the same signature, so one path serves both.
-///
-/// # Safety
-/// `free` is the runtime entry this wrapper replaced; `ptr` is the caller's.
+/// entry points take the same path.
 #[inline(always)]
-unsafe fn retire_then_free(ptr: *mut c_void, free: MemoryFreeFn) -> hsa_status_t {
+fn retire_then_free(ptr: *mut c_void, free: impl FnOnce() -> hsa_status_t) -> hsa_status_t {
     // Fast path: nothing tracked (tracking never on, or finalized), so
     // nothing to retire: one load on top of the chained call.
     if TRACKER.inventory.is_empty() {
-        // SAFETY: see the function's contract.
-        return unsafe { free(ptr) };
+        return free();
     }
-    // SAFETY: forwarded.
-    unsafe { retire_then_free_tracked(ptr, free) }
+    retire_then_free_tracked(ptr, free)
 }
 
-/// # Safety
-/// As for [`retire_then_free`].
 #[cold]
 #[inline(never)]
-unsafe fn retire_then_free_tracked(ptr: *mut c_void, free: MemoryFreeFn) -> hsa_status_t {
-    // SAFETY: see the function's contract.
-    let call_runtime = || unsafe { free(ptr) };
+fn retire_then_free_tracked(ptr: *mut c_void, free: impl FnOnce() -> hsa_status_t) -> hsa_status_t {
     // Nothing in the inventory's bookkeeping is expected to panic; if it ever
     // did, the caller gets an error instead of an unwind into C.
     catch_panic(HSA_STATUS_ERROR, || {
         TRACKER
             .inventory
-            .retire_then_free(ptr as usize, call_runtime, |s| *s == HSA_STATUS_SUCCESS)
+            .retire_then_free(ptr as usize, free, |s| *s == HSA_STATUS_SUCCESS)
     })
 }
 
@@ -233,8 +230,8 @@ fn fence_copy(
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     fence::fenced_copy(
         &TRACKER.fences,
-        core,
-        amd.optional.signal_async_handler,
+        &TRACKER.signals,
+        (core, amd),
         owners,
         completion,
         submit,
@@ -243,7 +240,7 @@ fn fence_copy(
 
 /// Replaces `hsa_amd_memory_async_copy`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe extern "C" fn async_copy(
+pub(crate) unsafe extern "C" fn amd_memory_async_copy(
     dst: *mut c_void,
     dst_agent: hsa_agent_t,
     src: *const c_void,
@@ -253,7 +250,10 @@ pub(crate) unsafe extern "C" fn async_copy(
     dep_signals: *const hsa_signal_t,
     completion_signal: hsa_signal_t,
 ) -> hsa_status_t {
-    let Some(copy) = TRACKER.amd().and_then(|amd| amd.optional.async_copy) else {
+    let Some(copy) = TRACKER
+        .amd()
+        .and_then(|amd| amd.hsa_amd_memory_async_copy_fn)
+    else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     let ranges = [(dst as usize, size), (src as usize, size)];
@@ -310,7 +310,7 @@ unsafe fn pitched_span(
 
 /// Replaces `hsa_amd_memory_async_copy_rect`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe extern "C" fn async_copy_rect(
+pub(crate) unsafe extern "C" fn amd_memory_async_copy_rect(
     dst: *const hsa_pitched_ptr_t,
     dst_offset: *const hsa_dim3_t,
     src: *const hsa_pitched_ptr_t,
@@ -322,7 +322,10 @@ pub(crate) unsafe extern "C" fn async_copy_rect(
     dep_signals: *const hsa_signal_t,
     completion_signal: hsa_signal_t,
 ) -> hsa_status_t {
-    let Some(copy) = TRACKER.amd().and_then(|amd| amd.optional.async_copy_rect) else {
+    let Some(copy) = TRACKER
+        .amd()
+        .and_then(|amd| amd.hsa_amd_memory_async_copy_rect_fn)
+    else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     // SAFETY: the caller's descriptors, read only.
@@ -333,7 +336,7 @@ pub(crate) unsafe extern "C" fn async_copy_rect(
         ]
     };
     fence_copy(ranges, completion_signal, |signal| {
-        // SAFETY: as in async_copy.
+        // SAFETY: as in amd_memory_async_copy.
         unsafe {
             copy(
                 dst,
@@ -354,7 +357,7 @@ pub(crate) unsafe extern "C" fn async_copy_rect(
 /// Replaces `hsa_amd_memory_async_copy_on_engine` (ROCm 6.0 and later).
 #[cfg(hsa_vmem)]
 #[allow(clippy::too_many_arguments)]
-pub(crate) unsafe extern "C" fn async_copy_on_engine(
+pub(crate) unsafe extern "C" fn amd_memory_async_copy_on_engine(
     dst: *mut c_void,
     dst_agent: hsa_agent_t,
     src: *const c_void,
@@ -368,13 +371,13 @@ pub(crate) unsafe extern "C" fn async_copy_on_engine(
 ) -> hsa_status_t {
     let Some(copy) = TRACKER
         .amd()
-        .and_then(|amd| amd.optional.async_copy_on_engine)
+        .and_then(|amd| amd.hsa_amd_memory_async_copy_on_engine_fn)
     else {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     let ranges = [(dst as usize, size), (src as usize, size)];
     fence_copy(ranges, completion_signal, |signal| {
-        // SAFETY: as in async_copy.
+        // SAFETY: as in amd_memory_async_copy.
         unsafe {
             copy(
                 dst,
@@ -402,7 +405,6 @@ mod vmem_wrappers {
     use std::ffi::c_void;
 
     use super::{allocate_or_make_room, TRACKER};
-    use crate::hsa::entries::vmem::VmemEntries;
     use crate::hsa::sys::{
         hsa_amd_memory_access_desc_t, hsa_amd_memory_pool_t, hsa_amd_memory_type_t,
         hsa_amd_vmem_alloc_handle_t,
@@ -411,41 +413,43 @@ mod vmem_wrappers {
     use crate::memory_tracker::vmem;
     use crate::support::unwind::catch_panic;
 
-    fn entries() -> Option<&'static VmemEntries> {
-        TRACKER.amd().and_then(|amd| amd.optional.vmem.as_ref())
+    /// The captured entry of one field, once the AMD table was installed.
+    macro_rules! captured {
+        ($field:ident) => {
+            match TRACKER.amd().and_then(|amd| amd.$field) {
+                Some(entry) => entry,
+                None => return HSA_STATUS_ERROR_NOT_INITIALIZED,
+            }
+        };
     }
 
     /// Replaces `hsa_amd_vmem_handle_create`: only the retry for lack of
     /// memory (a handle is physical memory of the application's).
-    pub(crate) unsafe extern "C" fn vmem_handle_create(
+    pub(crate) unsafe extern "C" fn amd_vmem_handle_create(
         pool: hsa_amd_memory_pool_t,
         size: usize,
         kind: hsa_amd_memory_type_t,
         flags: u64,
         handle: *mut hsa_amd_vmem_alloc_handle_t,
     ) -> hsa_status_t {
-        let Some(vmem) = entries() else {
-            return HSA_STATUS_ERROR_NOT_INITIALIZED;
-        };
+        let create = captured!(hsa_amd_vmem_handle_create_fn);
         // SAFETY: the caller's arguments go unchanged to the replaced entry.
         allocate_or_make_room(pool.handle, || unsafe {
-            (vmem.handle_create)(pool, size, kind, flags, handle)
+            create(pool, size, kind, flags, handle)
         })
     }
 
     /// Replaces `hsa_amd_vmem_map`: a mapping the runtime made is noted.
-    pub(crate) unsafe extern "C" fn vmem_map(
+    pub(crate) unsafe extern "C" fn amd_vmem_map(
         va: *mut c_void,
         size: usize,
         in_offset: usize,
         handle: hsa_amd_vmem_alloc_handle_t,
         flags: u64,
     ) -> hsa_status_t {
-        let Some(vmem) = entries() else {
-            return HSA_STATUS_ERROR_NOT_INITIALIZED;
-        };
+        let map = captured!(hsa_amd_vmem_map_fn);
         // SAFETY: the caller's arguments go unchanged to the replaced entry.
-        let status = unsafe { (vmem.map)(va, size, in_offset, handle, flags) };
+        let status = unsafe { map(va, size, in_offset, handle, flags) };
         if status == crate::hsa::HSA_STATUS_SUCCESS {
             catch_panic((), || {
                 vmem::mapped(&TRACKER, va as usize, size, handle.handle)
@@ -455,12 +459,10 @@ mod vmem_wrappers {
     }
 
     /// Replaces `hsa_amd_vmem_unmap`: tracked mappings retired first.
-    pub(crate) unsafe extern "C" fn vmem_unmap(va: *mut c_void, size: usize) -> hsa_status_t {
-        let Some(vmem) = entries() else {
-            return HSA_STATUS_ERROR_NOT_INITIALIZED;
-        };
+    pub(crate) unsafe extern "C" fn amd_vmem_unmap(va: *mut c_void, size: usize) -> hsa_status_t {
+        let unmap = captured!(hsa_amd_vmem_unmap_fn);
         // SAFETY: the caller's arguments go unchanged to the replaced entry.
-        let call_runtime = || unsafe { (vmem.unmap)(va, size) };
+        let call_runtime = || unsafe { unmap(va, size) };
         catch_panic(HSA_STATUS_ERROR, || {
             vmem::unmap(&TRACKER, va as usize, size, call_runtime)
         })
@@ -468,17 +470,15 @@ mod vmem_wrappers {
 
     /// Replaces `hsa_amd_vmem_set_access`: mappings whose owner may write
     /// them become tracked; those that may lose access are retired first.
-    pub(crate) unsafe extern "C" fn vmem_set_access(
+    pub(crate) unsafe extern "C" fn amd_vmem_set_access(
         va: *mut c_void,
         size: usize,
         desc: *const hsa_amd_memory_access_desc_t,
         desc_cnt: usize,
     ) -> hsa_status_t {
-        let Some(vmem) = entries() else {
-            return HSA_STATUS_ERROR_NOT_INITIALIZED;
-        };
+        let set_access = captured!(hsa_amd_vmem_set_access_fn);
         // SAFETY: the caller's arguments go unchanged to the replaced entry.
-        let call_runtime = || unsafe { (vmem.set_access)(va, size, desc, desc_cnt) };
+        let call_runtime = || unsafe { set_access(va, size, desc, desc_cnt) };
         let descriptors = if desc.is_null() || desc_cnt == 0 {
             &[][..]
         } else {
@@ -486,7 +486,7 @@ mod vmem_wrappers {
             unsafe { std::slice::from_raw_parts(desc, desc_cnt) }
         };
         catch_panic(HSA_STATUS_ERROR, || {
-            vmem::set_access(&TRACKER, vmem, va as usize, size, descriptors, call_runtime)
+            vmem::set_access(&TRACKER, va as usize, size, descriptors, call_runtime)
         })
     }
 }

@@ -6,10 +6,11 @@
 //! changes it later. With a callback set, every message that passes the
 //! level goes to the callback instead of stderr.
 
+use super::sync::RecoverRw;
 use std::ffi::{c_char, c_void};
 use std::fmt;
 use std::io::Write;
-use std::sync::{Once, PoisonError, RwLock};
+use std::sync::{Once, RwLock};
 
 use log::{LevelFilter, Log, Metadata, Record};
 
@@ -110,7 +111,7 @@ pub fn set_level(level: LevelFilter) {
 
 pub fn set_sink(sink: Option<Sink>) {
     init();
-    *SINK.write().unwrap_or_else(PoisonError::into_inner) = sink;
+    *SINK.write_locked() = sink;
 }
 
 impl Log for Backend {
@@ -124,7 +125,7 @@ impl Log for Backend {
         }
         // Copy the sink out so the callback runs without the lock held: it may
         // call back into the library, even to replace itself.
-        let sink = *SINK.read().unwrap_or_else(PoisonError::into_inner);
+        let sink = *SINK.read_locked();
         match sink {
             Some(sink) => {
                 let mut message = MessageBuffer::new();

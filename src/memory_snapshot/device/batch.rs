@@ -8,7 +8,8 @@
 //! took is copied by the copier instead, so the outcome is the same bytes
 //! either way.
 
-use std::sync::{MutexGuard, PoisonError};
+use crate::support::sync::Recover;
+use std::sync::MutexGuard;
 
 use super::plan::{blocks_of, BlockTable, DevicePlan, Mover};
 use super::runner::Runner;
@@ -85,9 +86,7 @@ impl<'p> DeviceBatch<'p> {
         Some(DeviceBatch {
             plan,
             agent,
-            blocks: plan
-                .and_then(|p| p.blocks.as_ref())
-                .map(|b| b.lock().unwrap_or_else(PoisonError::into_inner)),
+            blocks: plan.and_then(|p| p.blocks.as_ref()).map(|b| b.locked()),
             to_device,
             taken,
         })
@@ -127,8 +126,8 @@ impl<'p> DeviceBatch<'p> {
     /// `copier`. Call before the views are released.
     pub(crate) fn run(
         mut self,
-        core: &CoreEntries,
-        amd: &AmdEntries,
+        core: &'static CoreEntries,
+        amd: &'static AmdEntries,
         copier: &mut Copier<'_>,
     ) -> DeviceOutcome {
         let Some(plan) = self.plan else {
@@ -184,8 +183,8 @@ impl<'p> DeviceBatch<'p> {
 /// most `KR_MAX_RECORD_BYTES`.
 fn scatter(
     runner: &Runner,
-    core: &CoreEntries,
-    amd: &AmdEntries,
+    core: &'static CoreEntries,
+    amd: &'static AmdEntries,
     taken: &[(usize, Transfer)],
 ) -> Result<(), ()> {
     let chunk = KR_MAX_RECORD_BYTES as usize;
@@ -227,7 +226,7 @@ fn scatter(
 fn compare_copy(
     plan: &DevicePlan,
     runner: &Runner,
-    core: &CoreEntries,
+    core: &'static CoreEntries,
     blocks: &mut BlockTable,
     to_device: bool,
     taken_blocks: u64,

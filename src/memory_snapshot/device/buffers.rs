@@ -4,20 +4,21 @@
 //! device pool. Allocated through the captured (un-wrapped) pool entries,
 //! so never tracked; freed when dropped.
 
-use std::ffi::c_void;
 use std::ptr;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
-use crate::hsa::entries::{check, AmdEntries, CoreEntries, PoolFreeFn};
+use crate::hsa::entries::{check, AmdEntries, CoreEntries};
 use crate::hsa::hsa_agent_t;
 use crate::hsa::sys::hsa_amd_memory_pool_t;
 use crate::memory_snapshot::storage::pools;
+use crate::support::sync::Recover;
 
 /// A block from one of the runtime's pools, freed on drop.
 pub(crate) struct PoolBuffer {
     base: *mut u8,
     len: usize,
-    free: PoolFreeFn,
+    /// Whose free gives it back.
+    amd: &'static AmdEntries,
     /// Device memory: the agent it is counted against (see
     /// [`device_bytes_held`]).
     device_agent: Option<u64>,
@@ -33,8 +34,7 @@ const PAGE: u64 = 4096;
 /// Device bytes of `agent` the kernels' buffers hold now.
 pub(crate) fn device_bytes_held(agent: u64) -> u64 {
     DEVICE_HELD
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
+        .locked()
         .iter()
         .find(|(a, _)| *a == agent)
         .map_or(0, |&(_, bytes)| bytes)
@@ -44,7 +44,7 @@ pub(crate) fn device_bytes_held(agent: u64) -> u64 {
 /// false if the count cannot grow to hold a new agent.
 fn count_device(agent: u64, len: usize, add: bool) -> bool {
     let bytes = (len as u64).div_ceil(PAGE) * PAGE;
-    let mut held = DEVICE_HELD.lock().unwrap_or_else(PoisonError::into_inner);
+    let mut held = DEVICE_HELD.locked();
     if let Some(entry) = held.iter_mut().find(|(a, _)| *a == agent) {
         entry.1 = if add {
             entry.1 + bytes
@@ -67,15 +67,13 @@ unsafe impl Send for PoolBuffer {}
 unsafe impl Sync for PoolBuffer {}
 
 impl PoolBuffer {
-    fn allocate(amd: &AmdEntries, pool: hsa_amd_memory_pool_t, len: usize) -> Option<Self> {
-        let mut base: *mut c_void = ptr::null_mut();
-        // SAFETY: the runtime's own allocate (not the library's wrapper), a
-        // writable out-pointer, no flags.
-        check(unsafe { (amd.pool_allocate)(pool, len.max(1), 0, &mut base) }).ok()?;
+    fn allocate(amd: &'static AmdEntries, pool: hsa_amd_memory_pool_t, len: usize) -> Option<Self> {
+        // The runtime's own allocate (not the library's wrapper), no flags.
+        let base = amd.allocate(pool, len.max(1), 0).ok()?;
         (!base.is_null()).then_some(PoolBuffer {
             base: base.cast(),
             len,
-            free: amd.pool_free,
+            amd,
             device_agent: None,
         })
     }
@@ -87,13 +85,13 @@ impl PoolBuffer {
     /// if the runtime refuses it, there is no buffer.
     pub(crate) fn kernarg(
         core: &CoreEntries,
-        amd: &AmdEntries,
+        amd: &'static AmdEntries,
         agent: hsa_agent_t,
         len: usize,
     ) -> Option<Self> {
         let pool = pools::kernarg_pool(core, amd)?;
         let buffer = Self::allocate(amd, pool.pool, len)?;
-        let allow = amd.optional.allow_access?;
+        let allow = amd.hsa_amd_agents_allow_access_fn?;
         // SAFETY: one valid agent, no flags, our own fresh allocation.
         check(unsafe { allow(1, &agent, ptr::null(), buffer.base.cast()) }).ok()?;
         // SAFETY: host memory just allocated, `len` bytes.
@@ -104,7 +102,7 @@ impl PoolBuffer {
     /// Device memory of `agent` (its coarse-grained pool), uninitialised.
     pub(crate) fn device(
         core: &CoreEntries,
-        amd: &AmdEntries,
+        amd: &'static AmdEntries,
         agent: hsa_agent_t,
         len: usize,
     ) -> Option<Self> {
@@ -121,7 +119,7 @@ impl PoolBuffer {
     /// Device memory of `agent` holding `words`.
     pub(crate) fn device_with(
         core: &CoreEntries,
-        amd: &AmdEntries,
+        amd: &'static AmdEntries,
         agent: hsa_agent_t,
         words: &[impl Copy],
     ) -> Option<Self> {
@@ -159,7 +157,7 @@ impl PoolBuffer {
 impl Drop for PoolBuffer {
     fn drop(&mut self) {
         // SAFETY: our allocation, freed once, through the runtime's own free.
-        unsafe { (self.free)(self.base.cast()) };
+        let _ = unsafe { self.amd.free(self.base.cast()) };
         if let Some(agent) = self.device_agent {
             count_device(agent, self.len, false);
         }

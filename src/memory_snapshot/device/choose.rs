@@ -28,7 +28,7 @@ use crate::memory_snapshot::snapshot::{kept_at, Captured};
 use crate::memory_snapshot::state::Env;
 use crate::memory_snapshot::storage::arena::Lease;
 use crate::memory_snapshot::storage::Tier;
-use std::sync::PoisonError;
+use crate::support::sync::Recover;
 
 /// From how many kernel-reachable regions `Auto` uses one scatter dispatch.
 pub(crate) const SCATTER_MIN_REGIONS: usize = 64;
@@ -159,10 +159,7 @@ pub(crate) fn captured(env: Env, captured: &mut Captured, outcome: &DeviceOutcom
         captured.device.as_ref().and_then(|p| p.blocks.as_ref()),
     ) {
         let stamps = captured.lease_stamps(Lease::stamp);
-        table
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .describes = Some(stamps);
+        table.locked().describes = Some(stamps);
     }
     // The tool's function is asked again at restore (its failure says
     // nothing about its next call); the kernels' is not.

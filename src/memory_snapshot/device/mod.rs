@@ -18,9 +18,10 @@ pub(crate) mod plan;
 pub(crate) mod runner;
 pub mod tool_copy;
 
+use crate::support::sync::Recover;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::hsa_agent_t;
@@ -171,11 +172,11 @@ impl DeviceKernels {
     /// cannot run there (logged once per agent).
     pub(crate) fn runner(
         &'static self,
-        core: &CoreEntries,
-        amd: &AmdEntries,
+        core: &'static CoreEntries,
+        amd: &'static AmdEntries,
         agent: hsa_agent_t,
     ) -> Option<Arc<Runner>> {
-        let mut runners = self.runners.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut runners = self.runners.locked();
         if let Some((_, known)) = runners.iter().find(|(handle, _)| *handle == agent.handle) {
             return known.as_ref().ok().cloned();
         }
@@ -202,10 +203,7 @@ impl DeviceKernels {
         }
         let runner = made.as_ref().ok().cloned();
         if let Some(runner) = &runner {
-            let mut own = self
-                .own_executables
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
+            let mut own = self.own_executables.locked();
             if own.try_reserve(1).is_err() {
                 // Discovery could not tell it apart: do without the kernels.
                 return None;
@@ -227,8 +225,7 @@ impl DeviceKernels {
     /// Whether a runner is set up on some agent.
     pub(crate) fn any_runner(&self) -> bool {
         self.runners
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+            .locked()
             .iter()
             .any(|(_, runner)| runner.is_ok())
     }
@@ -236,17 +233,13 @@ impl DeviceKernels {
     /// Whether `executable` is one of the library's own (discovery skips
     /// those).
     pub(crate) fn owns_executable(&self, executable: u64) -> bool {
-        self.own_executables
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .contains(&executable)
+        self.own_executables.locked().contains(&executable)
     }
 
     /// Releases every runner (finalize): queues, executables, buffers. A
     /// runner a live snapshot still holds goes when that snapshot does.
     pub fn finalize(&self) {
-        let runners =
-            std::mem::take(&mut *self.runners.lock().unwrap_or_else(PoisonError::into_inner));
+        let runners = std::mem::take(&mut *self.runners.locked());
         drop(runners);
     }
 }

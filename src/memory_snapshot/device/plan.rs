@@ -111,8 +111,8 @@ impl BlockTable {
     /// then scatters).
     pub(crate) fn take(
         runner: &Runner,
-        core: &CoreEntries,
-        amd: &AmdEntries,
+        core: &'static CoreEntries,
+        amd: &'static AmdEntries,
         agent: hsa_agent_t,
         count: usize,
         previous: [u64; 3],
@@ -199,7 +199,7 @@ impl BlockTable {
 
     /// Copies the pairs to the device if they changed since the last
     /// dispatch (before each dispatch). Err if the copy fails.
-    pub(crate) fn upload(&mut self, core: &CoreEntries) -> Result<(), ()> {
+    pub(crate) fn upload(&mut self, core: &'static CoreEntries) -> Result<(), ()> {
         if !self.upload {
             return Ok(());
         }
@@ -221,7 +221,7 @@ impl BlockTable {
 
     /// Reads and clears the changed-block counter (two small copies
     /// through the captured entries); `None` if either copy fails.
-    pub(crate) fn take_changed(&mut self, core: &CoreEntries) -> Option<u64> {
+    pub(crate) fn take_changed(&mut self, core: &'static CoreEntries) -> Option<u64> {
         let mut value = 0u64;
         let zero = 0u64;
         let counter = self.changed.address() as *mut std::ffi::c_void;

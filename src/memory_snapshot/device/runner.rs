@@ -11,6 +11,7 @@
 //! (ROCr's memory-fault path), or the signal never fell — is an error the
 //! caller answers by falling back to its copies.
 
+use crate::support::sync::Recover;
 use std::ffi::{c_void, CStr};
 use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
@@ -20,10 +21,10 @@ use super::buffers::PoolBuffer;
 use super::code_object;
 use super::plan::BlockTable;
 use super::{Kernel, KERNELS};
-use crate::hsa::entries::{check, AmdEntries, CoreEntries};
+use crate::hsa::entries::{check, present, AmdEntries, CoreEntries};
 use crate::hsa::sys::{
     hsa_code_object_reader_t, hsa_executable_symbol_t, hsa_kernel_dispatch_packet_t, hsa_queue_t,
-    hsa_signal_t, CoreApiTable, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT,
+    hsa_signal_t, HSA_DEFAULT_FLOAT_ROUNDING_MODE_DEFAULT,
     HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE,
     HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE,
     HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT,
@@ -43,31 +44,16 @@ const QUEUE_PACKETS: u32 = 64;
 /// health is looked at again, in the runtime's timestamp ticks (a hint).
 const WAIT_SLICE_TICKS: u64 = 1_000_000;
 
-/// The un-wrapped entries a runner calls, all present or no runner.
-#[derive(Clone, Copy)]
-struct Entries {
-    queue_destroy: unsafe extern "C" fn(*mut hsa_queue_t) -> hsa_status_t,
-    add_write_index: unsafe extern "C" fn(*const hsa_queue_t, u64) -> u64,
-    load_read_index: unsafe extern "C" fn(*const hsa_queue_t) -> u64,
-    signal_store: unsafe extern "C" fn(hsa_signal_t, i64),
-    signal_wait: unsafe extern "C" fn(hsa_signal_t, u32, i64, u64, u32) -> i64,
-    signal_destroy: unsafe extern "C" fn(hsa_signal_t) -> hsa_status_t,
-    executable_destroy: unsafe extern "C" fn(hsa_executable_t) -> hsa_status_t,
-}
-
-impl Entries {
-    fn of(table: &CoreApiTable, core: &CoreEntries) -> Option<Self> {
-        Some(Entries {
-            queue_destroy: table.hsa_queue_destroy_fn?,
-            add_write_index: table.hsa_queue_add_write_index_scacq_screl_fn?,
-            load_read_index: table.hsa_queue_load_read_index_scacquire_fn?,
-            signal_store: table.hsa_signal_store_screlease_fn?,
-            signal_wait: table.hsa_signal_wait_scacquire_fn?,
-            signal_destroy: table.hsa_signal_destroy_fn?,
-            // The runtime's own destroy, not the library's wrapper of it.
-            executable_destroy: core.optional.executable_destroy?,
-        })
-    }
+/// Whether the runtime has every un-wrapped entry a runner calls besides
+/// the `kernels` group of the entry list (which is there whole or not at
+/// all): the signal entries and the executable destroy.
+fn has_entries(core: &CoreEntries) -> bool {
+    core.hsa_signal_create_fn.is_some()
+        && core.hsa_signal_store_screlease_fn.is_some()
+        && core.hsa_signal_wait_scacquire_fn.is_some()
+        && core.hsa_signal_destroy_fn.is_some()
+        && core.hsa_executable_destroy_fn.is_some()
+        && core.hsa_queue_create_fn.is_some()
 }
 
 /// One loaded kernel: what its dispatch packet needs.
@@ -82,7 +68,9 @@ struct LoadedKernel {
 /// The library's kernels on one agent. See the module documentation.
 pub(crate) struct Runner {
     agent: hsa_agent_t,
-    entries: Entries,
+    /// The captured entries (the runtime's own: the executable destroy is
+    /// not the library's wrapper of it).
+    core: &'static CoreEntries,
     queue: *mut hsa_queue_t,
     executable: hsa_executable_t,
     kernels: [LoadedKernel; KERNELS.len()],
@@ -163,21 +151,21 @@ impl Runner {
     /// the kernarg buffer, the signal and the keys. Everything made so far
     /// is released again on failure.
     pub(crate) fn create(
-        core: &CoreEntries,
-        amd: &AmdEntries,
+        core: &'static CoreEntries,
+        amd: &'static AmdEntries,
         agent: hsa_agent_t,
         keys: &[u32],
         own: &'static Mutex<Vec<u64>>,
     ) -> Result<Runner, Unavailable> {
-        let table = &core.optional.runtime;
-        let entries = Entries::of(table, core).ok_or(Unavailable::Entries)?;
-        let (isa, object) =
-            code_object::for_agent(table, agent).ok_or(Unavailable::NoCodeObject)?;
+        if !has_entries(core) {
+            return Err(Unavailable::Entries);
+        }
+        let (isa, object) = code_object::for_agent(core, agent).ok_or(Unavailable::NoCodeObject)?;
         // Listed as the library's own before it is loaded, so no snapshot
         // on another thread ever sees it as an application's.
-        let mut partial = Partial::new(entries, own)?;
-        let executable = partial.load(table, agent, &object)?;
-        let kernels = find_kernels(core, table, executable, agent)?;
+        let mut partial = Partial::new(core, own)?;
+        let executable = partial.load(agent, &object)?;
+        let kernels = find_kernels(core, executable, agent)?;
         let kernarg_bytes = kernels
             .iter()
             .map(|k| k.kernarg_size as usize)
@@ -187,16 +175,16 @@ impl Runner {
             .ok_or(Unavailable::Runtime("kernarg allocation", HSA_STATUS_ERROR))?;
         let keys = PoolBuffer::device_with(core, amd, agent, keys)
             .ok_or(Unavailable::Runtime("key buffer", HSA_STATUS_ERROR))?;
-        let signal = partial.signal(table)?;
+        let signal = partial.signal()?;
         let failed = Box::new(AtomicBool::new(false));
         let flag = ptr::from_ref::<AtomicBool>(&failed)
             .cast_mut()
             .cast::<c_void>();
-        let queue = partial.queue(table, agent, flag)?;
+        let queue = partial.queue(agent, flag)?;
         partial.keep();
         Ok(Runner {
             agent,
-            entries,
+            core,
             queue,
             executable,
             kernels,
@@ -215,10 +203,10 @@ impl Runner {
     pub(crate) fn scratch(
         &self,
         core: &CoreEntries,
-        amd: &AmdEntries,
+        amd: &'static AmdEntries,
         bytes: usize,
     ) -> Option<MutexGuard<'_, Option<PoolBuffer>>> {
-        let mut scratch = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut scratch = self.scratch.locked();
         if scratch.as_ref().is_none_or(|b| b.len() < bytes) {
             *scratch = None;
             *scratch = Some(PoolBuffer::kernarg(core, amd, self.agent, bytes.max(4096))?);
@@ -229,10 +217,7 @@ impl Runner {
     /// A spare block table of at least `count` blocks: the one whose
     /// hashes describe the arenas leased as `previous`, if it fits.
     pub(crate) fn spare_table(&self, count: usize, previous: [u64; 3]) -> Option<BlockTable> {
-        let mut spares = self
-            .spare_tables
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut spares = self.spare_tables.locked();
         let fits = |t: &BlockTable| t.capacity >= count;
         let at = spares
             .iter()
@@ -245,10 +230,7 @@ impl Runner {
     /// the largest stay).
     pub(crate) fn keep_table(&self, table: BlockTable) {
         const KEPT: usize = 2;
-        let mut spares = self
-            .spare_tables
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner);
+        let mut spares = self.spare_tables.locked();
         if spares.try_reserve(1).is_ok() {
             spares.push(table);
             spares.sort_by_key(|t| std::cmp::Reverse(t.capacity));
@@ -286,7 +268,7 @@ impl Runner {
         let grid = workgroups
             .checked_mul(abi::KR_WORKGROUP)
             .ok_or(HSA_STATUS_ERROR)?;
-        let dispatch = self.dispatch.lock().unwrap_or_else(PoisonError::into_inner);
+        let dispatch = self.dispatch.locked();
         if size > dispatch.kernarg.len() || size > loaded.kernarg_size as usize {
             return Err(HSA_STATUS_ERROR);
         }
@@ -298,18 +280,26 @@ impl Runner {
             ptr::write_bytes(kernarg, 0, dispatch.kernarg.len());
             ptr::copy_nonoverlapping(ptr::from_ref(args).cast::<u8>(), kernarg, size);
         }
-        let e = self.entries;
+        let e = self.core;
+        let (store, wait) = (
+            present(e.hsa_signal_store_screlease_fn)?,
+            present(e.hsa_signal_wait_scacquire_fn)?,
+        );
+        let (add_write_index, load_read_index) = (
+            present(e.hsa_queue_add_write_index_scacq_screl_fn)?,
+            present(e.hsa_queue_load_read_index_scacquire_fn)?,
+        );
         // SAFETY: our signal, not in flight.
-        unsafe { (e.signal_store)(dispatch.signal, 1) };
+        unsafe { store(dispatch.signal, 1) };
         // SAFETY: the queue is live until destroy; ROCr's indices are
         // thread-safe.
-        let index = unsafe { (e.add_write_index)(self.queue, 1) };
+        let index = unsafe { add_write_index(self.queue, 1) };
         // SAFETY: the queue pointer is the runtime's live queue.
         let queue = unsafe { &*self.queue };
         // Wait for the slot: the packet processor frees it by moving the
         // read index past it.
         // SAFETY: as above.
-        while index - unsafe { (e.load_read_index)(self.queue) } >= u64::from(queue.size) {
+        while index - unsafe { load_read_index(self.queue) } >= u64::from(queue.size) {
             if self.failed.load(Ordering::Acquire) {
                 return Err(HSA_STATUS_ERROR);
             }
@@ -355,12 +345,12 @@ impl Runner {
             );
             let word = &*packet.cast::<std::sync::atomic::AtomicU32>();
             word.store(header | (setup << 16), Ordering::Release);
-            (e.signal_store)(queue.doorbell_signal, index as i64);
+            store(queue.doorbell_signal, index as i64);
         }
         loop {
             // SAFETY: our signal; the wait only reads it.
             let value = unsafe {
-                (e.signal_wait)(
+                wait(
                     dispatch.signal,
                     HSA_SIGNAL_CONDITION_LT,
                     1,
@@ -382,38 +372,57 @@ impl Drop for Runner {
     /// Releases the queue, the executable and the signal (the buffers free
     /// themselves). No dispatch runs: it would hold a borrow of the runner.
     fn drop(&mut self) {
-        let e = self.entries;
         let signal = self
             .dispatch
             .get_mut()
             .unwrap_or_else(PoisonError::into_inner)
             .signal;
-        // SAFETY: ours and idle; each released once.
-        unsafe {
-            (e.queue_destroy)(self.queue);
-            (e.executable_destroy)(self.executable);
-            (e.signal_destroy)(signal);
-        }
+        release(
+            self.core,
+            Some(self.queue),
+            Some(self.executable),
+            Some(signal),
+        );
         forget_own(self.own, self.executable);
+    }
+}
+
+/// Destroys what a runner made: its queue, executable and signal.
+fn release(
+    e: &CoreEntries,
+    queue: Option<*mut hsa_queue_t>,
+    executable: Option<hsa_executable_t>,
+    signal: Option<hsa_signal_t>,
+) {
+    // Each is ours and idle, released once, through the runtime's own
+    // entries (present: checked when the runner was made).
+    if let (Some(queue), Some(destroy)) = (queue, e.hsa_queue_destroy_fn) {
+        // SAFETY: see above.
+        unsafe { destroy(queue) };
+    }
+    if let (Some(executable), Some(destroy)) = (executable, e.hsa_executable_destroy_fn) {
+        // SAFETY: see above.
+        unsafe { destroy(executable) };
+    }
+    if let (Some(signal), Some(destroy)) = (signal, e.hsa_signal_destroy_fn) {
+        // SAFETY: see above.
+        unsafe { destroy(signal) };
     }
 }
 
 /// Takes a destroyed executable off the list of the library's own (its
 /// handle may be the runtime's for another executable from now on).
 fn forget_own(own: &Mutex<Vec<u64>>, executable: hsa_executable_t) {
-    own.lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .retain(|&handle| handle != executable.handle);
+    own.locked().retain(|&handle| handle != executable.handle);
 }
 
 /// The loaded kernels' dispatch attributes, in [`KERNELS`] order.
 fn find_kernels(
     core: &CoreEntries,
-    table: &CoreApiTable,
     executable: hsa_executable_t,
     agent: hsa_agent_t,
 ) -> Result<[LoadedKernel; KERNELS.len()], Unavailable> {
-    let get_symbol = table
+    let get_symbol = core
         .hsa_executable_get_symbol_by_name_fn
         .ok_or(Unavailable::Entries)?;
     let mut found = [LoadedKernel::default(); KERNELS.len()];
@@ -450,12 +459,9 @@ fn find_kernels(
 
 /// What `Runner::create` made so far, released on drop unless kept.
 struct Partial {
-    entries: Entries,
+    core: &'static CoreEntries,
     own: &'static Mutex<Vec<u64>>,
-    reader: Option<(
-        hsa_code_object_reader_t,
-        unsafe extern "C" fn(hsa_code_object_reader_t) -> hsa_status_t,
-    )>,
+    reader: Option<hsa_code_object_reader_t>,
     executable: Option<hsa_executable_t>,
     signal: Option<hsa_signal_t>,
     queue: Option<*mut hsa_queue_t>,
@@ -465,13 +471,12 @@ struct Partial {
 impl Partial {
     /// `None` when the list of own executables cannot grow (then no
     /// executable may be loaded: discovery could not tell it apart).
-    fn new(entries: Entries, own: &'static Mutex<Vec<u64>>) -> Result<Self, Unavailable> {
-        own.lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    fn new(core: &'static CoreEntries, own: &'static Mutex<Vec<u64>>) -> Result<Self, Unavailable> {
+        own.locked()
             .try_reserve(1)
             .map_err(|_| Unavailable::Runtime("own executable list", HSA_STATUS_ERROR))?;
         Ok(Partial {
-            entries,
+            core,
             own,
             reader: None,
             executable: None,
@@ -482,15 +487,10 @@ impl Partial {
     }
 
     /// Loads `object` for `agent` into a new, frozen executable.
-    fn load(
-        &mut self,
-        table: &CoreApiTable,
-        agent: hsa_agent_t,
-        object: &[u8],
-    ) -> Result<hsa_executable_t, Unavailable> {
-        let (Some(create_reader), Some(destroy_reader), Some(create), Some(load), Some(freeze)) = (
+    fn load(&mut self, agent: hsa_agent_t, object: &[u8]) -> Result<hsa_executable_t, Unavailable> {
+        let table = self.core;
+        let (Some(create_reader), Some(create), Some(load), Some(freeze)) = (
             table.hsa_code_object_reader_create_from_memory_fn,
-            table.hsa_code_object_reader_destroy_fn,
             table.hsa_executable_create_alt_fn,
             table.hsa_executable_load_agent_code_object_fn,
             table.hsa_executable_freeze_fn,
@@ -502,7 +502,7 @@ impl Partial {
         // is dropped, after the load copied what it needs).
         check(unsafe { create_reader(object.as_ptr().cast(), object.len(), &mut reader) })
             .map_err(|s| Unavailable::Runtime("code object reader", s))?;
-        self.reader = Some((reader, destroy_reader));
+        self.reader = Some(reader);
         let mut executable = hsa_executable_t { handle: 0 };
         // SAFETY: a writable out-pointer; no options.
         check(unsafe {
@@ -517,10 +517,7 @@ impl Partial {
         self.executable = Some(executable);
         // Capacity was reserved in `new` (a racing runner may have taken
         // it: then this push allocates, which std does infallibly; rare).
-        self.own
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(executable.handle);
+        self.own.locked().push(executable.handle);
         // SAFETY: our executable and reader; no options; no loaded-object
         // handle wanted.
         check(unsafe { load(executable, agent, reader, ptr::null(), ptr::null_mut()) })
@@ -531,8 +528,8 @@ impl Partial {
         Ok(executable)
     }
 
-    fn signal(&mut self, table: &CoreApiTable) -> Result<hsa_signal_t, Unavailable> {
-        let create = table.hsa_signal_create_fn.ok_or(Unavailable::Entries)?;
+    fn signal(&mut self) -> Result<hsa_signal_t, Unavailable> {
+        let create = self.core.hsa_signal_create_fn.ok_or(Unavailable::Entries)?;
         let mut signal = hsa_signal_t { handle: 0 };
         // SAFETY: a writable out-pointer; no consumers.
         check(unsafe { create(0, 0, ptr::null(), &mut signal) })
@@ -543,11 +540,10 @@ impl Partial {
 
     fn queue(
         &mut self,
-        table: &CoreApiTable,
         agent: hsa_agent_t,
         flag: *mut c_void,
     ) -> Result<*mut hsa_queue_t, Unavailable> {
-        let create = table.hsa_queue_create_fn.ok_or(Unavailable::Entries)?;
+        let create = self.core.hsa_queue_create_fn.ok_or(Unavailable::Entries)?;
         let mut queue: *mut hsa_queue_t = ptr::null_mut();
         // SAFETY: `flag` outlives the queue (see Runner::create); no private
         // or group segment limits (u32::MAX: the runtime's defaults).
@@ -578,25 +574,18 @@ impl Partial {
 
 impl Drop for Partial {
     fn drop(&mut self) {
-        if let Some((reader, destroy)) = self.reader.take() {
+        let destroy_reader = self.core.hsa_code_object_reader_destroy_fn;
+        if let (Some(reader), Some(destroy)) = (self.reader.take(), destroy_reader) {
             // SAFETY: our reader; the executable (if loaded) no longer needs it.
             unsafe { destroy(reader) };
         }
         if self.kept {
             return;
         }
-        if let Some(executable) = self.executable.take() {
-            // SAFETY: ours, never used for a dispatch.
-            unsafe { (self.entries.executable_destroy)(executable) };
+        let executable = self.executable.take();
+        release(self.core, self.queue.take(), executable, self.signal.take());
+        if let Some(executable) = executable {
             forget_own(self.own, executable);
-        }
-        if let Some(signal) = self.signal.take() {
-            // SAFETY: ours, never used.
-            unsafe { (self.entries.signal_destroy)(signal) };
-        }
-        if let Some(queue) = self.queue.take() {
-            // SAFETY: ours, never used.
-            unsafe { (self.entries.queue_destroy)(queue) };
         }
     }
 }

@@ -15,7 +15,8 @@
 //! library's own copies, delegated); copies it makes the calling thread
 //! wait for on other threads must use the runtime's original entries.
 
-use std::sync::{Arc, PoisonError, RwLock};
+use crate::support::sync::RecoverRw;
+use std::sync::{Arc, RwLock};
 
 use crate::hsa::{hsa_agent_t, hsa_status_t};
 
@@ -57,15 +58,12 @@ impl ToolCopy {
 
     /// Registers `function` (`None`: back to the library's own kernels).
     pub(crate) fn set(&self, function: Option<Arc<BatchCopyFn>>) {
-        *self.0.write().unwrap_or_else(PoisonError::into_inner) = function;
+        *self.0.write_locked() = function;
     }
 
     /// The registered function, for one capture or restore: a call begun
     /// finishes with the function it began with.
     pub(crate) fn get(&self) -> Option<Arc<BatchCopyFn>> {
-        self.0
-            .read()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
+        self.0.read_locked().clone()
     }
 }

@@ -16,9 +16,10 @@
 //! snapshots are freed. Everything held or retained counts against the
 //! budgets.
 
+use crate::support::sync::Recover;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Mutex, MutexGuard};
 
 use super::budget::{DeviceBudget, HostBudget};
 use super::pools::{self, AgentPools};
@@ -165,7 +166,7 @@ impl Storage {
     }
 
     fn agents(&self) -> MutexGuard<'_, Vec<AgentStorage>> {
-        self.agents.lock().unwrap_or_else(PoisonError::into_inner)
+        self.agents.locked()
     }
 
     /// The agent's entry, created (with its pools discovered) on first use.
@@ -396,7 +397,7 @@ fn free(env: Env, _tier: Tier, backing: Backing) {
         if let Some(amd) = env.amd() {
             // SAFETY: memory this library allocated from the same runtime
             // through the un-wrapped entry, no longer leased or retained.
-            unsafe { (amd.pool_free)(base as *mut c_void) };
+            let _ = unsafe { amd.free(base as *mut c_void) };
         }
     }
 }
@@ -421,20 +422,18 @@ fn allocate(
         Tier::Pinned => pools.host_pool?.pool,
     };
     let amd = env.amd()?;
-    let mut ptr = std::ptr::null_mut();
-    // SAFETY: a pool the runtime reported, a writable out-parameter.
-    let status = unsafe { (amd.pool_allocate)(pool, capacity, 0, &mut ptr) };
-    if status != crate::hsa::HSA_STATUS_SUCCESS || ptr.is_null() {
+    let ptr = amd.allocate(pool, capacity, 0).ok()?;
+    if ptr.is_null() {
         return None;
     }
     if tier == Tier::Pinned {
-        let granted = amd.optional.allow_access.is_some_and(|allow| {
+        let granted = amd.hsa_amd_agents_allow_access_fn.is_some_and(|allow| {
             // SAFETY: one valid agent, no flags, our own fresh allocation.
             unsafe { allow(1, &agent, std::ptr::null(), ptr) == crate::hsa::HSA_STATUS_SUCCESS }
         });
         if !granted {
             // SAFETY: our own fresh allocation.
-            unsafe { (amd.pool_free)(ptr) };
+            let _ = unsafe { amd.free(ptr) };
             return None;
         }
     }

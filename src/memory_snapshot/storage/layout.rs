@@ -46,7 +46,7 @@ pub fn lay_out(
     let pinned_usable = view.pools.host_pool.is_some()
         && env
             .amd()
-            .is_some_and(|amd| amd.optional.allow_access.is_some());
+            .is_some_and(|amd| amd.hsa_amd_agents_allow_access_fn.is_some());
     let mut allowed = match policy.forced_tier() {
         Some(tier) => [
             tier == Tier::Device,
