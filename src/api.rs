@@ -60,8 +60,10 @@ use std::time::Duration;
 
 use crate::hsa::sys::hsa_amd_memory_pool_t;
 use crate::hsa::{hsa_agent_t, AmdExtTable, CoreApiTable};
-use crate::memory_snapshot::state::{Env, SNAPSHOTS};
+use crate::memory_snapshot::context::Context;
+use crate::memory_snapshot::state::SNAPSHOTS;
 use crate::memory_snapshot::storage::pools::{self, AgentPools, HostPool};
+use crate::memory_snapshot::storage::PerTier;
 use crate::memory_snapshot::{self, coverage, Decline};
 use crate::memory_tracker::install::{self, InstallOutcome};
 use crate::memory_tracker::{self, TRACKER};
@@ -77,7 +79,7 @@ pub use crate::memory_snapshot::verify::VerifyOutcome;
 pub use crate::memory_snapshot::{DeclineReason, RestoreReport};
 pub use crate::replay::ReplayOutcome;
 pub use crate::support::logging::LogLevel;
-pub use crate::support::stats::StatsSnapshot as Counters;
+pub use crate::support::stats::Counters;
 
 // ---- installation --------------------------------------------------------------
 
@@ -135,7 +137,7 @@ pub unsafe fn install(
     amd_ext: *mut AmdExtTable,
     lib_instance: u64,
 ) -> Result<Installed, InstallError> {
-    TRACKER.set_make_room(|pool| Env::process().make_room_for_application(pool));
+    TRACKER.set_make_room(|pool| Context::process().make_room_for_application(pool));
     // Read now, not at the first snapshot: reading allocates, and a snapshot
     // may run under memory pressure.
     SNAPSHOTS.read_environment();
@@ -166,7 +168,7 @@ pub fn tracking() -> bool {
 /// go back to the runtime. Call it from the tool's finalizer.
 pub fn finalize() {
     memory_tracker::finalize(&TRACKER);
-    Env::process().finalize();
+    Context::process().finalize();
 }
 
 /// Whether [`finalize`] was called.
@@ -226,7 +228,7 @@ impl std::error::Error for Declined {}
 /// completed declines (and logs one warning saying why); it never leaves
 /// anything half-taken.
 pub fn snap(agent: hsa_agent_t) -> Result<Snapshot, Declined> {
-    let snapshot = memory_snapshot::snap(Env::process(), agent);
+    let snapshot = memory_snapshot::snap(Context::process(), agent);
     match snapshot.decline() {
         None => Ok(Snapshot(snapshot)),
         Some(decline) => Err(Declined { agent, decline }),
@@ -271,7 +273,7 @@ impl Snapshot {
     /// written. [`RestoreReport::complete`] is rocprofiler-sdk's `restore`
     /// answer.
     pub fn restore(&self) -> RestoreReport {
-        memory_snapshot::restore(Env::process(), &self.0)
+        memory_snapshot::restore(Context::process(), &self.0)
     }
 }
 
@@ -288,12 +290,12 @@ impl fmt::Debug for Snapshot {
 /// The internal snapshot of a [`Snapshot`] or a [`Declined`] one, for the
 /// C ABI, whose handles stand for either.
 pub(crate) fn snap_either(agent: hsa_agent_t) -> memory_snapshot::Snapshot {
-    memory_snapshot::snap(Env::process(), agent)
+    memory_snapshot::snap(Context::process(), agent)
 }
 
 /// Restores an internal snapshot (the C ABI's handles).
 pub(crate) fn restore_either(snapshot: &memory_snapshot::Snapshot) -> RestoreReport {
-    memory_snapshot::restore(Env::process(), snapshot)
+    memory_snapshot::restore(Context::process(), snapshot)
 }
 
 // ---- the replay window -----------------------------------------------------------
@@ -303,7 +305,7 @@ pub(crate) fn restore_either(snapshot: &memory_snapshot::Snapshot) -> RestoreRep
 /// nothing captured; otherwise snapshot — if it declines, pass 0 exactly once
 /// — else passes `0..passes` with a restore before every pass but the first.
 pub fn replay(agent: hsa_agent_t, passes: u32, run_pass: impl FnMut(u32)) -> ReplayOutcome {
-    crate::replay::replay(Env::process(), agent, passes, run_pass)
+    crate::replay::replay(Context::process(), agent, passes, run_pass)
 }
 
 /// True only for a submission that can be replayed: exactly one packet
@@ -451,7 +453,7 @@ pub fn verify() -> bool {
 /// snapshot keeps its own until it is dropped).
 pub fn trim_retained() -> u64 {
     SNAPSHOTS.kernels.finalize();
-    SNAPSHOTS.storage.trim(Env::process())
+    SNAPSHOTS.storage.trim(Context::process())
 }
 
 /// How long a snapshot or restore waits for application async copies in
@@ -481,7 +483,7 @@ pub struct Untracked {
 
 /// What snapshots of `agent` do not cover.
 pub fn untracked(agent: hsa_agent_t) -> Untracked {
-    let found = coverage::untracked(Env::process(), agent);
+    let found = coverage::untracked(Context::process(), agent);
     Untracked {
         bytes: found.bytes,
         mappings: found.vmem_regions,
@@ -494,7 +496,7 @@ pub fn untracked(agent: hsa_agent_t) -> Untracked {
 /// discovered for it (none under the baseline policy, which keeps no
 /// discovery cache).
 pub fn estimate_footprint(agent: hsa_agent_t) -> Footprint {
-    coverage::estimate_footprint(Env::process(), agent)
+    coverage::estimate_footprint(Context::process(), agent)
 }
 
 /// The tracked allocations and mappings owned by `agent`.
@@ -512,9 +514,9 @@ pub struct Stats {
     pub counters: Counters,
     /// Bytes held now per tier (leased and retained), indexed by
     /// [`Tier::index`].
-    pub held_bytes: [u64; 3],
+    pub held_bytes: PerTier<u64>,
     /// Of those, bytes retained for reuse.
-    pub retained_bytes: [u64; 3],
+    pub retained_bytes: PerTier<u64>,
 }
 
 impl Stats {
@@ -527,7 +529,7 @@ impl Stats {
 /// The counters now.
 pub fn stats() -> Stats {
     Stats {
-        counters: TRACKER.stats.read(),
+        counters: TRACKER.counters.read(),
         held_bytes: SNAPSHOTS.storage.held(),
         retained_bytes: SNAPSHOTS.storage.retained(),
     }
@@ -535,7 +537,7 @@ pub fn stats() -> Stats {
 
 /// Zeroes the cumulative counters (not what is held).
 pub fn reset_stats() {
-    TRACKER.stats.reset()
+    TRACKER.counters.reset()
 }
 
 // ---- logging -----------------------------------------------------------------------------

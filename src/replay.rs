@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use log::warn;
 
 use crate::hsa::hsa_agent_t;
-use crate::memory_snapshot::state::Env;
+use crate::memory_snapshot::context::Context;
 use crate::memory_snapshot::{self, DeclineReason};
 
 /// What one replay window did.
@@ -32,7 +32,7 @@ pub struct ReplayOutcome {
 /// the last pass, which leaves the application with exactly the state one
 /// ordinary execution would have produced.
 pub fn replay(
-    env: Env,
+    cx: Context,
     agent: hsa_agent_t,
     passes: u32,
     mut run_pass: impl FnMut(u32),
@@ -47,7 +47,7 @@ pub fn replay(
         run_pass(0);
         return once(None);
     }
-    let snapshot = memory_snapshot::snap(env, agent);
+    let snapshot = memory_snapshot::snap(cx, agent);
     if let Some(reason) = snapshot.decline_reason() {
         warn!("replay of {passes} passes declined ({reason}); running the dispatch once");
         run_pass(0);
@@ -56,7 +56,7 @@ pub fn replay(
     let mut restore_failures = 0;
     for pass in 0..passes {
         if pass > 0 {
-            restore_failures += memory_snapshot::restore(env, &snapshot).failed;
+            restore_failures += memory_snapshot::restore(cx, &snapshot).failed;
         }
         run_pass(pass);
     }

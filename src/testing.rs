@@ -38,11 +38,13 @@ pub fn fence_in_flight(agent: u64) -> u64 {
 }
 
 /// Bytes of the arenas retained for `agent`, per tier.
-pub fn retained_for(agent: crate::hsa::hsa_agent_t) -> [u64; 3] {
-    use crate::memory_snapshot::state::{Env, SNAPSHOTS};
+pub fn retained_for(
+    agent: crate::hsa::hsa_agent_t,
+) -> crate::memory_snapshot::storage::PerTier<u64> {
+    use crate::memory_snapshot::{context::Context, state::SNAPSHOTS};
     SNAPSHOTS
         .storage
-        .view(Env::process(), agent)
+        .view(Context::process(), agent)
         .retained
         .map(|bytes| bytes as u64)
 }
@@ -60,8 +62,8 @@ pub fn device_kernels_set_up() -> bool {
 /// `set_storage_pools`): the device pool's handle, and the host pool's with
 /// its CPU agent's.
 pub fn storage_pools(agent: crate::hsa::hsa_agent_t) -> (Option<u64>, Option<(u64, u64)>) {
-    use crate::memory_snapshot::state::{Env, SNAPSHOTS};
-    let pools = SNAPSHOTS.storage.view(Env::process(), agent).pools;
+    use crate::memory_snapshot::{context::Context, state::SNAPSHOTS};
+    let pools = SNAPSHOTS.storage.view(Context::process(), agent).pools;
     (
         pools.device_pool.map(|(pool, _)| pool.handle),
         pools

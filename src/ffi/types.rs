@@ -70,6 +70,10 @@ pub(crate) fn decline_code(reason: Option<DeclineReason>) -> kr_decline_reason_a
     reason.map_or(0, DeclineReason::code)
 }
 
+// The C structs below carry one slot per storage tier, spelled as a
+// literal for the header: a tier added in Rust must grow them (an ABI change).
+const _: () = assert!(crate::memory_snapshot::storage::Tier::COUNT == 3);
+
 /// Cumulative counters (`kr_get_stats`), and what is held now.
 #[repr(C)]
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

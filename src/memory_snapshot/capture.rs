@@ -8,27 +8,28 @@ use std::time::Instant;
 
 use log::warn;
 
+use super::context::Context;
 use super::coverage;
 use super::decline::Decline;
 use super::device::batch::DeviceOutcome;
 use super::discovery::{self, DiscoveredVariable};
 use super::host_buffer::HostBuffer;
 use super::snapshot::{copy_live_regions, Captured, Origin, Place, Region, Snapshot};
-use super::state::Env;
 use super::storage::arena::Lease;
 use super::storage::layout::{self, Layout, LayoutError};
 use super::storage::StoragePolicy;
 use crate::hsa::entries::CoreEntries;
 use crate::hsa::hsa_agent_t;
+use crate::memory_snapshot::storage::{PerTier, Tier};
 use crate::memory_tracker::inventory::TrackedRegion;
 
 /// Captures the replay state of `agent`.
 ///
 /// Never fails outright: a snapshot that could not be completed comes back
 /// declined, with one warning saying why, and holds no memory.
-pub fn snap(env: Env, agent: hsa_agent_t) -> Snapshot {
+pub fn snap(cx: Context, agent: hsa_agent_t) -> Snapshot {
     let started = Instant::now();
-    let result = capture(env, agent);
+    let result = capture(cx, agent);
     let nanos = started.elapsed().as_nanos() as u64;
     match result {
         Ok(captured) => {
@@ -36,8 +37,8 @@ pub fn snap(env: Env, agent: hsa_agent_t) -> Snapshot {
                 agent,
                 outcome: Ok(captured),
             };
-            env.tracker
-                .stats
+            cx.tracker
+                .counters
                 .snapshot_taken(snapshot.byte_count(), nanos);
             snapshot
         }
@@ -47,29 +48,29 @@ pub fn snap(env: Env, agent: hsa_agent_t) -> Snapshot {
                 agent.handle,
                 decline.reason()
             );
-            env.tracker
-                .stats
+            cx.tracker
+                .counters
                 .snapshot_declined(decline.reason().code(), nanos);
             Snapshot::declined(agent, decline)
         }
     }
 }
 
-fn capture(env: Env, agent: hsa_agent_t) -> Result<Captured, Decline> {
-    let core = env.core().ok_or(Decline::NotInitialized)?;
+fn capture(cx: Context, agent: hsa_agent_t) -> Result<Captured, Decline> {
+    let core = cx.core().ok_or(Decline::NotInitialized)?;
     // Resolved at install (kr_memory_tracker_init), so no allocation here.
-    let policy = env.state.storage.policy.get();
-    if env.tracker.gate.finalized() {
+    let policy = cx.state.storage.policy.get();
+    if cx.tracker.gate.finalized() {
         return Err(Decline::Finalized);
     }
-    if !crate::memory_tracker::wrappers_in_place(env.tracker) {
+    if !crate::memory_tracker::wrappers_in_place(cx.tracker) {
         return Err(Decline::WrappersRemoved);
     }
-    let iterate = env
+    let iterate = cx
         .executable_iterator()
         .ok_or(Decline::NoExecutableIterator)?;
     let mut tracked = Vec::new();
-    env.tracker
+    cx.tracker
         .inventory
         .collect_agent(agent.handle, &mut tracked)
         .map_err(|_| Decline::RegionList)?;
@@ -77,18 +78,18 @@ fn capture(env: Env, agent: hsa_agent_t) -> Result<Captured, Decline> {
     // frees included: a tracked region freed from here on is simply dropped
     // below, when its generation no longer matches.
     let baseline = policy == StoragePolicy::Baseline;
-    let variables = discovery::module_variables(env, core, iterate, agent, !baseline)?;
-    coverage::note_untracked(env, agent, &tracked);
+    let variables = discovery::module_variables(cx, core, iterate, agent, !baseline)?;
+    coverage::note_untracked(cx, agent, &tracked);
     // No application copy may write the agent's tracked memory while it is
     // captured: wait for those in flight, hold new ones back.
-    let _window = fence_window(env, agent).map_err(|copies| Decline::CopiesInFlight {
+    let _window = fence_window(cx, agent).map_err(|copies| Decline::CopiesInFlight {
         copies,
-        timeout_ms: env.tracker.fences.timeout().as_millis() as u64,
+        timeout_ms: cx.tracker.fences.timeout().as_millis() as u64,
     })?;
     if baseline {
-        capture_baseline(env, core, &tracked, &variables)
+        capture_baseline(cx, core, &tracked, &variables)
     } else {
-        capture_into_arenas(env, core, agent, policy, &tracked, &variables)
+        capture_into_arenas(cx, core, agent, policy, &tracked, &variables)
     }
 }
 
@@ -96,13 +97,13 @@ fn capture(env: Env, agent: hsa_agent_t) -> Result<Captured, Decline> {
 /// `memory_tracker/fence.rs`), counting in the stats whether it had to wait
 /// and whether the wait ran out; `Err(copies still in flight)` then.
 pub(crate) fn fence_window(
-    env: Env,
+    cx: Context,
     agent: hsa_agent_t,
 ) -> Result<crate::memory_tracker::fence::Window<'static>, u64> {
-    let waiting = env.tracker.fences.in_flight(agent.handle) > 0;
-    let window = env.tracker.fences.open_window(agent.handle);
+    let waiting = cx.tracker.fences.in_flight(agent.handle) > 0;
+    let window = cx.tracker.fences.open_window(agent.handle);
     if waiting || window.is_err() {
-        env.tracker.stats.fence_waited(window.is_err());
+        cx.tracker.counters.fence_waited(window.is_err());
     }
     window
 }
@@ -111,7 +112,7 @@ pub(crate) fn fence_window(
 /// per region, each tracked copy under the read lock after re-checking the
 /// generation.
 fn capture_baseline(
-    env: Env,
+    cx: Context,
     core: &'static CoreEntries,
     tracked: &[TrackedRegion],
     variables: &[DiscoveredVariable],
@@ -121,8 +122,8 @@ fn capture_baseline(
         .try_reserve_exact(tracked.len() + variables.len())
         .map_err(|_| Decline::RegionList)?;
     for region in tracked {
-        let mut host = host_buffer_for(env, region.base, region.size)?;
-        let copied = env.tracker.inventory.with_live(region, || {
+        let mut host = host_buffer_for(cx, region.base, region.size)?;
+        let copied = cx.tracker.inventory.with_live(region, || {
             // SAFETY: the host buffer holds region.size bytes; the device side
             // is a live allocation of at least that size (checked under the
             // lock we are holding).
@@ -143,12 +144,12 @@ fn capture_baseline(
     }
     for variable in variables {
         let (address, size) = (variable.variable.address, variable.variable.size);
-        let mut host = host_buffer_for(env, address, size)?;
+        let mut host = host_buffer_for(cx, address, size)?;
         // With the registry, the copy runs while the executable is provably
         // still loaded (and the restore will check again); without it, the
         // design's direct copy.
         let copied = match variable.executable {
-            Some(exe) => env.tracker.executables.live_view().contains(exe).then(|| {
+            Some(exe) => cx.tracker.executables.live_view().contains(exe).then(|| {
                 // SAFETY: the variable's executable is loaded and cannot be
                 // unloaded while the view is held.
                 unsafe { device_to_host(core, &mut host, address) }
@@ -175,7 +176,7 @@ fn capture_baseline(
         core,
         regions,
         leases: [None, None, None],
-        bases: [0; 3],
+        bases: [0; Tier::COUNT],
         host_agent,
         batch: false,
         device: None,
@@ -188,7 +189,7 @@ fn capture_baseline(
 /// gets its tier and offset), and copied under the tracker's read views
 /// (`copy_live_regions`). A declined capture releases its arenas at once.
 fn capture_into_arenas(
-    env: Env,
+    cx: Context,
     core: &'static CoreEntries,
     agent: hsa_agent_t,
     policy: StoragePolicy,
@@ -202,7 +203,7 @@ fn capture_into_arenas(
         .map_err(|_| Decline::RegionList)?;
     sizes.extend(listed.iter().map(|&(_, size, _)| size));
     let Layout { places, mut leases } =
-        layout::lay_out(env, agent, &sizes, policy).map_err(Decline::Layout)?;
+        layout::lay_out(cx, agent, &sizes, policy).map_err(Decline::Layout)?;
     let bases = [0, 1, 2].map(|t| leases[t].as_mut().map_or(0, Lease::base));
     let mut regions = Vec::new();
     if regions.try_reserve_exact(listed.len()).is_err() {
@@ -220,10 +221,10 @@ fn capture_into_arenas(
             first_block: None,
         },
     ));
-    let host_agent = env
+    let host_agent = cx
         .state
         .storage
-        .view(env, agent)
+        .view(cx, agent)
         .pools
         .host_pool
         .map_or(hsa_agent_t { handle: 0 }, |h| h.cpu_agent);
@@ -233,12 +234,12 @@ fn capture_into_arenas(
         leases,
         bases,
         host_agent,
-        batch: env.state.batch_copies(),
+        batch: cx.state.batch_copies(),
         device: None,
         ran: DeviceOutcome::default(),
     };
-    captured.device = super::device::choose::plan(env, &mut captured, agent);
-    match copy_in(env, &mut captured, agent) {
+    captured.device = super::device::choose::plan(cx, &mut captured, agent);
+    match copy_in(cx, &mut captured, agent) {
         Ok(()) => Ok(captured),
         Err(decline) => {
             discard(std::mem::take(&mut captured.leases));
@@ -273,7 +274,7 @@ fn list_regions(
 }
 
 /// Gives a declined capture's arenas back at once (not retained).
-fn discard(leases: [Option<Lease>; 3]) {
+fn discard(leases: PerTier<Option<Lease>>) {
     for lease in leases.into_iter().flatten() {
         lease.discard();
     }
@@ -281,17 +282,17 @@ fn discard(leases: [Option<Lease>; 3]) {
 
 /// Copies every listed region into its place; a region freed or unloaded
 /// since it was listed is dropped from the snapshot.
-fn copy_in(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Result<(), Decline> {
+fn copy_in(cx: Context, captured: &mut Captured, agent: hsa_agent_t) -> Result<(), Decline> {
     let mut kept = Vec::new();
     kept.try_reserve_exact(captured.regions.len())
         .map_err(|_| Decline::RegionList)?;
     kept.resize(captured.regions.len(), true);
     let (outcomes, device) =
-        copy_live_regions(env, captured, agent, false, captured.batch, |index| {
+        copy_live_regions(cx, captured, agent, false, captured.batch, |index| {
             kept[index] = false
         })
         .ok_or(Decline::RegionList)?;
-    super::device::choose::captured(env, captured, &device);
+    super::device::choose::captured(cx, captured, &device);
     if let Some(&(index, status)) = outcomes.failures.first() {
         let region = &captured.regions[index];
         return Err(Decline::Copy {
@@ -305,15 +306,15 @@ fn copy_in(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Result<(), 
         index += 1;
         kept[index - 1]
     });
-    if captured.ran.incremental && env.state.verify() {
+    if captured.ran.incremental && cx.state.verify() {
         // Verify mode checks what an incremental capture skipped, too.
-        super::verify::verify(env, captured, true);
+        super::verify::verify(cx, captured, true);
     }
     Ok(())
 }
 
-fn host_buffer_for(env: Env, address: usize, size: usize) -> Result<HostBuffer, Decline> {
-    HostBuffer::try_new(size, &env.state.storage.host).map_err(|error| Decline::HostBuffer {
+fn host_buffer_for(cx: Context, address: usize, size: usize) -> Result<HostBuffer, Decline> {
+    HostBuffer::try_new(size, &cx.state.storage.host).map_err(|error| Decline::HostBuffer {
         address,
         size,
         error,

@@ -14,7 +14,7 @@ use std::ffi::c_void;
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::sys::{hsa_signal_t, HSA_SIGNAL_CONDITION_LT, HSA_WAIT_STATE_BLOCKED};
 use crate::hsa::{hsa_agent_t, hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_SUCCESS};
-use crate::memory_snapshot::state::Env;
+use crate::memory_snapshot::context::Context;
 
 /// Copies in flight at once. Each holds one signal: a small, fixed number,
 /// since runtimes limit interrupt-capable signals.
@@ -67,7 +67,7 @@ struct Batched {
 
 /// Runs a set of transfers; see the module documentation.
 pub struct Copier<'a> {
-    env: Env,
+    cx: Context,
     core: &'a CoreEntries,
     batched: Option<Batched>,
     finished: Finished,
@@ -76,16 +76,16 @@ pub struct Copier<'a> {
 impl<'a> Copier<'a> {
     /// A copier for up to `count` transfers, batched when `batch` and the
     /// runtime supports it. Fails only if its bookkeeping cannot be allocated.
-    pub fn new(env: Env, core: &'a CoreEntries, count: usize, batch: bool) -> Option<Self> {
+    pub fn new(cx: Context, core: &'a CoreEntries, count: usize, batch: bool) -> Option<Self> {
         let mut failures = Vec::new();
         failures.try_reserve_exact(count).ok()?;
         let batched = if batch {
-            Self::batched(env, core, count)
+            Self::batched(cx, core, count)
         } else {
             None
         };
         Some(Copier {
-            env,
+            cx,
             core,
             batched,
             finished: Finished {
@@ -95,18 +95,18 @@ impl<'a> Copier<'a> {
         })
     }
 
-    fn batched(env: Env, core: &CoreEntries, count: usize) -> Option<Batched> {
-        let amd = env.amd()?;
+    fn batched(cx: Context, core: &CoreEntries, count: usize) -> Option<Batched> {
+        let amd = cx.amd()?;
         amd.hsa_amd_memory_async_copy_fn?;
         core.hsa_signal_wait_scacquire_fn?;
         let store = core.hsa_signal_store_screlease_fn?;
-        let signals = env.tracker.signals.take(core, count.clamp(1, WINDOW));
+        let signals = cx.tracker.signals.take(core, count.clamp(1, WINDOW));
         if signals.is_empty() {
             return None;
         }
         let mut idle = Vec::new();
         if idle.try_reserve_exact(signals.len()).is_err() {
-            env.tracker.signals.give_back(core, signals);
+            cx.tracker.signals.give_back(core, signals);
             return None;
         }
         for signal in signals {
@@ -120,7 +120,7 @@ impl<'a> Copier<'a> {
         let mut in_flight = VecDeque::new();
         if in_flight.try_reserve(idle.len()).is_err() {
             let signals = idle.into_iter().map(|slot| slot.signal);
-            env.tracker.signals.give_back(core, signals);
+            cx.tracker.signals.give_back(core, signals);
             return None;
         }
         Some(Batched {
@@ -272,7 +272,7 @@ impl Drop for Copier<'_> {
         self.drain();
         if let Some(batched) = self.batched.take() {
             let signals = batched.idle.into_iter().map(|slot| slot.signal);
-            self.env.tracker.signals.give_back(self.core, signals);
+            self.cx.tracker.signals.give_back(self.core, signals);
         }
     }
 }

@@ -19,7 +19,7 @@ use log::warn;
 use super::storage::pools::memory_available;
 use super::storage::Tier;
 use crate::hsa::hsa_agent_t;
-use crate::memory_snapshot::state::Env;
+use crate::memory_snapshot::context::Context;
 use crate::memory_tracker::inventory::TrackedRegion;
 
 /// Untracked device memory above this is logged (once per agent).
@@ -51,10 +51,10 @@ pub struct Footprint {
 }
 
 /// The untracked device memory of `agent`, given the bytes tracked for it.
-fn untracked_with(env: Env, agent: hsa_agent_t, tracked_bytes: u64) -> Untracked {
-    let view = env.state.storage.view(env, agent);
+fn untracked_with(cx: Context, agent: hsa_agent_t, tracked_bytes: u64) -> Untracked {
+    let view = cx.state.storage.view(cx, agent);
     let bytes = view.pools.device_pool.and_then(|(_, pool_size)| {
-        let available = memory_available(env.core()?, agent)?;
+        let available = memory_available(cx.core()?, agent)?;
         let in_use = pool_size.saturating_sub(available);
         Some(
             in_use
@@ -64,7 +64,7 @@ fn untracked_with(env: Env, agent: hsa_agent_t, tracked_bytes: u64) -> Untracked
         )
     });
     #[cfg(hsa_vmem)]
-    let (vmem_regions, vmem_bytes) = env.tracker.mappings.uncaptured(env.tracker, agent.handle);
+    let (vmem_regions, vmem_bytes) = cx.tracker.mappings.uncaptured(cx.tracker, agent.handle);
     #[cfg(not(hsa_vmem))]
     let (vmem_regions, vmem_bytes) = (0, 0);
     Untracked {
@@ -75,24 +75,20 @@ fn untracked_with(env: Env, agent: hsa_agent_t, tracked_bytes: u64) -> Untracked
 }
 
 /// Device memory in use on `agent` that the inventory does not cover.
-pub fn untracked(env: Env, agent: hsa_agent_t) -> Untracked {
-    untracked_with(
-        env,
-        agent,
-        env.tracker.inventory.agent_totals(agent.handle).1,
-    )
+pub fn untracked(cx: Context, agent: hsa_agent_t) -> Untracked {
+    untracked_with(cx, agent, cx.tracker.inventory.agent_totals(agent.handle).1)
 }
 
 /// The bytes and regions a snapshot of `agent` would take now: its tracked
 /// allocations and mappings, and the module variables already discovered
 /// for it (an executable loaded since the last snapshot is not counted
 /// until a snapshot walks it; one unloaded since is no longer counted).
-pub fn estimate_footprint(env: Env, agent: hsa_agent_t) -> Footprint {
-    let (regions, bytes) = env.tracker.inventory.agent_totals(agent.handle);
-    let (variables, variable_bytes) = env
+pub fn estimate_footprint(cx: Context, agent: hsa_agent_t) -> Footprint {
+    let (regions, bytes) = cx.tracker.inventory.agent_totals(agent.handle);
+    let (variables, variable_bytes) = cx
         .state
         .discovery_cache
-        .agent_totals(agent.handle, &env.tracker.executables.live_view());
+        .agent_totals(agent.handle, &cx.tracker.executables.live_view());
     Footprint {
         bytes: bytes + variable_bytes,
         regions: regions + variables,
@@ -104,12 +100,12 @@ static LOGGED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 
 /// At a snapshot: records the untracked memory of `agent` in the stats and
 /// logs it the first time it passes the threshold.
-pub fn note_untracked(env: Env, agent: hsa_agent_t, tracked: &[TrackedRegion]) {
+pub fn note_untracked(cx: Context, agent: hsa_agent_t, tracked: &[TrackedRegion]) {
     let tracked_bytes = tracked.iter().map(|r| r.size as u64).sum();
-    let untracked = untracked_with(env, agent, tracked_bytes);
+    let untracked = untracked_with(cx, agent, tracked_bytes);
     let bytes = untracked.bytes.unwrap_or(0);
-    env.tracker
-        .stats
+    cx.tracker
+        .counters
         .untracked_device_bytes
         .store(bytes, std::sync::atomic::Ordering::Relaxed);
     if bytes <= LOG_THRESHOLD {

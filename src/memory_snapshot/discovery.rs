@@ -31,7 +31,7 @@ use crate::hsa::sys::{
 use crate::hsa::{
     hsa_agent_t, hsa_executable_t, hsa_status_t, HSA_STATUS_ERROR, HSA_STATUS_SUCCESS,
 };
-use crate::memory_snapshot::state::Env;
+use crate::memory_snapshot::context::Context;
 use crate::memory_tracker::executables::{Identity, LoadedExecutable};
 use crate::support::unwind::catch_panic;
 
@@ -99,17 +99,17 @@ pub struct DiscoveredVariable {
 /// an executable walked completely before (and still the same loaded
 /// executable) is not walked again.
 pub fn module_variables(
-    env: Env,
+    cx: Context,
     core: &CoreEntries,
     iterate: IterateExecutablesFn,
     agent: hsa_agent_t,
     use_cache: bool,
 ) -> Result<Vec<DiscoveredVariable>, DiscoveryError> {
-    let listed = loaded_executables(env, iterate)?;
+    let listed = loaded_executables(cx, iterate)?;
     if use_cache {
-        env.state
+        cx.state
             .discovery_cache
-            .forget_unloaded(&env.tracker.executables.live_view());
+            .forget_unloaded(&cx.tracker.executables.live_view());
     }
     let mut found: Vec<DiscoveredVariable> = Vec::new();
     let mut add = |variables: &[ModuleVariable], executable| {
@@ -136,7 +136,7 @@ pub fn module_variables(
             Identity::Unloading => continue,
         };
         if use_cache {
-            let cached = env
+            let cached = cx
                 .state
                 .discovery_cache
                 .with_cached(exe, agent.handle, |v| add(v, Some(exe)));
@@ -149,14 +149,14 @@ pub fn module_variables(
         // wrapper waits for the view. One being destroyed since it was
         // listed has no variables in this snapshot.
         let walked = {
-            let loaded = env.tracker.executables.live_view();
+            let loaded = cx.tracker.executables.live_view();
             if !loaded.contains(exe) {
                 continue;
             }
             walk_symbols(core, hsa_executable_t { handle: exe.handle }, agent)?
         };
         if use_cache {
-            env.state
+            cx.state
                 .discovery_cache
                 .remember(exe, agent.handle, &walked);
         }
@@ -172,11 +172,11 @@ pub fn module_variables(
 /// across the callbacks, so a listed executable is loaded while it is
 /// admitted, and one whose destroy has begun is left out.
 fn loaded_executables(
-    env: Env,
+    cx: Context,
     iterate: IterateExecutablesFn,
 ) -> Result<Vec<Identity>, DiscoveryError> {
     let mut list = Listing {
-        env,
+        cx,
         identities: Vec::new(),
         out_of_memory: false,
     };
@@ -192,7 +192,7 @@ fn loaded_executables(
 }
 
 struct Listing {
-    env: Env,
+    cx: Context,
     identities: Vec<Identity>,
     out_of_memory: bool,
 }
@@ -211,10 +211,10 @@ unsafe extern "C" fn on_executable(
         }
         // The library's own kernels: nothing to capture, and not to be
         // admitted to the registry (the library unloads them itself).
-        if list.env.state.kernels.owns_executable(executable.handle) {
+        if list.cx.state.kernels.owns_executable(executable.handle) {
             return HSA_STATUS_SUCCESS;
         }
-        match list.env.tracker.executables.identify(executable.handle) {
+        match list.cx.tracker.executables.identify(executable.handle) {
             Identity::Unloading => {}
             identity => list.identities.push(identity),
         }

@@ -14,6 +14,7 @@
 //! of one fresh pageable buffer and one blocking copy per region.
 
 pub mod capture;
+pub mod context;
 pub mod copy;
 pub mod coverage;
 pub mod decline;

@@ -21,7 +21,7 @@ use super::device::batch::DeviceOutcome;
 use super::snapshot::{copy_live_regions, Captured, Origin, Region, Snapshot};
 use super::verify::{verify, VerifyOutcome};
 use crate::hsa::hsa_status_t;
-use crate::memory_snapshot::state::Env;
+use crate::memory_snapshot::context::Context;
 
 /// What one restore did, region by region.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -59,7 +59,7 @@ impl RestoreReport {
 const LOGGED_REGIONS: usize = 8;
 
 /// Writes every region of `snapshot` back. A declined snapshot writes nothing.
-pub fn restore(env: Env, snapshot: &Snapshot) -> RestoreReport {
+pub fn restore(cx: Context, snapshot: &Snapshot) -> RestoreReport {
     let Ok(captured) = &snapshot.outcome else {
         return RestoreReport::default();
     };
@@ -67,7 +67,7 @@ pub fn restore(env: Env, snapshot: &Snapshot) -> RestoreReport {
     // Every path below says whether the skips can be vouched for.
     let mut report = RestoreReport::default();
     let mut log = Log::default();
-    if env.tracker.gate.finalized() {
+    if cx.tracker.gate.finalized() {
         report.vouched = false;
         // After the teardown guard the free wrappers no longer retire, so a
         // tracked region can no longer be proven live.
@@ -82,31 +82,31 @@ pub fn restore(env: Env, snapshot: &Snapshot) -> RestoreReport {
     }
     // Wrappers taken out: what was tracked is dropped, so every tracked
     // region is skipped below, unwritten, and the skips cannot be vouched for.
-    report.vouched = crate::memory_tracker::wrappers_in_place(env.tracker);
+    report.vouched = crate::memory_tracker::wrappers_in_place(cx.tracker);
     // No application copy may write the agent's tracked memory while it is
     // restored; if those in flight do not finish in time, nothing is
     // written (a pass on half-restored memory would count wrong).
-    let Ok(_window) = fence_window(env, snapshot.agent) else {
+    let Ok(_window) = fence_window(cx, snapshot.agent) else {
         report.vouched = false;
         report.failed = captured.regions.len();
         warn!(
             "restore of agent {:#x} not done: application async copies on its tracked memory \
              were still in flight after {} ms",
             snapshot.agent.handle,
-            env.tracker.fences.timeout().as_millis()
+            cx.tracker.fences.timeout().as_millis()
         );
         return report;
     };
     let batched =
-        captured.batch && restore_batched(env, snapshot, captured, &mut report, &mut log).is_some();
+        captured.batch && restore_batched(cx, snapshot, captured, &mut report, &mut log).is_some();
     if !batched {
         for region in &captured.regions {
-            let outcome = restore_one(env, snapshot, captured, region);
+            let outcome = restore_one(cx, snapshot, captured, region);
             log.record(region, outcome, &mut report);
         }
     }
-    if env.state.verify() {
-        report.verify = Some(verify(env, captured, false));
+    if cx.state.verify() {
+        report.verify = Some(verify(cx, captured, false));
     }
     log.emit(&report);
     let bytes = captured
@@ -114,7 +114,7 @@ pub fn restore(env: Env, snapshot: &Snapshot) -> RestoreReport {
         .iter()
         .map(|r| r.size() as u64)
         .sum::<u64>();
-    env.tracker.stats.restored(
+    cx.tracker.counters.restored(
         report.restored,
         report.skipped_not_live,
         report.failed,
@@ -126,7 +126,7 @@ pub fn restore(env: Env, snapshot: &Snapshot) -> RestoreReport {
 
 /// One region, blocking, with its own validation under the lock.
 fn restore_one(
-    env: Env,
+    cx: Context,
     snapshot: &Snapshot,
     captured: &Captured,
     region: &Region,
@@ -144,9 +144,9 @@ fn restore_one(
         }
     };
     match region.origin {
-        Origin::Tracked(ref tracked) => env.tracker.inventory.with_live(tracked, write),
+        Origin::Tracked(ref tracked) => cx.tracker.inventory.with_live(tracked, write),
         Origin::ModuleVariable(Some(exe)) => {
-            let loaded = env.tracker.executables.live_view();
+            let loaded = cx.tracker.executables.live_view();
             loaded.contains(exe).then(write)
         }
         Origin::ModuleVariable(None) => Some(write()),
@@ -157,17 +157,17 @@ fn restore_one(
 /// finished. `None` if the batch could not be set up (no memory for its
 /// bookkeeping): the caller then restores region by region.
 fn restore_batched(
-    env: Env,
+    cx: Context,
     snapshot: &Snapshot,
     captured: &Captured,
     report: &mut RestoreReport,
     log: &mut Log,
 ) -> Option<()> {
     let (outcomes, device) =
-        copy_live_regions(env, captured, snapshot.agent, true, true, |index| {
+        copy_live_regions(cx, captured, snapshot.agent, true, true, |index| {
             log.record(&captured.regions[index], None, report)
         })?;
-    device.count(&env.tracker.stats);
+    device.count(&cx.tracker.counters);
     report.device = device;
     report.restored += outcomes.succeeded;
     for (index, status) in outcomes.failures {

@@ -2,17 +2,18 @@
 //! is kept; and the one routine capture and restore both run, which copies
 //! every region still live under the tracker's read views.
 
+use super::context::Context;
 use super::copy::{Copier, Finished, Transfer};
 use super::decline::{Decline, DeclineReason};
 use super::device::batch::{DeviceBatch, DeviceOutcome};
 use super::device::plan::DevicePlan;
 use super::device::Strategy;
 use super::host_buffer::HostBuffer;
-use super::state::Env;
 use super::storage::arena::Lease;
 use super::storage::Tier;
 use crate::hsa::entries::CoreEntries;
 use crate::hsa::hsa_agent_t;
+use crate::memory_snapshot::storage::PerTier;
 use crate::memory_tracker::executables::{LiveExecutables, LoadedExecutable};
 use crate::memory_tracker::inventory::{LiveCursor, TrackedRegion};
 
@@ -71,9 +72,9 @@ pub(crate) struct Captured {
     pub(crate) core: &'static CoreEntries,
     pub(crate) regions: Vec<Region>,
     /// Arenas by tier; dropped (returned for reuse) with the snapshot.
-    pub(crate) leases: [Option<Lease>; 3],
+    pub(crate) leases: PerTier<Option<Lease>>,
     /// Base address of each tier's arena.
-    pub(crate) bases: [usize; 3],
+    pub(crate) bases: PerTier<usize>,
     /// The host-side agent of pinned copies (the host pool's CPU agent).
     pub(crate) host_agent: hsa_agent_t,
     /// Whether copies may be batched (false: the baseline, or forced blocking).
@@ -189,13 +190,13 @@ impl Captured {
 impl Captured {
     /// Each tier's arena lease stamp (`of`: `Lease::stamp` or
     /// `Lease::previous`), 0 where the snapshot has no arena of that tier.
-    pub(crate) fn lease_stamps(&self, of: fn(&Lease) -> u64) -> [u64; 3] {
+    pub(crate) fn lease_stamps(&self, of: fn(&Lease) -> u64) -> PerTier<u64> {
         self.leases.each_ref().map(|l| l.as_ref().map_or(0, of))
     }
 }
 
 /// Where `region`'s copy is kept, given the arenas' bases.
-pub(crate) fn kept_at(bases: &[usize; 3], region: &Region) -> usize {
+pub(crate) fn kept_at(bases: &PerTier<usize>, region: &Region) -> usize {
     match region.place {
         Place::Owned(ref buffer) => buffer.as_ptr() as usize,
         Place::Arena { tier, offset } => bases[tier.index()] + offset,
@@ -227,7 +228,7 @@ pub(crate) fn is_live(
 /// each region that no longer is. `None` when the bookkeeping cannot be
 /// allocated.
 pub(crate) fn copy_live_regions(
-    env: Env,
+    cx: Context,
     captured: &Captured,
     agent: hsa_agent_t,
     to_device: bool,
@@ -235,11 +236,11 @@ pub(crate) fn copy_live_regions(
     mut skipped: impl FnMut(usize),
 ) -> Option<(Finished, DeviceOutcome)> {
     let count = captured.regions.len();
-    let mut copier = Copier::new(env, captured.core, count, batch)?;
+    let mut copier = Copier::new(cx, captured.core, count, batch)?;
     let mut device = DeviceBatch::new(captured.device.as_ref(), agent, to_device, count)?;
-    let live = env.tracker.inventory.live_view();
+    let live = cx.tracker.inventory.live_view();
     let mut live = live.cursor();
-    let loaded = env.tracker.executables.live_view();
+    let loaded = cx.tracker.executables.live_view();
     for (index, region) in captured.regions.iter().enumerate() {
         if is_live(&region.origin, &mut live, &loaded) {
             let transfer = captured.transfer(agent, region, to_device);
@@ -255,7 +256,7 @@ pub(crate) fn copy_live_regions(
             skipped(index);
         }
     }
-    let outcome = match env.amd() {
+    let outcome = match cx.amd() {
         Some(amd) => device.run(captured.core, amd, &mut copier),
         None => DeviceOutcome::default(),
     };

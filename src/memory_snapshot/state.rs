@@ -1,7 +1,7 @@
-//! The snapshot layer's process-wide state — how executables are listed,
+//! The snapshot layer's process-wide state: how executables are listed,
 //! where copies are kept (storage policy, budgets, retained arenas), what
-//! discovery cached, whether copies are batched — and [`Env`], the tracker
-//! and that state together, which every snapshot and restore works on.
+//! discovery cached, whether copies are batched. (`context.rs` pairs it with
+//! the tracker for every snapshot and restore.)
 
 use crate::support::sync::RecoverRw;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -10,9 +10,7 @@ use std::sync::RwLock;
 use super::device::DeviceKernels;
 use super::discovery_cache::DiscoveryCache;
 use super::storage::arena::Storage;
-use super::storage::Tier;
-use crate::hsa::entries::{AmdEntries, CoreEntries, IterateExecutablesFn};
-use crate::memory_tracker::Tracker;
+use crate::hsa::entries::IterateExecutablesFn;
 
 /// See the module documentation.
 pub struct SnapshotState {
@@ -55,7 +53,7 @@ impl SnapshotState {
         *self.executable_iterator.write_locked() = iterate;
     }
 
-    fn executable_iterator_set(&self) -> Option<IterateExecutablesFn> {
+    pub(crate) fn executable_iterator_set(&self) -> Option<IterateExecutablesFn> {
         *self.executable_iterator.read_locked()
     }
 
@@ -122,86 +120,5 @@ impl SnapshotState {
 impl Default for SnapshotState {
     fn default() -> Self {
         Self::new()
-    }
-}
-
-/// The tracker and the snapshot state a snapshot or restore works on.
-#[derive(Clone, Copy)]
-pub struct Env {
-    /// What is tracked, and the captured runtime entries.
-    pub tracker: &'static Tracker,
-    /// Storage, discovery cache, settings.
-    pub state: &'static SnapshotState,
-}
-
-impl Env {
-    /// The process's tracker and snapshot state.
-    pub fn process() -> Env {
-        Env {
-            tracker: &crate::memory_tracker::TRACKER,
-            state: &SNAPSHOTS,
-        }
-    }
-
-    /// The captured core entries, once a core table was installed.
-    #[inline(always)]
-    pub fn core(self) -> Option<&'static CoreEntries> {
-        self.tracker.core()
-    }
-
-    /// The captured AMD-extension entries, once that table was installed.
-    #[inline(always)]
-    pub fn amd(self) -> Option<&'static AmdEntries> {
-        self.tracker.amd()
-    }
-
-    /// How snapshots enumerate loaded executables: the iterator the tool
-    /// set, else the AMD loader extension's own, asked of the runtime through
-    /// the captured core table (as rocprofiler-sdk finds its loader table).
-    /// Asked at every snapshot: one cheap call, and always the runtime's
-    /// current answer.
-    pub fn executable_iterator(self) -> Option<IterateExecutablesFn> {
-        self.state.executable_iterator_set().or_else(|| {
-            self.core()
-                .and_then(CoreEntries::loader_executable_iterator)
-        })
-    }
-
-    /// Releases the retained arenas that compete with an application
-    /// allocation from `pool` the runtime just refused for lack of memory,
-    /// so that it can be tried again: the device arenas of the pool's GPU,
-    /// or the host arenas for a system pool (every arena when the pool's
-    /// owner cannot be found). Returns the bytes released (0: nothing to
-    /// retry for).
-    pub fn make_room_for_application(self, pool: u64) -> u64 {
-        let owner = self
-            .core()
-            .zip(self.amd())
-            .and_then(|(core, amd)| crate::hsa::query::pool_owner(core, amd, pool));
-        let released = self
-            .state
-            .storage
-            .trim_where(self, |agent, tier| match owner {
-                Some(owner) if owner.gpu => tier == Tier::Device && agent == owner.agent,
-                Some(_) => tier != Tier::Device,
-                None => true,
-            });
-        if released > 0 {
-            self.tracker.stats.arenas_released_for_application(released);
-            log::info!(
-                "an application allocation failed for lack of memory: released {released} \
-                 bytes of retained snapshot arenas and retried it"
-            );
-        }
-        released
-    }
-
-    /// The teardown: retained arenas go back to the runtime now; arenas
-    /// still leased go back when their snapshots are freed. (The tracker's
-    /// own teardown, `memory_tracker::finalize`, destroys the signals.)
-    pub fn finalize(self) {
-        self.state.kernels.finalize();
-        self.state.storage.trim(self);
-        self.state.discovery_cache.clear();
     }
 }

@@ -10,8 +10,8 @@
 
 use std::ffi::c_void;
 
+use super::context::Context;
 use super::snapshot::{is_live, kept_at, Captured};
-use super::state::Env;
 use super::storage::Tier;
 
 /// What a verification found.
@@ -28,11 +28,11 @@ pub struct VerifyOutcome {
 /// Compares every live region of `captured` with its copy, under the
 /// tracker's read views (a region freed meanwhile is not compared), after
 /// a restore or an incremental capture (`capture`).
-pub(crate) fn verify(env: Env, captured: &Captured, capture: bool) -> VerifyOutcome {
+pub(crate) fn verify(cx: Context, captured: &Captured, capture: bool) -> VerifyOutcome {
     let mut outcome = VerifyOutcome::default();
-    let live = env.tracker.inventory.live_view();
+    let live = cx.tracker.inventory.live_view();
     let mut live = live.cursor();
-    let loaded = env.tracker.executables.live_view();
+    let loaded = cx.tracker.executables.live_view();
     let mut device_bytes = Vec::new();
     let mut kept_bytes = Vec::new();
     for region in &captured.regions {
@@ -75,7 +75,7 @@ pub(crate) fn verify(env: Env, captured: &Captured, capture: bool) -> VerifyOutc
             );
         }
     }
-    env.tracker.stats.verified(
+    cx.tracker.counters.verified(
         capture,
         outcome.mismatched_regions as u64,
         outcome.mismatched_bytes,

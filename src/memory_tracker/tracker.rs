@@ -15,7 +15,7 @@ use super::inventory::Inventory;
 use super::vmem::Mappings;
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::signals::SignalPool;
-use crate::support::stats::Stats;
+use crate::support::stats::AtomicCounters;
 
 /// What the layer above gives back when an application allocation from a
 /// pool was refused for lack of memory: the bytes it released (its retained
@@ -43,7 +43,7 @@ pub struct Tracker {
     #[cfg(hsa_vmem)]
     pub mappings: Mappings,
     /// The library's counters (every layer counts here).
-    pub stats: Stats,
+    pub counters: AtomicCounters,
     /// Set by the snapshot layer: releases retained arenas for a refused
     /// application allocation.
     make_room: OnceLock<MakeRoom>,
@@ -65,7 +65,7 @@ impl Tracker {
             signals: SignalPool::new(),
             #[cfg(hsa_vmem)]
             mappings: Mappings::new(),
-            stats: Stats::new(),
+            counters: AtomicCounters::new(),
             make_room: OnceLock::new(),
         }
     }

@@ -225,7 +225,7 @@ fn fence_copy(
         return submit(completion);
     };
     TRACKER
-        .stats
+        .counters
         .fenced_copies
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     fence::fenced_copy(

@@ -14,7 +14,7 @@ pub(crate) const DECLINE_SLOTS: usize = 32;
 macro_rules! counters {
     ($($(#[$doc:meta])* $name:ident),+ $(,)?) => {
         /// The counters, updated with relaxed atomics.
-        pub struct Stats {
+        pub struct AtomicCounters {
             /// Declines per reason code.
             pub declines: [AtomicU64; DECLINE_SLOTS],
             $($(#[$doc])* pub $name: AtomicU64,)+
@@ -22,7 +22,7 @@ macro_rules! counters {
 
         /// A copy of the counters.
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-        pub struct StatsSnapshot {
+        pub struct Counters {
             /// Declined snapshots per reason, indexed by its code
             /// (`DeclineReason::code`).
             pub declines: [u64; DECLINE_SLOTS],
@@ -32,16 +32,16 @@ macro_rules! counters {
         #[allow(clippy::declare_interior_mutable_const)]
         const ZERO: AtomicU64 = AtomicU64::new(0);
 
-        impl Stats {
+        impl AtomicCounters {
             pub const fn new() -> Self {
-                Stats {
+                AtomicCounters {
                     declines: [ZERO; DECLINE_SLOTS],
                     $($name: ZERO,)+
                 }
             }
 
-            pub fn read(&self) -> StatsSnapshot {
-                StatsSnapshot {
+            pub fn read(&self) -> Counters {
+                Counters {
                     declines: std::array::from_fn(|i| self.declines[i].load(Relaxed)),
                     $($name: self.$name.load(Relaxed),)+
                 }
@@ -118,7 +118,7 @@ counters! {
     batch_copy_failures,
 }
 
-impl Stats {
+impl AtomicCounters {
     pub fn snapshot_taken(&self, bytes: u64, nanos: u64) {
         self.snapshots.fetch_add(1, Relaxed);
         self.bytes_captured.fetch_add(bytes, Relaxed);
@@ -205,7 +205,7 @@ impl Stats {
     }
 }
 
-impl Default for Stats {
+impl Default for AtomicCounters {
     fn default() -> Self {
         Self::new()
     }

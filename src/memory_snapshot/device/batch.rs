@@ -54,7 +54,7 @@ pub(crate) struct DeviceBatch<'p> {
 
 impl DeviceOutcome {
     /// Counts this outcome in the stats (nothing when no kernel ran).
-    pub(crate) fn count(&self, stats: &crate::support::stats::Stats) {
+    pub(crate) fn count(&self, stats: &crate::support::stats::AtomicCounters) {
         if self.strategy == Strategy::BatchCopy {
             stats.tool_copied(self.fell_back);
         } else if self.regions > 0 {

@@ -24,8 +24,8 @@ use super::batch::DeviceOutcome;
 use super::plan::{blocks_of, BlockTable, DevicePlan, Mover};
 use super::Strategy;
 use crate::hsa::hsa_agent_t;
+use crate::memory_snapshot::context::Context;
 use crate::memory_snapshot::snapshot::{kept_at, Captured};
-use crate::memory_snapshot::state::Env;
 use crate::memory_snapshot::storage::arena::Lease;
 use crate::memory_snapshot::storage::Tier;
 use crate::support::sync::Recover;
@@ -40,8 +40,8 @@ pub(crate) const DIRTY_MIN_PINNED_BYTES: u64 = 64 << 20;
 /// The device kernels for a snapshot about to be copied in, or `None`:
 /// copies only (the strategy says so, copies are not batched, too few
 /// regions, or the kernels cannot run on the agent).
-pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Option<DevicePlan> {
-    let wanted = env.state.kernels.strategy();
+pub(crate) fn plan(cx: Context, captured: &mut Captured, agent: hsa_agent_t) -> Option<DevicePlan> {
+    let wanted = cx.state.kernels.strategy();
     if wanted == Strategy::Copies || !captured.batch {
         return None;
     }
@@ -67,7 +67,7 @@ pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Opt
     if count == 0 {
         return None;
     }
-    if let Some(tool) = env.state.kernels.tool_copy.get() {
+    if let Some(tool) = cx.state.kernels.tool_copy.get() {
         return Some(DevicePlan {
             mover: Mover::Tool(tool),
             strategy: Strategy::BatchCopy,
@@ -78,8 +78,8 @@ pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Opt
     if wanted == Strategy::Auto && !dirty && count < SCATTER_MIN_REGIONS {
         return None;
     }
-    let (core, amd) = (env.core()?, env.amd()?);
-    let runner = env.state.kernels.runner(core, amd, agent)?;
+    let (core, amd) = (cx.core()?, cx.amd()?);
+    let runner = cx.state.kernels.runner(core, amd, agent)?;
     let mut plan = DevicePlan {
         mover: Mover::Kernels(runner.clone()),
         strategy: Strategy::Scatter,
@@ -147,7 +147,7 @@ pub(crate) fn plan(env: Env, captured: &mut Captured, agent: hsa_agent_t) -> Opt
 /// A successful dirty-block capture leaves hashes that describe its arenas;
 /// a failed kernel capture leaves hashes that cannot be trusted (and a
 /// queue that faulted), so the snapshot restores with copies.
-pub(crate) fn captured(env: Env, captured: &mut Captured, outcome: &DeviceOutcome) {
+pub(crate) fn captured(cx: Context, captured: &mut Captured, outcome: &DeviceOutcome) {
     let dispatched = outcome.regions > 0 && !outcome.fell_back;
     captured.ran = if dispatched {
         *outcome
@@ -170,5 +170,5 @@ pub(crate) fn captured(env: Env, captured: &mut Captured, outcome: &DeviceOutcom
             region.first_block = None;
         }
     }
-    outcome.count(&env.tracker.stats);
+    outcome.count(&cx.tracker.counters);
 }

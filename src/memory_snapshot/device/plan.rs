@@ -26,6 +26,7 @@ use super::Strategy;
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::hsa_agent_t;
 use crate::memory_snapshot::kernels::abi::{kr_block_pair, KR_BLOCK_BYTES};
+use crate::memory_snapshot::storage::PerTier;
 
 /// Bytes per hashed block.
 pub(crate) const BLOCK: usize = KR_BLOCK_BYTES as usize;
@@ -95,7 +96,7 @@ pub(crate) struct BlockTable {
     pub(crate) capacity: usize,
     /// The lease stamps, by tier (0: no arena), of the arenas whose content
     /// the hashes describe; `None` until a capture has succeeded.
-    pub(crate) describes: Option<[u64; 3]>,
+    pub(crate) describes: Option<PerTier<u64>>,
 }
 
 /// The number of blocks of a region of `size` bytes.
@@ -115,7 +116,7 @@ impl BlockTable {
         amd: &'static AmdEntries,
         agent: hsa_agent_t,
         count: usize,
-        previous: [u64; 3],
+        previous: PerTier<u64>,
     ) -> Option<Self> {
         if let Some(table) = runner.spare_table(count, previous) {
             return Some(table);
@@ -139,7 +140,12 @@ impl BlockTable {
     /// before as `previous` (every stamp of a tier in use set), and it had
     /// `count` blocks. Its hashes describe nothing from here until the
     /// capture succeeds (`captured`).
-    pub(crate) fn resize(&mut self, count: usize, previous: [u64; 3], current: [u64; 3]) -> bool {
+    pub(crate) fn resize(
+        &mut self,
+        count: usize,
+        previous: PerTier<u64>,
+        current: [u64; 3],
+    ) -> bool {
         let same_arenas = self.describes == Some(previous)
             && previous
                 .iter()

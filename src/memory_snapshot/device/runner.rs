@@ -36,6 +36,7 @@ use crate::hsa::sys::{
 };
 use crate::hsa::{hsa_agent_t, hsa_executable_t, hsa_status_t, HSA_STATUS_ERROR};
 use crate::memory_snapshot::kernels::abi;
+use crate::memory_snapshot::storage::PerTier;
 
 /// Packets in the library's queue: a snapshot dispatches one at a time.
 const QUEUE_PACKETS: u32 = 64;
@@ -216,7 +217,7 @@ impl Runner {
 
     /// A spare block table of at least `count` blocks: the one whose
     /// hashes describe the arenas leased as `previous`, if it fits.
-    pub(crate) fn spare_table(&self, count: usize, previous: [u64; 3]) -> Option<BlockTable> {
+    pub(crate) fn spare_table(&self, count: usize, previous: PerTier<u64>) -> Option<BlockTable> {
         let mut spares = self.spare_tables.locked();
         let fits = |t: &BlockTable| t.capacity >= count;
         let at = spares

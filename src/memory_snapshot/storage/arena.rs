@@ -23,9 +23,10 @@ use std::sync::{Mutex, MutexGuard};
 
 use super::budget::{DeviceBudget, HostBudget};
 use super::pools::{self, AgentPools};
+use super::PerTier;
 use super::{PolicySetting, Tier};
 use crate::hsa::hsa_agent_t;
-use crate::memory_snapshot::state::Env;
+use crate::memory_snapshot::context::Context;
 
 /// Region offsets inside an arena are aligned to this, so every copy starts
 /// on a boundary DMA engines like.
@@ -61,11 +62,11 @@ struct AgentStorage {
     agent: u64,
     /// Discovered on first use, or set by `kr_set_storage_pools`.
     pools: Option<AgentPools>,
-    retained: [Option<Backing>; 3],
+    retained: PerTier<Option<Backing>>,
     /// The stamp of the last lease of each retained arena.
-    retained_stamp: [u64; 3],
+    retained_stamp: PerTier<u64>,
     /// Bytes held per tier, leased and retained.
-    held: [u64; 3],
+    held: PerTier<u64>,
 }
 
 /// The last lease stamp handed out (0 means "none").
@@ -79,8 +80,8 @@ fn next_stamp() -> u64 {
 #[derive(Debug, Clone, Copy)]
 pub struct AgentView {
     pub pools: AgentPools,
-    pub retained: [usize; 3],
-    pub held: [u64; 3],
+    pub retained: PerTier<usize>,
+    pub held: PerTier<u64>,
 }
 
 /// Why an arena could not be had.
@@ -105,7 +106,7 @@ pub struct Storage {
 
 /// An arena leased to one snapshot; returned for reuse when dropped.
 pub struct Lease {
-    env: Env,
+    cx: Context,
     agent: u64,
     tier: Tier,
     backing: Option<Backing>,
@@ -136,10 +137,10 @@ impl Lease {
     /// gives back everything it took).
     pub fn discard(mut self) {
         if let Some(backing) = self.backing.take() {
-            self.env
+            self.cx
                 .state
                 .storage
-                .release_now(self.env, self.agent, self.tier, backing);
+                .release_now(self.cx, self.agent, self.tier, backing);
         }
     }
 }
@@ -147,10 +148,10 @@ impl Lease {
 impl Drop for Lease {
     fn drop(&mut self) {
         if let Some(backing) = self.backing.take() {
-            self.env
+            self.cx
                 .state
                 .storage
-                .give_back(self.env, self.agent, self.tier, backing, self.stamp);
+                .give_back(self.cx, self.agent, self.tier, backing, self.stamp);
         }
     }
 }
@@ -171,7 +172,7 @@ impl Storage {
 
     /// The agent's entry, created (with its pools discovered) on first use.
     fn entry(
-        env: Env,
+        cx: Context,
         agents: &mut Vec<AgentStorage>,
         agent: hsa_agent_t,
     ) -> Option<&mut AgentStorage> {
@@ -183,15 +184,15 @@ impl Storage {
                     agent: agent.handle,
                     pools: None,
                     retained: [None, None, None],
-                    retained_stamp: [0; 3],
-                    held: [0; 3],
+                    retained_stamp: [0; Tier::COUNT],
+                    held: [0; Tier::COUNT],
                 });
                 agents.len() - 1
             }
         };
         let entry = &mut agents[index];
         if entry.pools.is_none() {
-            entry.pools = Some(match (env.core(), env.amd()) {
+            entry.pools = Some(match (cx.core(), cx.amd()) {
                 (Some(core), Some(amd)) => pools::discover(core, amd, agent),
                 _ => AgentPools::default(),
             });
@@ -200,9 +201,9 @@ impl Storage {
     }
 
     /// Pools, retained capacities and held bytes of `agent`.
-    pub fn view(&self, env: Env, agent: hsa_agent_t) -> AgentView {
+    pub fn view(&self, cx: Context, agent: hsa_agent_t) -> AgentView {
         let mut agents = self.agents();
-        match Self::entry(env, &mut agents, agent) {
+        match Self::entry(cx, &mut agents, agent) {
             Some(entry) => AgentView {
                 pools: entry.pools.unwrap_or_default(),
                 retained: [0, 1, 2]
@@ -211,8 +212,8 @@ impl Storage {
             },
             None => AgentView {
                 pools: AgentPools::default(),
-                retained: [0; 3],
-                held: [0; 3],
+                retained: [0; Tier::COUNT],
+                held: [0; Tier::COUNT],
             },
         }
     }
@@ -229,8 +230,8 @@ impl Storage {
                 agent: agent.handle,
                 pools: Some(pools),
                 retained: [None, None, None],
-                retained_stamp: [0; 3],
-                held: [0; 3],
+                retained_stamp: [0; Tier::COUNT],
+                held: [0; Tier::COUNT],
             });
         }
     }
@@ -240,13 +241,13 @@ impl Storage {
     /// too-small retained arena is released first).
     pub fn acquire(
         &self,
-        env: Env,
+        cx: Context,
         agent: hsa_agent_t,
         tier: Tier,
         bytes: usize,
     ) -> Result<Lease, AcquireError> {
         let mut agents = self.agents();
-        let entry = Self::entry(env, &mut agents, agent).ok_or(AcquireError::Allocation)?;
+        let entry = Self::entry(cx, &mut agents, agent).ok_or(AcquireError::Allocation)?;
         let slot = tier.index();
         if entry.retained[slot]
             .as_ref()
@@ -254,7 +255,7 @@ impl Storage {
         {
             let backing = entry.retained[slot].take();
             return Ok(Lease {
-                env,
+                cx,
                 agent: agent.handle,
                 tier,
                 backing,
@@ -263,7 +264,7 @@ impl Storage {
             });
         }
         if let Some(small) = entry.retained[slot].take() {
-            release(env, entry, tier, small);
+            release(cx, entry, tier, small);
         }
         // Exactly what the layout needs: budgets are checked against it, and
         // a steady workload asks for the same size every time.
@@ -271,7 +272,7 @@ impl Storage {
         if tier != Tier::Device && !self.host.claim(capacity as u64) {
             return Err(AcquireError::OverBudget);
         }
-        let backing = allocate(env, agent, entry.pools.unwrap_or_default(), tier, capacity);
+        let backing = allocate(cx, agent, entry.pools.unwrap_or_default(), tier, capacity);
         match backing {
             Some(backing) => {
                 entry.held[slot] += backing.capacity() as u64;
@@ -281,12 +282,12 @@ impl Storage {
                     if extra > 0 && !self.host.claim(extra) {
                         self.host.release(capacity as u64);
                         entry.held[slot] -= backing.capacity() as u64;
-                        free(env, tier, backing);
+                        free(cx, tier, backing);
                         return Err(AcquireError::OverBudget);
                     }
                 }
                 Ok(Lease {
-                    env,
+                    cx,
                     agent: agent.handle,
                     tier,
                     backing: Some(backing),
@@ -305,44 +306,44 @@ impl Storage {
 
     /// Takes back a snapshot's arena: retained if it is the agent's largest
     /// of that tier (and the library is not finalized), released otherwise.
-    fn give_back(&self, env: Env, agent: u64, tier: Tier, backing: Backing, stamp: u64) {
+    fn give_back(&self, cx: Context, agent: u64, tier: Tier, backing: Backing, stamp: u64) {
         let mut agents = self.agents();
         let Some(entry) = agents.iter_mut().find(|a| a.agent == agent) else {
-            free(env, tier, backing);
+            free(cx, tier, backing);
             return;
         };
         let slot = tier.index();
-        let keep = !env.tracker.gate.finalized()
+        let keep = !cx.tracker.gate.finalized()
             && entry.retained[slot]
                 .as_ref()
                 .is_none_or(|r| r.capacity() < backing.capacity());
         if keep {
             entry.retained_stamp[slot] = stamp;
             if let Some(smaller) = entry.retained[slot].replace(backing) {
-                release(env, entry, tier, smaller);
+                release(cx, entry, tier, smaller);
             }
         } else {
-            release(env, entry, tier, backing);
+            release(cx, entry, tier, backing);
         }
     }
 
     /// Frees a backing without retaining it.
-    fn release_now(&self, env: Env, agent: u64, tier: Tier, backing: Backing) {
+    fn release_now(&self, cx: Context, agent: u64, tier: Tier, backing: Backing) {
         let mut agents = self.agents();
         match agents.iter_mut().find(|a| a.agent == agent) {
-            Some(entry) => release(env, entry, tier, backing),
-            None => free(env, tier, backing),
+            Some(entry) => release(cx, entry, tier, backing),
+            None => free(cx, tier, backing),
         }
     }
 
     /// Releases every retained arena; returns the bytes released.
-    pub fn trim(&self, env: Env) -> u64 {
-        self.trim_where(env, |_, _| true)
+    pub fn trim(&self, cx: Context) -> u64 {
+        self.trim_where(cx, |_, _| true)
     }
 
     /// Releases the retained arenas of the agents and tiers `which(agent,
     /// tier)` picks; returns the bytes released.
-    pub fn trim_where(&self, env: Env, which: impl Fn(u64, Tier) -> bool) -> u64 {
+    pub fn trim_where(&self, cx: Context, which: impl Fn(u64, Tier) -> bool) -> u64 {
         let mut agents = self.agents();
         let mut released = 0;
         for entry in agents.iter_mut() {
@@ -352,7 +353,7 @@ impl Storage {
                 }
                 if let Some(backing) = entry.retained[tier.index()].take() {
                     released += backing.capacity() as u64;
-                    release(env, entry, tier, backing);
+                    release(cx, entry, tier, backing);
                 }
             }
         }
@@ -360,18 +361,20 @@ impl Storage {
     }
 
     /// Bytes held per tier, all agents (leased and retained).
-    pub fn held(&self) -> [u64; 3] {
+    pub fn held(&self) -> PerTier<u64> {
         let agents = self.agents();
-        agents
-            .iter()
-            .fold([0; 3], |sum, a| [0, 1, 2].map(|t| sum[t] + a.held[t]))
+        std::array::from_fn(|t| agents.iter().map(|a| a.held[t]).sum())
     }
 
     /// Bytes retained per tier, all agents.
-    pub fn retained(&self) -> [u64; 3] {
+    pub fn retained(&self) -> PerTier<u64> {
         let agents = self.agents();
-        agents.iter().fold([0; 3], |sum, a| {
-            [0, 1, 2].map(|t| sum[t] + a.retained[t].as_ref().map_or(0, |b| b.capacity() as u64))
+        let capacity = |b: &Backing| b.capacity() as u64;
+        std::array::from_fn(|t| {
+            agents
+                .iter()
+                .map(|a| a.retained[t].as_ref().map_or(0, capacity))
+                .sum()
         })
     }
 }
@@ -383,18 +386,18 @@ impl Default for Storage {
 }
 
 /// Frees a backing and takes it off the agent's (and the host budget's) books.
-fn release(env: Env, entry: &mut AgentStorage, tier: Tier, backing: Backing) {
+fn release(cx: Context, entry: &mut AgentStorage, tier: Tier, backing: Backing) {
     let capacity = backing.capacity() as u64;
     entry.held[tier.index()] -= capacity;
     if tier != Tier::Device {
-        env.state.storage.host.release(capacity);
+        cx.state.storage.host.release(capacity);
     }
-    free(env, tier, backing);
+    free(cx, tier, backing);
 }
 
-fn free(env: Env, _tier: Tier, backing: Backing) {
+fn free(cx: Context, _tier: Tier, backing: Backing) {
     if let Backing::Runtime { base, .. } = backing {
-        if let Some(amd) = env.amd() {
+        if let Some(amd) = cx.amd() {
             // SAFETY: memory this library allocated from the same runtime
             // through the un-wrapped entry, no longer leased or retained.
             let _ = unsafe { amd.free(base as *mut c_void) };
@@ -406,7 +409,7 @@ fn free(env: Env, _tier: Tier, backing: Backing) {
 /// pool allocator (so never tracked, never captured), pinned memory made
 /// accessible to the replayed agent; pageable memory fallibly.
 fn allocate(
-    env: Env,
+    cx: Context,
     agent: hsa_agent_t,
     pools: AgentPools,
     tier: Tier,
@@ -421,7 +424,7 @@ fn allocate(
         Tier::Device => pools.device_pool?.0,
         Tier::Pinned => pools.host_pool?.pool,
     };
-    let amd = env.amd()?;
+    let amd = cx.amd()?;
     let ptr = amd.allocate(pool, capacity, 0).ok()?;
     if ptr.is_null() {
         return None;

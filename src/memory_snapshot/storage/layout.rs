@@ -4,16 +4,17 @@
 use super::arena::{AcquireError, AgentView, Lease, REGION_ALIGNMENT};
 use super::budget::{device_safety_margin, DEVICE_BUDGET_AUTO};
 use super::pools::memory_available;
+use super::PerTier;
 use super::{StoragePolicy, Tier};
 use crate::hsa::hsa_agent_t;
-use crate::memory_snapshot::state::Env;
+use crate::memory_snapshot::context::Context;
 
 /// Where every region of one snapshot goes, with the leased arenas.
 pub struct Layout {
     /// Per region, in capture order: tier and offset in that tier's arena.
     pub places: Vec<(Tier, usize)>,
     /// The leased arena of each tier used (indexed by `Tier::index`).
-    pub leases: [Option<Lease>; 3],
+    pub leases: PerTier<Option<Lease>>,
 }
 
 /// Why no layout could be had.
@@ -36,15 +37,15 @@ pub enum LayoutError {
 
 /// Plans and leases storage for regions of `sizes` bytes.
 pub fn lay_out(
-    env: Env,
+    cx: Context,
     agent: hsa_agent_t,
     sizes: &[usize],
     policy: StoragePolicy,
 ) -> Result<Layout, LayoutError> {
-    let view = env.state.storage.view(env, agent);
+    let view = cx.state.storage.view(cx, agent);
     let device_usable = view.pools.is_gpu && view.pools.device_pool.is_some();
     let pinned_usable = view.pools.host_pool.is_some()
-        && env
+        && cx
             .amd()
             .is_some_and(|amd| amd.hsa_amd_agents_allow_access_fn.is_some());
     let mut allowed = match policy.forced_tier() {
@@ -82,11 +83,11 @@ pub fn lay_out(
     loop {
         let rooms = Rooms {
             device: if allowed[0] && device_usable {
-                device_room(env, agent, &view, all_device)
+                device_room(cx, agent, &view, all_device)
             } else {
                 0
             },
-            host: env
+            host: cx
                 .state
                 .storage
                 .host
@@ -106,14 +107,14 @@ pub fn lay_out(
                 error: None,
             },
         })?;
-        let mut leases: [Option<Lease>; 3] = [None, None, None];
+        let mut leases: PerTier<Option<Lease>> = Default::default();
         let mut retry = false;
         for &tier in Tier::ALL {
             let bytes = totals[tier.index()];
             if bytes == 0 {
                 continue;
             }
-            match env.state.storage.acquire(env, agent, tier, bytes as usize) {
+            match cx.state.storage.acquire(cx, agent, tier, bytes as usize) {
                 Ok(lease) => leases[tier.index()] = Some(lease),
                 // Auto degrades to the next tier; a forced tier declines.
                 Err(_) if policy == StoragePolicy::Auto && tier != Tier::Pageable => {
@@ -148,7 +149,7 @@ struct Rooms {
 }
 
 /// Per region its tier and offset, and per tier the bytes used.
-type Assignment = (Vec<(Tier, usize)>, [u64; 3]);
+type Assignment = (Vec<(Tier, usize)>, PerTier<u64>);
 
 #[derive(Debug, PartialEq, Eq)]
 enum AssignError {
@@ -159,15 +160,19 @@ enum AssignError {
 
 /// Assigns each region the first allowed tier with room, in the order
 /// device, pinned, pageable. Returns the places and per-tier totals.
-fn assign(sizes: &[usize], allowed: [bool; 3], rooms: Rooms) -> Result<Assignment, AssignError> {
+fn assign(
+    sizes: &[usize],
+    allowed: PerTier<bool>,
+    rooms: Rooms,
+) -> Result<Assignment, AssignError> {
     let mut places = Vec::new();
     places
         .try_reserve_exact(sizes.len())
         .map_err(|_| AssignError::Metadata)?;
-    let mut used = [0u64; 3];
+    let mut used = [0u64; Tier::COUNT];
     for &size in sizes {
         let aligned = size.next_multiple_of(REGION_ALIGNMENT) as u64;
-        let fits = |tier: Tier, used: &[u64; 3]| -> bool {
+        let fits = |tier: Tier, used: &PerTier<u64>| -> bool {
             let mut after = *used;
             after[tier.index()] += aligned;
             match tier {
@@ -190,22 +195,22 @@ fn assign(sizes: &[usize], allowed: [bool; 3], rooms: Rooms) -> Result<Assignmen
 /// what other snapshots of the agent hold, or (auto) the agent's free memory
 /// less the safety margin, plus the retained arena this snapshot can reuse.
 /// Under auto, a retained arena of at least `wanted` bytes answers at once.
-fn device_room(env: Env, agent: hsa_agent_t, view: &AgentView, wanted: u64) -> u64 {
+fn device_room(cx: Context, agent: hsa_agent_t, view: &AgentView, wanted: u64) -> u64 {
     let Some((_, pool_size)) = view.pools.device_pool else {
         return 0;
     };
     let held = view.held[0];
     let retained = view.retained[0] as u64;
-    match env.state.storage.device_budget.get() {
+    match cx.state.storage.device_budget.get() {
         DEVICE_BUDGET_AUTO if retained >= wanted => retained,
         DEVICE_BUDGET_AUTO => {
-            let available = env
+            let available = cx
                 .core()
                 .and_then(|core| memory_available(core, agent))
                 .unwrap_or_else(|| {
                     // A runtime without the free-memory query: the pool size
                     // less what the application and our arenas hold.
-                    let tracked = env.tracker.inventory.agent_totals(agent.handle).1;
+                    let tracked = cx.tracker.inventory.agent_totals(agent.handle).1;
                     pool_size.saturating_sub(tracked).saturating_sub(held)
                 });
             available
@@ -220,7 +225,7 @@ fn device_room(env: Env, agent: hsa_agent_t, view: &AgentView, wanted: u64) -> u
 mod tests {
     use super::*;
 
-    const ALL: [bool; 3] = [true, true, true];
+    const ALL: PerTier<bool> = [true; Tier::COUNT];
 
     const GRANULE: u64 = 64 << 10;
 

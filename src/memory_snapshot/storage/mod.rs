@@ -36,11 +36,17 @@ crate::c_enum! {
 }
 
 impl Tier {
+    /// How many tiers there are: the length of every per-tier array.
+    pub const COUNT: usize = Tier::ALL.len();
+
     /// The tier's index in per-tier arrays.
     pub fn index(self) -> usize {
         self as usize
     }
 }
+
+/// One value per tier, indexed by [`Tier::index`].
+pub type PerTier<T> = [T; Tier::COUNT];
 
 impl fmt::Display for Tier {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
