@@ -4,7 +4,7 @@
 //!
 //! - `kernel_abi.rs`: bindgen's `#[repr(C)]` mirrors of the header's records
 //!   and argument structs and its constants, so their layout is written once
-//!   (`src/memory_snapshot/kernels/abi.rs` includes it);
+//!   (`src/memory_snapshot/device/abi.rs` includes it);
 //! - `code_objects.rs`: one AMD code object per target the found clang
 //!   knows, embedded with `include_bytes!` (`.../kernels/code_objects.rs`
 //!   includes it); empty, with one `cargo:warning`, without such a clang;
@@ -247,7 +247,7 @@ fn write_code_objects(out: &Path, built: Option<&Built>) {
             writeln!(code, "/// The clang that built the code objects.").unwrap();
             writeln!(
                 code,
-                "pub(crate) const BUILT_BY: Option<&str> = Some({:?});\n",
+                "#[cfg(test)]\npub(crate) const BUILT_BY: Option<&str> = Some({:?});\n",
                 built.clang
             )
             .unwrap();
@@ -276,7 +276,11 @@ fn write_code_objects(out: &Path, built: Option<&Built>) {
         }
         None => {
             writeln!(code, "/// No clang with the AMDGPU target was found.").unwrap();
-            writeln!(code, "pub(crate) const BUILT_BY: Option<&str> = None;\n").unwrap();
+            writeln!(
+                code,
+                "#[cfg(test)]\npub(crate) const BUILT_BY: Option<&str> = None;\n"
+            )
+            .unwrap();
             writeln!(code, "/// No code objects: none could be built.").unwrap();
             writeln!(code, "pub(crate) static EMBEDDED: &[CodeObject] = &[];").unwrap();
         }

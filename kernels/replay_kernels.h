@@ -2,7 +2,7 @@
  * they read, their kernel arguments, the block size and the hash — shared
  * by the kernel source (replay_kernels.cu), the software HSA runtime and
  * HSA-on-CUDA (which run or launch them), and mirrored by the library
- * (src/memory_snapshot/kernels/abi.rs, generated from this file by bindgen,
+ * (src/memory_snapshot/device/abi.rs, generated from this file by bindgen,
  * and checked against the AMD code objects' metadata).
  *
  * Plain C: every struct is 8-byte aligned with no padding, so its layout is

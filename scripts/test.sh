@@ -96,7 +96,10 @@ for generation in ${GENERATIONS-bookworm trixie sid experimental}; do
   step "ROCm headers of $generation ($(cat "$(dirname "$include")/VERSION")): Rust tests"
   # One target directory for every generation: each build reruns only what
   # the headers change (the bindings, the library, the runtime, the tests).
-  HSA_INCLUDE_DIR="$include" CARGO_TARGET_DIR=target/generations cargo test --workspace -q
+  # Warnings are errors here too: code for one generation's entries must not
+  # leave another's build with unused items.
+  RUSTFLAGS="-D warnings" HSA_INCLUDE_DIR="$include" CARGO_TARGET_DIR=target/generations \
+    cargo test --workspace -q
   step "ROCm headers of $generation: C/C++ tests"
   cmake -S . -B "build-generations/$generation" -DCMAKE_BUILD_TYPE=Debug -DKR_CARGO_PROFILE=debug \
     -DKR_CARGO_TARGET_DIR="$PWD/target/generations" -DHSA_INCLUDE_DIR="$include" >/dev/null

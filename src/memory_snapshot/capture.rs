@@ -16,7 +16,7 @@ use super::discovery::{self, DiscoveredVariable};
 use super::host_buffer::HostBuffer;
 use super::snapshot::{copy_live_regions, Captured, Origin, Place, Region, Snapshot};
 use super::storage::arena::Lease;
-use super::storage::layout::{self, Layout, LayoutError};
+use super::storage::layout::{self, Layout};
 use super::storage::StoragePolicy;
 use crate::hsa::entries::CoreEntries;
 use crate::hsa::hsa_agent_t;
@@ -340,10 +340,4 @@ unsafe fn device_to_host(
             status,
         },
     )
-}
-
-impl From<LayoutError> for Decline {
-    fn from(error: LayoutError) -> Self {
-        Decline::Layout(error)
-    }
 }

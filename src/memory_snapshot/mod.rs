@@ -22,7 +22,6 @@ pub mod device;
 pub mod discovery;
 pub mod discovery_cache;
 pub mod host_buffer;
-pub(crate) mod kernels;
 pub mod restore;
 pub mod snapshot;
 pub mod state;

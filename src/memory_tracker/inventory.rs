@@ -17,7 +17,9 @@ pub enum RegionKind {
     /// A pool or region allocation.
     #[default]
     Allocation,
-    /// A virtual-memory mapping of a physical handle (`hsa_amd_vmem_map`).
+    /// A virtual-memory mapping of a physical handle (`hsa_amd_vmem_map`;
+    /// ROCm 6.0+ headers).
+    #[cfg_attr(not(hsa_vmem), allow(dead_code))]
     Mapping,
 }
 
@@ -77,6 +79,8 @@ impl Inventory {
 
     /// Retire before free for the regions at several bases released by one
     /// runtime call (an unmap spanning mappings); see [`Inventory::retire_then_free`].
+    // Only the virtual-memory wrappers need it (ROCm 6.0+ headers).
+    #[cfg_attr(not(hsa_vmem), allow(dead_code))]
     pub fn retire_all_then_free<R>(
         &self,
         bases: &[usize],
@@ -87,12 +91,16 @@ impl Inventory {
     }
 
     /// Stops tracking every region starting in `[start, start + len)`.
+    // Only the virtual-memory wrappers need it (ROCm 6.0+ headers).
+    #[cfg_attr(not(hsa_vmem), allow(dead_code))]
     pub fn forget_range(&self, start: usize, len: usize) {
         self.allocations
             .forget_range(start..start.saturating_add(len.max(1)));
     }
 
     /// Whether a live region starts at `base`.
+    // Only the virtual-memory wrappers need it (ROCm 6.0+ headers).
+    #[cfg_attr(not(hsa_vmem), allow(dead_code))]
     pub fn is_live(&self, base: usize) -> bool {
         self.allocations.is_live(base)
     }

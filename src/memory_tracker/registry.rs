@@ -189,6 +189,8 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
     /// live again with its generation. Without memory to note the
     /// retirements, the entries are dropped for good before `free` runs
     /// (safe: they are merely no longer tracked).
+    // Only the virtual-memory wrappers need it (ROCm 6.0+ headers).
+    #[cfg_attr(not(hsa_vmem), allow(dead_code))]
     pub fn retire_all_then_free<R>(
         &self,
         keys: &[K],
@@ -221,6 +223,8 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
 
     /// Drops every entry with a key in `range`, whatever its state (the
     /// fallback when there is no memory to retire them one by one).
+    // Only the virtual-memory wrappers need it (ROCm 6.0+ headers).
+    #[cfg_attr(not(hsa_vmem), allow(dead_code))]
     pub fn forget_range(&self, range: std::ops::Range<K>) {
         let mut entries = self.write();
         entries.retain(|key, _| !range.contains(key));
@@ -228,6 +232,8 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
     }
 
     /// Whether `key` is registered and live (not retiring).
+    // Only the virtual-memory wrappers need it (ROCm 6.0+ headers).
+    #[cfg_attr(not(hsa_vmem), allow(dead_code))]
     pub fn is_live(&self, key: K) -> bool {
         self.read().get(&key).is_some_and(|e| !e.retiring)
     }

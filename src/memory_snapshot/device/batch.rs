@@ -11,6 +11,11 @@
 use crate::support::sync::Recover;
 use std::sync::MutexGuard;
 
+use super::abi::{
+    kr_compare_copy_args, kr_copy_record, kr_scatter_copy_args, KR_BLOCKS_PER_GROUP,
+    KR_COMPARE_FORCE_COPY, KR_COMPARE_HASH_SRC, KR_COMPARE_SWAP, KR_COMPARE_UPDATE_HASH,
+    KR_MAX_RECORD_BYTES,
+};
 use super::plan::{blocks_of, BlockTable, DevicePlan, Mover};
 use super::runner::Runner;
 use super::tool_copy::{BatchCopyFn, CopyDirection, CopyRegion};
@@ -18,11 +23,6 @@ use super::{Kernel, Strategy};
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::hsa_agent_t;
 use crate::memory_snapshot::copy::{Copier, Transfer};
-use crate::memory_snapshot::kernels::abi::{
-    kr_compare_copy_args, kr_copy_record, kr_scatter_copy_args, KR_BLOCKS_PER_GROUP,
-    KR_COMPARE_FORCE_COPY, KR_COMPARE_HASH_SRC, KR_COMPARE_SWAP, KR_COMPARE_UPDATE_HASH,
-    KR_MAX_RECORD_BYTES,
-};
 
 /// What the kernels did in one capture or restore.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -1,7 +1,10 @@
-//! The library's own kernels on the replayed agent: one-dispatch scatter
-//! copies of many regions, and dirty-block restore by device-side hashing.
+//! The library's own kernels on the replayed agent (`kernels/replay_kernels.cu`):
+//! one-dispatch scatter copies of many regions, and dirty-block restore by
+//! device-side hashing.
 //!
-//! `runner.rs` sets the kernels up on an agent (queue, code object,
+//! `abi.rs` is their ABI (generated from `kernels/replay_kernels.h`),
+//! `hash.rs` the blocks' hash (the keys, and the host's reference the
+//! kernels must agree with). `runner.rs` sets the kernels up on an agent (queue, code object,
 //! kernarg, signal, keys) through the un-wrapped entries; `buffers.rs` holds
 //! the memory they use besides the arenas; `code_object.rs` chooses what is
 //! loaded; `plan.rs` is what a snapshot keeps to use them (the block table
@@ -10,13 +13,20 @@
 //! restores use their copies as before: the kernels are a faster path,
 //! never a requirement.
 
+pub(crate) mod abi;
 pub(crate) mod batch;
 pub(crate) mod buffers;
 pub(crate) mod choose;
 pub(crate) mod code_object;
+pub(crate) mod hash;
 pub(crate) mod plan;
 pub(crate) mod runner;
 pub mod tool_copy;
+
+#[cfg(test)]
+mod code_object_tests;
+#[cfg(test)]
+mod host_tests;
 
 use crate::support::sync::Recover;
 use std::ffi::CStr;
@@ -25,7 +35,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::hsa_agent_t;
-use crate::memory_snapshot::kernels::hash::HashKeys;
+use hash::HashKeys;
 use runner::{Runner, Unavailable};
 
 /// The library's kernels (kernels/replay_kernels.cu).

@@ -19,13 +19,13 @@
 
 use std::sync::{Arc, Mutex};
 
+use super::abi::{kr_block_pair, KR_BLOCK_BYTES};
 use super::buffers::PoolBuffer;
 use super::runner::Runner;
 use super::tool_copy::BatchCopyFn;
 use super::Strategy;
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::hsa_agent_t;
-use crate::memory_snapshot::kernels::abi::{kr_block_pair, KR_BLOCK_BYTES};
 use crate::memory_snapshot::storage::PerTier;
 
 /// Bytes per hashed block.

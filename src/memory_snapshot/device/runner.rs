@@ -17,6 +17,7 @@ use std::ptr;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use super::abi;
 use super::buffers::PoolBuffer;
 use super::code_object;
 use super::plan::BlockTable;
@@ -35,7 +36,6 @@ use crate::hsa::sys::{
     HSA_SIGNAL_CONDITION_LT, HSA_WAIT_STATE_BLOCKED,
 };
 use crate::hsa::{hsa_agent_t, hsa_executable_t, hsa_status_t, HSA_STATUS_ERROR};
-use crate::memory_snapshot::kernels::abi;
 use crate::memory_snapshot::storage::PerTier;
 
 /// Packets in the library's queue: a snapshot dispatches one at a time.

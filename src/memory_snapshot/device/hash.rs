@@ -9,7 +9,9 @@
 //! and the sum mod 2^64. Over the random keys, two different blocks of one
 //! length collide in both lanes with probability at most 2^-64.
 
-use super::abi::{KR_BLOCK_BYTES, KR_HASH_KEYS, KR_HASH_SHIFT, KR_HASH_WORDS};
+use super::abi::KR_HASH_KEYS;
+#[cfg(test)]
+use super::abi::{KR_BLOCK_BYTES, KR_HASH_SHIFT, KR_HASH_WORDS};
 
 /// The keys, laid out as the kernels read them (`keys` in their arguments):
 /// `KR_HASH_KEYS` 32-bit values, lane 1 using them from `KR_HASH_SHIFT` on.
@@ -36,6 +38,7 @@ impl HashKeys {
     }
 
     /// Keys drawn from a seed (splitmix64): reproducible, for tests.
+    #[cfg(test)]
     pub(crate) fn from_seed(mut seed: u64) -> std::io::Result<Self> {
         Self::from_words(|| {
             seed = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -61,7 +64,9 @@ impl HashKeys {
 
     /// Both lanes of `block`'s hash, as `kr_hash_blocks` computes it. A
     /// block longer than `KR_BLOCK_BYTES` is hashed over its first
-    /// `KR_BLOCK_BYTES`, as the kernels clamp it.
+    /// `KR_BLOCK_BYTES`, as the kernels clamp it. The tests' reference: the
+    /// library itself only ever hashes on the device.
+    #[cfg(test)]
     pub(crate) fn hash(&self, block: &[u8]) -> [u64; 2] {
         let block = &block[..block.len().min(KR_BLOCK_BYTES as usize)];
         let word = |w: usize| -> u32 {

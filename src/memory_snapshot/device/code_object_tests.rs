@@ -13,7 +13,7 @@ use super::abi::{
     kr_compare_copy_args, kr_hash_blocks_args, kr_scatter_copy_args, KR_BLOCKS_PER_GROUP,
     KR_HASH_FAN_IN, KR_WORKGROUP,
 };
-use super::code_objects::{for_isa, BUILT_BY, EMBEDDED};
+use super::code_object::{for_isa, BUILT_BY, EMBEDDED};
 
 /// The note holding the code object's metadata (msgpack).
 const NT_AMDGPU_METADATA: u32 = 32;
