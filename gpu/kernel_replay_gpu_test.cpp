@@ -2104,7 +2104,7 @@ void test_incremental(Reporter& r, const Module& m) {
   const kr_stats2_t after = stats2_now();
   const uint64_t copied = after.blocks_copied - before.blocks_copied;
   const uint64_t a_blocks = size / 4096;
-  if (kr_snapshot_strategy(second.s) == KR_STRATEGY_DIRTY_BLOCKS) {
+  if (kr_snapshot_copy_method(second.s) == KR_COPY_METHOD_DIRTY_BLOCKS) {
     r.expect(kr_snapshot_incremental(second.s),
              "a dirty-block snapshot of the same regions into the retained arenas is incremental");
     // Every block of a changed; b's did not (module variables may add a few).
@@ -2115,7 +2115,7 @@ void test_incremental(Reporter& r, const Module& m) {
     r.expect(!kr_snapshot_incremental(second.s), "only dirty blocks snapshot incrementally");
   }
   r.note("strategy %d, incremental %d, %" PRIu64 " blocks copied",
-         static_cast<int>(kr_snapshot_strategy(second.s)),
+         static_cast<int>(kr_snapshot_copy_method(second.s)),
          static_cast<int>(kr_snapshot_incremental(second.s)), copied);
   // Both overwritten; the restore brings back a as rewritten, b as before.
   if (!fill(r, m, a.get(), size, 0x7FF) || !fill(r, m, b.get(), size, 0x7FE)) return;
@@ -2182,9 +2182,9 @@ void test_batch_copy(Reporter& r, const Module& m) {
   const kr_stats2_t before = stats2_now();
   Snapshot snapshot(kr_snap(m.gpu.agent));
   if (!expect_complete(r, snapshot, m.gpu.agent)) return;
-  const kr_strategy_t expected = copies ? KR_STRATEGY_COPIES : KR_STRATEGY_BATCH_COPY;
-  r.expect(kr_snapshot_strategy(snapshot.s) == expected, "the snapshot ran strategy %d, not %d",
-           static_cast<int>(kr_snapshot_strategy(snapshot.s)), static_cast<int>(expected));
+  const kr_copy_method_t expected = copies ? KR_COPY_METHOD_COPIES : KR_COPY_METHOD_BATCH_COPY;
+  r.expect(kr_snapshot_copy_method(snapshot.s) == expected, "the snapshot ran copy method %d, not %d",
+           static_cast<int>(kr_snapshot_copy_method(snapshot.s)), static_cast<int>(expected));
   if (!mutate(r, m, big.get(), size)) return;
   for (size_t i = 0; i < small.size(); ++i) {
     if (!mutate(r, m, small[i].get(), 64 * 1024)) return;

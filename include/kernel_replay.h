@@ -183,8 +183,9 @@ typedef enum kr_storage_tier_t {
 } kr_storage_tier_t;
 
 /**
- * How a snapshot or restore moves its bytes (`kr_set_strategy`, and
- * what the stats say ran).
+ * How snapshots and restores move their bytes: a setting
+ * (`kr_set_strategy`). What one snapshot's capture did is reported as
+ * its copy method (`kr_copy_method_t`).
  */
 typedef enum kr_strategy_t {
   /**
@@ -210,13 +211,34 @@ typedef enum kr_strategy_t {
    * only the blocks changed since (an incremental snapshot).
    */
   KR_STRATEGY_DIRTY_BLOCKS = 3,
-  /**
-   * What ran when a tool's batch-copy function (`kr_set_batch_copy`)
-   * moved the regions; not a setting (`kr_set_strategy` refuses it:
-   * registering the function is what selects it).
-   */
-  KR_STRATEGY_BATCH_COPY = 4,
 } kr_strategy_t;
+
+/**
+ * How one snapshot's capture moved the regions the device path can
+ * reach (its restores move them the same way): a report
+ * (`kr_snapshot_copy_method`), never a setting. Each code but
+ * `BATCH_COPY` is that of the strategy of the same name.
+ */
+typedef enum kr_copy_method_t {
+  /**
+   * The runtime's copies (also: a declined snapshot, or no region
+   * the device path could take).
+   */
+  KR_COPY_METHOD_COPIES = 1,
+  /**
+   * One dispatch of the library's scatter kernel.
+   */
+  KR_COPY_METHOD_SCATTER = 2,
+  /**
+   * Dirty blocks: hashed at capture, and only changed blocks copied
+   * back at restore.
+   */
+  KR_COPY_METHOD_DIRTY_BLOCKS = 3,
+  /**
+   * The tool's batch-copy function (`kr_set_batch_copy`).
+   */
+  KR_COPY_METHOD_BATCH_COPY = 4,
+} kr_copy_method_t;
 
 /**
  * Which way a batch copy goes (`kr_batch_copy_fn_t`).
@@ -728,9 +750,9 @@ void kr_set_batched_copies(bool enabled);
 
 /**
  * Sets how snapshots and restores move their bytes (`kr_strategy_t`);
- * returns false, changing nothing, for an unknown value and for
- * `KR_STRATEGY_BATCH_COPY` (registering a function with `kr_set_batch_copy`
- * selects that). The default is `KR_STRATEGY_AUTO`, or
+ * returns false, changing nothing, for an unknown value. (A function
+ * registered with `kr_set_batch_copy` moves the regions under every
+ * strategy but `KR_STRATEGY_COPIES`.) The default is `KR_STRATEGY_AUTO`, or
  * `KERNEL_REPLAY_STRATEGY` (auto, copies, scatter, dirty). Where the
  * library's kernels cannot run on an agent, copies are used.
  */
@@ -755,13 +777,13 @@ void kr_set_batch_copy(kr_batch_copy_fn_t copy, void *user_data);
 
 /**
  * How the capture of `snapshot` moved its bytes (its restores move them
- * the same way): `KR_STRATEGY_COPIES`, `_SCATTER`, `_DIRTY_BLOCKS` or
- * `_BATCH_COPY`; `KR_STRATEGY_COPIES` for NULL or a declined snapshot.
+ * the same way): `KR_COPY_METHOD_COPIES`, `_SCATTER`, `_DIRTY_BLOCKS` or
+ * `_BATCH_COPY`; `KR_COPY_METHOD_COPIES` for NULL or a declined snapshot.
  *
  * # Safety
  * `snapshot` is NULL or a live snapshot from `kr_snap`.
  */
-kr_strategy_t kr_snapshot_strategy(const kr_snapshot_t *snapshot);
+kr_copy_method_t kr_snapshot_copy_method(const kr_snapshot_t *snapshot);
 
 /**
  * Whether the capture of `snapshot` copied only the blocks changed since

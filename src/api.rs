@@ -73,7 +73,7 @@ pub use crate::hsa::tables::TableError;
 pub use crate::memory_snapshot::coverage::Footprint;
 pub use crate::memory_snapshot::device::batch::DeviceOutcome;
 pub use crate::memory_snapshot::device::tool_copy::{BatchCopyFn, CopyDirection, CopyRegion};
-pub use crate::memory_snapshot::device::Strategy;
+pub use crate::memory_snapshot::device::{CopyMethod, Strategy};
 pub use crate::memory_snapshot::storage::{StoragePolicy, Tier};
 pub use crate::memory_snapshot::verify::VerifyOutcome;
 pub use crate::memory_snapshot::{DeclineReason, RestoreReport};
@@ -257,9 +257,9 @@ impl Snapshot {
     }
 
     /// How the capture moved its bytes (its restores move them the same
-    /// way): [`Strategy::Copies`], `Scatter`, `DirtyBlocks` or `BatchCopy`.
-    pub fn strategy(&self) -> Strategy {
-        self.0.strategy()
+    /// way): [`CopyMethod::Copies`], `Scatter`, `DirtyBlocks` or `BatchCopy`.
+    pub fn copy_method(&self) -> CopyMethod {
+        self.0.copy_method()
     }
 
     /// Whether the capture copied only the blocks changed since the agent's
@@ -407,10 +407,11 @@ pub fn set_batched_copies(enabled: bool) {
 /// [`Strategy`]). The default is [`Strategy::Auto`], or
 /// `KERNEL_REPLAY_STRATEGY` (auto, copies, scatter, dirty). Takes effect at
 /// the next snapshot; a snapshot restores with what it was captured with.
-/// Where the kernels cannot run on an agent, copies are used. False,
-/// changing nothing, for [`Strategy::BatchCopy`], which only reports what
-/// ran ([`set_batch_copy`] selects it).
-pub fn set_strategy(strategy: Strategy) -> bool {
+/// Where the kernels cannot run on an agent, copies are used; a registered
+/// batch-copy function ([`set_batch_copy`]) moves the regions under every
+/// strategy but `Copies`. What one snapshot did is its
+/// [`Snapshot::copy_method`].
+pub fn set_strategy(strategy: Strategy) {
     SNAPSHOTS.kernels.set_strategy(strategy)
 }
 

@@ -85,8 +85,8 @@ fn null_is_accepted_everywhere() {
             0
         );
         assert_eq!(
-            kr_snapshot_strategy(std::ptr::null()),
-            kernel_replay::Strategy::Copies
+            kr_snapshot_copy_method(std::ptr::null()),
+            kernel_replay::CopyMethod::Copies
         );
         assert!(!kr_snapshot_incremental(std::ptr::null()));
         kr_snapshot_free(std::ptr::null_mut());
@@ -432,7 +432,7 @@ fn a_c_batch_copy_function_gets_the_regions_and_its_user_data() {
     // memory) go to the tool.
     let reachable = !is_baseline() && policy() != kernel_replay::StoragePolicy::Pageable;
     // SAFETY: a live snapshot.
-    let strategy = unsafe { kr_snapshot_strategy(snap.0) };
+    let method = unsafe { kr_snapshot_copy_method(snap.0) };
     for &p in &buffers {
         fill(p, 5000, 0);
     }
@@ -443,7 +443,7 @@ fn a_c_batch_copy_function_gets_the_regions_and_its_user_data() {
         assert!(all(p, 5000, 0x40 + i as u8), "buffer {i}");
     }
     if reachable {
-        assert_eq!(strategy, kernel_replay::Strategy::BatchCopy);
+        assert_eq!(method, kernel_replay::CopyMethod::BatchCopy);
         assert_eq!(seen.calls, 2);
         assert_eq!(seen.regions, 2 * buffers.len());
         assert_eq!(
@@ -454,7 +454,7 @@ fn a_c_batch_copy_function_gets_the_regions_and_its_user_data() {
             ]
         );
     } else {
-        assert_eq!(strategy, kernel_replay::Strategy::Copies);
+        assert_eq!(method, kernel_replay::CopyMethod::Copies);
         assert_eq!(seen.calls, 0);
     }
     // Unregistered: no further calls.

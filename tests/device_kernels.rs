@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use hsa_sim::SimSession;
-use kernel_replay::{CopyDirection, CopyRegion, StoragePolicy, Strategy};
+use kernel_replay::{CopyDirection, CopyMethod, CopyRegion, StoragePolicy, Strategy};
 
 /// Bytes per hashed block (`KR_BLOCK_BYTES`).
 const BLOCK: usize = 4096;
@@ -94,7 +94,7 @@ fn many_small_regions_go_in_one_scatter_dispatch_each_way() {
     let copies_before = copies(&sim.sim);
     let report = snap.restore();
     assert_eq!((report.restored, report.failed), (300, 0));
-    assert_eq!(report.device.strategy, Strategy::Scatter);
+    assert_eq!(report.device.method, CopyMethod::Scatter);
     assert_eq!(report.device.regions, 300);
     assert!(!report.device.fell_back);
     assert_eq!(sim.dispatch_count(Some("kr_scatter_copy")), dispatched + 2);
@@ -155,7 +155,7 @@ fn dirty_blocks_restore_only_what_a_pass_wrote() {
     }
     let report = snap.restore();
     assert_eq!((report.restored, report.failed), (5, 0));
-    assert_eq!(report.device.strategy, Strategy::DirtyBlocks);
+    assert_eq!(report.device.method, CopyMethod::DirtyBlocks);
     let total_blocks: u64 = sizes.iter().map(|s| s.div_ceil(BLOCK) as u64).sum();
     assert_eq!(report.device.blocks_compared, total_blocks);
     assert_eq!(report.device.blocks_copied, 4, "exactly the blocks written");
@@ -227,7 +227,7 @@ fn without_a_code_object_for_the_agent_copies_are_used() {
     }
     let report = snap.restore();
     assert_eq!((report.restored, report.failed), (100, 0));
-    assert_eq!(report.device.strategy, Strategy::Copies);
+    assert_eq!(report.device.method, CopyMethod::Copies);
     assert_eq!(sim.dispatch_count(None), dispatched, "no kernel ran");
     for (i, &p) in regions.iter().enumerate() {
         assert!(all(p, 4096, (i + 1) as u8));
@@ -248,7 +248,7 @@ fn a_queue_the_runtime_refuses_falls_back_to_copies() {
     }
     let report = snap.restore();
     assert_eq!((report.restored, report.failed), (10, 0));
-    assert_eq!(report.device.strategy, Strategy::Copies);
+    assert_eq!(report.device.method, CopyMethod::Copies);
     for (i, &p) in regions.iter().enumerate() {
         assert!(all(p, BLOCK, (i + 1) as u8));
     }
@@ -298,8 +298,8 @@ fn a_capture_whose_dispatch_faults_restores_with_copies() {
     let report = snap.restore();
     assert_eq!((report.restored, report.failed), (8, 0));
     assert_eq!(
-        report.device.strategy,
-        Strategy::Copies,
+        report.device.method,
+        CopyMethod::Copies,
         "its hashes are not trusted"
     );
     for (i, &p) in regions.iter().enumerate() {
@@ -379,7 +379,7 @@ fn auto_takes_dirty_blocks_for_a_large_pinned_footprint_and_copies_for_a_small_o
     // SAFETY: inside the buffer.
     unsafe { *big[1].add(12345) ^= 1 };
     let report = snap.restore();
-    assert_eq!(report.device.strategy, Strategy::DirtyBlocks);
+    assert_eq!(report.device.method, CopyMethod::DirtyBlocks);
     assert_eq!(report.device.blocks_copied, 1);
     assert!(all(big[1], 32 << 20, 0x61));
     drop(snap);
@@ -391,7 +391,7 @@ fn auto_takes_dirty_blocks_for_a_large_pinned_footprint_and_copies_for_a_small_o
     let snap = Snap::of(sim.gpu(0));
     fill(small, 1 << 20, 0);
     let report = snap.restore();
-    assert_eq!(report.device.strategy, Strategy::Copies);
+    assert_eq!(report.device.method, CopyMethod::Copies);
     assert!(all(small, 1 << 20, 0x70));
 }
 
@@ -441,7 +441,7 @@ fn consecutive_snapshots_of_the_same_regions_copy_only_changed_blocks() {
     let total_blocks: u64 = sizes.iter().map(|s| s.div_ceil(BLOCK) as u64).sum();
     let before = counters();
     let first = Snap::of(sim.gpu(0));
-    assert_eq!(taken(&first).strategy(), Strategy::DirtyBlocks);
+    assert_eq!(taken(&first).copy_method(), CopyMethod::DirtyBlocks);
     assert!(!taken(&first).incremental(), "nothing to start from");
     assert_eq!(
         counters().blocks_copied - before.blocks_copied,
@@ -516,7 +516,7 @@ fn an_arena_another_snapshot_wrote_in_between_is_captured_in_full() {
         fill(p, size, 0xC1);
     }
     let between = Snap::of(sim.gpu(0));
-    assert_eq!(taken(&between).strategy(), Strategy::Copies);
+    assert_eq!(taken(&between).copy_method(), CopyMethod::Copies);
     drop(between);
     // Back to the first content, whose hashes the table still holds: an
     // incremental capture would find nothing changed and keep 0xC1.
@@ -585,7 +585,7 @@ fn a_capture_that_fell_back_to_copies_is_not_a_base_for_the_next() {
     drop(Snap::of(sim.gpu(0)));
     sim.fault_next_dispatches(1);
     let faulted = Snap::of(sim.gpu(0));
-    assert_eq!(taken(&faulted).strategy(), Strategy::Copies);
+    assert_eq!(taken(&faulted).copy_method(), CopyMethod::Copies);
     drop(faulted);
     // The table's hashes may be half-updated: the next capture is full.
     let snap = Snap::of(sim.gpu(0));
@@ -637,7 +637,7 @@ fn a_registered_batch_copy_moves_the_regions_instead_of_the_kernels() {
     let dispatched = sim.dispatch_count(None);
     let copies_before = copies(&sim.sim);
     let snap = Snap::of(sim.gpu(0));
-    assert_eq!(taken(&snap).strategy(), Strategy::BatchCopy);
+    assert_eq!(taken(&snap).copy_method(), CopyMethod::BatchCopy);
     {
         let calls = calls.lock().unwrap();
         assert_eq!(calls.len(), 1, "one call for the whole capture");
@@ -655,7 +655,7 @@ fn a_registered_batch_copy_moves_the_regions_instead_of_the_kernels() {
     }
     let report = snap.restore();
     assert_eq!((report.restored, report.failed), (10, 0));
-    assert_eq!(report.device.strategy, Strategy::BatchCopy);
+    assert_eq!(report.device.method, CopyMethod::BatchCopy);
     for (i, &p) in regions.iter().enumerate() {
         assert!(
             all(p, 3000, (i + 1) as u8),
@@ -676,15 +676,17 @@ fn a_registered_batch_copy_moves_the_regions_instead_of_the_kernels() {
     // The copies strategy keeps the runtime's copies; unregistered, the
     // kernels are back.
     kernel_replay::set_strategy(Strategy::Copies);
-    assert_eq!(taken(&Snap::of(sim.gpu(0))).strategy(), Strategy::Copies);
+    assert_eq!(
+        taken(&Snap::of(sim.gpu(0))).copy_method(),
+        CopyMethod::Copies
+    );
     kernel_replay::set_strategy(Strategy::Scatter);
     kernel_replay::set_batch_copy(None);
-    assert_eq!(taken(&Snap::of(sim.gpu(0))).strategy(), Strategy::Scatter);
-    assert_eq!(calls.lock().unwrap().len(), 2);
-    assert!(
-        !kernel_replay::set_strategy(Strategy::BatchCopy),
-        "a report value, not a setting"
+    assert_eq!(
+        taken(&Snap::of(sim.gpu(0))).copy_method(),
+        CopyMethod::Scatter
     );
+    assert_eq!(calls.lock().unwrap().len(), 2);
     assert_eq!(kernel_replay::strategy(), Strategy::Scatter);
 }
 
@@ -752,7 +754,7 @@ fn a_batch_copy_may_use_the_wrapped_async_copy_on_its_own_thread() {
     let regions = buffers(&sim.sim, 4, BLOCK);
     let before = counters();
     let snap = Snap::of(gpu);
-    assert_eq!(taken(&snap).strategy(), Strategy::BatchCopy);
+    assert_eq!(taken(&snap).copy_method(), CopyMethod::BatchCopy);
     for &p in &regions {
         fill(p, BLOCK, 0);
     }

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::{
-    self, DeviceBudget, InstallError, Installed, LogLevel, StoragePolicy, StoragePools, Strategy,
-    Tier,
+    self, CopyMethod, DeviceBudget, InstallError, Installed, LogLevel, StoragePolicy, StoragePools,
+    Strategy, Tier,
 };
 use crate::hsa::sys::hsa_amd_memory_pool_t;
 use crate::hsa::{hsa_agent_t, AmdExtTable, CoreApiTable};
@@ -321,15 +321,17 @@ pub extern "C" fn kr_set_batched_copies(enabled: bool) {
 }
 
 /// Sets how snapshots and restores move their bytes (`kr_strategy_t`);
-/// returns false, changing nothing, for an unknown value and for
-/// `KR_STRATEGY_BATCH_COPY` (registering a function with `kr_set_batch_copy`
-/// selects that). The default is `KR_STRATEGY_AUTO`, or
+/// returns false, changing nothing, for an unknown value. (A function
+/// registered with `kr_set_batch_copy` moves the regions under every
+/// strategy but `KR_STRATEGY_COPIES`.) The default is `KR_STRATEGY_AUTO`, or
 /// `KERNEL_REPLAY_STRATEGY` (auto, copies, scatter, dirty). Where the
 /// library's kernels cannot run on an agent, copies are used.
 #[no_mangle]
 pub extern "C" fn kr_set_strategy(strategy: kr_strategy_arg) -> bool {
     export(false, || {
-        Strategy::from_code(strategy).is_some_and(api::set_strategy)
+        Strategy::from_code(strategy)
+            .map(api::set_strategy)
+            .is_some()
     })
 }
 
@@ -383,16 +385,16 @@ unsafe impl Send for UserData {}
 unsafe impl Sync for UserData {}
 
 /// How the capture of `snapshot` moved its bytes (its restores move them
-/// the same way): `KR_STRATEGY_COPIES`, `_SCATTER`, `_DIRTY_BLOCKS` or
-/// `_BATCH_COPY`; `KR_STRATEGY_COPIES` for NULL or a declined snapshot.
+/// the same way): `KR_COPY_METHOD_COPIES`, `_SCATTER`, `_DIRTY_BLOCKS` or
+/// `_BATCH_COPY`; `KR_COPY_METHOD_COPIES` for NULL or a declined snapshot.
 ///
 /// # Safety
 /// `snapshot` is NULL or a live snapshot from `kr_snap`.
 #[no_mangle]
-pub unsafe extern "C" fn kr_snapshot_strategy(snapshot: *const kr_snapshot_t) -> Strategy {
-    export(Strategy::Copies, || {
+pub unsafe extern "C" fn kr_snapshot_copy_method(snapshot: *const kr_snapshot_t) -> CopyMethod {
+    export(CopyMethod::Copies, || {
         // SAFETY: the caller's promise.
-        unsafe { borrow(snapshot) }.map_or(Strategy::Copies, |s| s.inner.strategy())
+        unsafe { borrow(snapshot) }.map_or(CopyMethod::Copies, |s| s.inner.copy_method())
     })
 }
 

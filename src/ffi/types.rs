@@ -9,8 +9,8 @@
 use std::ffi::{c_char, c_void};
 
 use crate::api::{
-    CopyDirection, DeclineReason, LogLevel, ReplayOutcome, RestoreReport, StoragePolicy, Strategy,
-    Tier,
+    CopyDirection, CopyMethod, DeclineReason, LogLevel, ReplayOutcome, RestoreReport,
+    StoragePolicy, Strategy, Tier,
 };
 use crate::hsa::{hsa_agent_t, hsa_executable_t, hsa_status_t};
 use crate::support::c_enum::CEnumDecl;
@@ -43,6 +43,7 @@ pub const C_ENUMS: &[CEnumDecl] = &[
     StoragePolicy::C_DECL,
     Tier::C_DECL,
     Strategy::C_DECL,
+    CopyMethod::C_DECL,
     CopyDirection::C_DECL,
 ];
 

@@ -11,7 +11,7 @@ use log::warn;
 use super::context::Context;
 use super::coverage;
 use super::decline::Decline;
-use super::device::batch::DeviceOutcome;
+use super::device::plan::DeviceUse;
 use super::discovery::{self, DiscoveredVariable};
 use super::host_buffer::HostBuffer;
 use super::snapshot::{copy_live_regions, Captured, Origin, Place, Region, Snapshot};
@@ -139,7 +139,6 @@ fn capture_baseline(
             origin: Origin::Tracked(*region),
             size: region.size,
             place: Place::Owned(host),
-            first_block: None,
         });
     }
     for variable in variables {
@@ -168,7 +167,6 @@ fn capture_baseline(
             origin: Origin::ModuleVariable(variable.executable),
             size,
             place: Place::Owned(host),
-            first_block: None,
         });
     }
     let host_agent = hsa_agent_t { handle: 0 };
@@ -179,8 +177,7 @@ fn capture_baseline(
         bases: [0; Tier::COUNT],
         host_agent,
         batch: false,
-        device: None,
-        ran: DeviceOutcome::default(),
+        device: DeviceUse::default(),
     })
 }
 
@@ -218,7 +215,6 @@ fn capture_into_arenas(
             origin,
             size,
             place: Place::Arena { tier, offset },
-            first_block: None,
         },
     ));
     let host_agent = cx
@@ -235,10 +231,9 @@ fn capture_into_arenas(
         bases,
         host_agent,
         batch: cx.state.batch_copies(),
-        device: None,
-        ran: DeviceOutcome::default(),
+        device: DeviceUse::default(),
     };
-    captured.device = super::device::choose::plan(cx, &mut captured, agent);
+    captured.device.plan = super::device::choose::plan(cx, &mut captured, agent);
     match copy_in(cx, &mut captured, agent) {
         Ok(()) => Ok(captured),
         Err(decline) => {
@@ -306,7 +301,7 @@ fn copy_in(cx: Context, captured: &mut Captured, agent: hsa_agent_t) -> Result<(
         index += 1;
         kept[index - 1]
     });
-    if captured.ran.incremental && cx.state.verify() {
+    if captured.device.ran.incremental && cx.state.verify() {
         // Verify mode checks what an incremental capture skipped, too.
         super::verify::verify(cx, captured, true);
     }

@@ -6,8 +6,8 @@ use super::context::Context;
 use super::copy::{Copier, Finished, Transfer};
 use super::decline::{Decline, DeclineReason};
 use super::device::batch::{DeviceBatch, DeviceOutcome};
-use super::device::plan::DevicePlan;
-use super::device::Strategy;
+use super::device::plan::DeviceUse;
+use super::device::CopyMethod;
 use super::host_buffer::HostBuffer;
 use super::storage::arena::Lease;
 use super::storage::Tier;
@@ -44,8 +44,6 @@ pub struct Region {
     pub origin: Origin,
     pub(crate) size: usize,
     pub(crate) place: Place,
-    /// Dirty blocks: where the region's blocks start in the block table.
-    pub(crate) first_block: Option<usize>,
 }
 
 impl Region {
@@ -79,11 +77,9 @@ pub(crate) struct Captured {
     pub(crate) host_agent: hsa_agent_t,
     /// Whether copies may be batched (false: the baseline, or forced blocking).
     pub(crate) batch: bool,
-    /// The device kernels this snapshot uses, if any.
-    pub(crate) device: Option<DevicePlan>,
-    /// How the capture moved the regions the kernels could reach (`Copies`
-    /// when they moved none), and whether it was incremental.
-    pub(crate) ran: DeviceOutcome,
+    /// The device path: the plan the copies follow, if any, and what the
+    /// capture did.
+    pub(crate) device: DeviceUse,
 }
 
 impl Snapshot {
@@ -125,17 +121,19 @@ impl Snapshot {
     /// How the capture moved its bytes: `Copies`, `Scatter`, `DirtyBlocks`
     /// (its restores then copy back only changed blocks) or `BatchCopy`
     /// (the tool's batch-copy function); `Copies` for a declined snapshot.
-    pub fn strategy(&self) -> Strategy {
+    pub fn copy_method(&self) -> CopyMethod {
         self.outcome
             .as_ref()
-            .map_or(Strategy::Copies, |c| c.ran.strategy)
+            .map_or(CopyMethod::Copies, |c| c.device.ran.method)
     }
 
     /// Whether the capture copied only the blocks changed since the agent's
     /// previous snapshot, into that snapshot's arenas (an incremental
     /// snapshot).
     pub fn incremental(&self) -> bool {
-        self.outcome.as_ref().is_ok_and(|c| c.ran.incremental)
+        self.outcome
+            .as_ref()
+            .is_ok_and(|c| c.device.ran.incremental)
     }
 
     /// Bytes of the regions kept in `tier`.
@@ -237,14 +235,14 @@ pub(crate) fn copy_live_regions(
 ) -> Option<(Finished, DeviceOutcome)> {
     let count = captured.regions.len();
     let mut copier = Copier::new(cx, captured.core, count, batch)?;
-    let mut device = DeviceBatch::new(captured.device.as_ref(), agent, to_device, count)?;
+    let mut device = DeviceBatch::new(captured.device.plan.as_ref(), agent, to_device, count)?;
     let live = cx.tracker.inventory.live_view();
     let mut live = live.cursor();
     let loaded = cx.tracker.executables.live_view();
     for (index, region) in captured.regions.iter().enumerate() {
         if is_live(&region.origin, &mut live, &loaded) {
             let transfer = captured.transfer(agent, region, to_device);
-            if !device.take(index, region.first_block, &transfer) {
+            if !device.take(index, &transfer) {
                 // SAFETY: the storage side is the snapshot's own, sized by
                 // its layout; the device side stays live while the views are
                 // held, and the copier finishes every copy before they are
@@ -252,7 +250,7 @@ pub(crate) fn copy_live_regions(
                 unsafe { copier.copy(index, &transfer) };
             }
         } else {
-            device.drop_region(region.first_block, region.size);
+            device.drop_region(index, region.size);
             skipped(index);
         }
     }

@@ -19,7 +19,7 @@ use super::abi::{
 use super::plan::{blocks_of, BlockTable, DevicePlan, Mover};
 use super::runner::Runner;
 use super::tool_copy::{BatchCopyFn, CopyDirection, CopyRegion};
-use super::{Kernel, Strategy};
+use super::{CopyMethod, Kernel};
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::hsa_agent_t;
 use crate::memory_snapshot::copy::{Copier, Transfer};
@@ -27,8 +27,8 @@ use crate::memory_snapshot::copy::{Copier, Transfer};
 /// What the kernels did in one capture or restore.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct DeviceOutcome {
-    /// The strategy that moved the kernels' regions (`Copies` when none).
-    pub strategy: Strategy,
+    /// What moved the kernels' regions (`Copies` when none).
+    pub method: CopyMethod,
     /// Regions the kernels moved.
     pub regions: usize,
     /// Dirty blocks: blocks compared, and of those copied.
@@ -55,11 +55,11 @@ pub(crate) struct DeviceBatch<'p> {
 impl DeviceOutcome {
     /// Counts this outcome in the stats (nothing when no kernel ran).
     pub(crate) fn count(&self, stats: &crate::support::stats::AtomicCounters) {
-        if self.strategy == Strategy::BatchCopy {
+        if self.method == CopyMethod::BatchCopy {
             stats.tool_copied(self.fell_back);
         } else if self.regions > 0 {
             stats.device_kernels_ran(
-                self.strategy == Strategy::DirtyBlocks,
+                self.method == CopyMethod::DirtyBlocks,
                 self.incremental,
                 self.blocks_compared,
                 self.blocks_copied,
@@ -95,17 +95,12 @@ impl<'p> DeviceBatch<'p> {
     /// Takes a live region for the kernels if they can move it: its
     /// blocks are in the table (dirty blocks), or both sides are memory the
     /// agent reaches (scatter). False: the copier moves it.
-    pub(crate) fn take(
-        &mut self,
-        index: usize,
-        first_block: Option<usize>,
-        transfer: &Transfer,
-    ) -> bool {
+    pub(crate) fn take(&mut self, index: usize, transfer: &Transfer) -> bool {
         let Some(plan) = self.plan else {
             return false;
         };
-        let takes = match plan.strategy {
-            Strategy::DirtyBlocks => first_block.is_some() && self.blocks.is_some(),
+        let takes = match plan.method {
+            CopyMethod::DirtyBlocks => plan.first_block(index).is_some() && self.blocks.is_some(),
             _ => transfer.async_ok && transfer.size > 0,
         };
         if takes {
@@ -115,8 +110,9 @@ impl<'p> DeviceBatch<'p> {
         takes
     }
 
-    /// A region no longer live: its blocks leave the table for good.
-    pub(crate) fn drop_region(&mut self, first_block: Option<usize>, size: usize) {
+    /// Region `index`, no longer live: its blocks leave the table for good.
+    pub(crate) fn drop_region(&mut self, index: usize, size: usize) {
+        let first_block = self.plan.and_then(|plan| plan.first_block(index));
         if let (Some(first), Some(blocks)) = (first_block, self.blocks.as_mut()) {
             blocks.disable_region(first, size);
         }
@@ -137,7 +133,7 @@ impl<'p> DeviceBatch<'p> {
             return DeviceOutcome::default();
         }
         let mut outcome = DeviceOutcome {
-            strategy: plan.strategy,
+            method: plan.method,
             regions: self.taken.len(),
             incremental: plan.incremental && !self.to_device,
             ..DeviceOutcome::default()

@@ -22,7 +22,7 @@
 
 use super::batch::DeviceOutcome;
 use super::plan::{blocks_of, BlockTable, DevicePlan, Mover};
-use super::Strategy;
+use super::{CopyMethod, Strategy};
 use crate::hsa::hsa_agent_t;
 use crate::memory_snapshot::context::Context;
 use crate::memory_snapshot::snapshot::{kept_at, Captured};
@@ -70,9 +70,10 @@ pub(crate) fn plan(cx: Context, captured: &mut Captured, agent: hsa_agent_t) -> 
     if let Some(tool) = cx.state.kernels.tool_copy.get() {
         return Some(DevicePlan {
             mover: Mover::Tool(tool),
-            strategy: Strategy::BatchCopy,
+            method: CopyMethod::BatchCopy,
             incremental: false,
             blocks: None,
+            first_blocks: Vec::new(),
         });
     }
     if wanted == Strategy::Auto && !dirty && count < SCATTER_MIN_REGIONS {
@@ -82,9 +83,10 @@ pub(crate) fn plan(cx: Context, captured: &mut Captured, agent: hsa_agent_t) -> 
     let runner = cx.state.kernels.runner(core, amd, agent)?;
     let mut plan = DevicePlan {
         mover: Mover::Kernels(runner.clone()),
-        strategy: Strategy::Scatter,
+        method: CopyMethod::Scatter,
         incremental: false,
         blocks: None,
+        first_blocks: Vec::new(),
     };
     if dirty {
         let total: usize = captured
@@ -97,36 +99,34 @@ pub(crate) fn plan(cx: Context, captured: &mut Captured, agent: hsa_agent_t) -> 
         let current = captured.lease_stamps(Lease::stamp);
         if let Some(mut table) = BlockTable::take(&runner, core, amd, agent, total, previous) {
             let same_arenas = table.resize(total, previous, current);
-            let mut layout = Vec::new();
-            let fits = layout.try_reserve_exact(captured.regions.len()).is_ok();
+            let (mut layout, mut first_blocks) = (Vec::new(), Vec::new());
+            let count = captured.regions.len();
+            let fits = layout.try_reserve_exact(count).is_ok()
+                && first_blocks.try_reserve_exact(count).is_ok();
             let mut next = 0;
-            let bases = captured.bases;
-            for region in &mut captured.regions {
+            for region in captured.regions.iter().filter(|_| fits) {
                 if !reachable(region.tier()) || region.size() == 0 {
+                    first_blocks.push(None);
                     continue;
                 }
-                let kept = kept_at(&bases, region);
-                if fits {
-                    layout.push([
-                        region.device_address as u64,
-                        kept as u64,
-                        region.size() as u64,
-                    ]);
-                }
-                region.first_block = Some(next);
+                let kept = kept_at(&captured.bases, region);
+                layout.push([
+                    region.device_address as u64,
+                    kept as u64,
+                    region.size() as u64,
+                ]);
+                first_blocks.push(Some(next));
                 next += blocks_of(region.size());
             }
             let same_pairs = if fits { table.set_layout(layout) } else { None };
             match same_pairs {
                 Some(same_pairs) => {
                     plan.blocks = Some(std::sync::Mutex::new(table));
-                    plan.strategy = Strategy::DirtyBlocks;
+                    plan.first_blocks = first_blocks;
+                    plan.method = CopyMethod::DirtyBlocks;
                     plan.incremental = same_arenas && same_pairs;
                 }
                 None => {
-                    for region in &mut captured.regions {
-                        region.first_block = None;
-                    }
                     runner.keep_table(table);
                     log::info!(
                         "no host memory for the dirty-block table; this snapshot uses one scatter dispatch"
@@ -143,32 +143,33 @@ pub(crate) fn plan(cx: Context, captured: &mut Captured, agent: hsa_agent_t) -> 
 }
 
 /// After the capture's copies: records what the kernels did in the
-/// snapshot (`Captured::ran`: nothing when no dispatch ran or it fell back).
+/// snapshot (`DeviceUse::ran`: nothing when no dispatch ran or it fell back).
 /// A successful dirty-block capture leaves hashes that describe its arenas;
 /// a failed kernel capture leaves hashes that cannot be trusted (and a
 /// queue that faulted), so the snapshot restores with copies.
 pub(crate) fn captured(cx: Context, captured: &mut Captured, outcome: &DeviceOutcome) {
     let dispatched = outcome.regions > 0 && !outcome.fell_back;
-    captured.ran = if dispatched {
+    captured.device.ran = if dispatched {
         *outcome
     } else {
         DeviceOutcome::default()
     };
     if let (true, Some(table)) = (
         dispatched,
-        captured.device.as_ref().and_then(|p| p.blocks.as_ref()),
+        captured
+            .device
+            .plan
+            .as_ref()
+            .and_then(|p| p.blocks.as_ref()),
     ) {
         let stamps = captured.lease_stamps(Lease::stamp);
         table.locked().describes = Some(stamps);
     }
     // The tool's function is asked again at restore (its failure says
     // nothing about its next call); the kernels' is not.
-    if outcome.fell_back && outcome.strategy != Strategy::BatchCopy {
+    if outcome.fell_back && outcome.method != CopyMethod::BatchCopy {
         log::warn!("the device kernels failed during a capture; the snapshot restores with copies");
-        captured.device = None;
-        for region in &mut captured.regions {
-            region.first_block = None;
-        }
+        captured.device.plan = None;
     }
     outcome.count(&cx.tracker.counters);
 }

@@ -65,8 +65,9 @@ impl Kernel {
 }
 
 crate::c_enum! {
-    /// How a snapshot or restore moves its bytes (`kr_set_strategy`, and
-    /// what the stats say ran).
+    /// How snapshots and restores move their bytes: a setting
+    /// (`kr_set_strategy`). What one snapshot's capture did is reported as
+    /// its copy method (`kr_copy_method_t`).
     pub enum Strategy: "kr_strategy_t", "KR_STRATEGY_" {
         /// The library decides per snapshot: the runtime's copies for a few
         /// regions, one scatter dispatch from 64 on, and dirty blocks for a
@@ -83,17 +84,32 @@ crate::c_enum! {
         /// previous snapshot's arenas back, with the same regions, copies
         /// only the blocks changed since (an incremental snapshot).
         DirtyBlocks = 3 => "DIRTY_BLOCKS",
-        /// What ran when a tool's batch-copy function (`kr_set_batch_copy`)
-        /// moved the regions; not a setting (`kr_set_strategy` refuses it:
-        /// registering the function is what selects it).
+    }
+}
+
+crate::c_enum! {
+    /// How one snapshot's capture moved the regions the device path can
+    /// reach (its restores move them the same way): a report
+    /// (`kr_snapshot_copy_method`), never a setting. Each code but
+    /// `BATCH_COPY` is that of the strategy of the same name.
+    pub enum CopyMethod: "kr_copy_method_t", "KR_COPY_METHOD_" {
+        /// The runtime's copies (also: a declined snapshot, or no region
+        /// the device path could take).
+        Copies = 1 => "COPIES",
+        /// One dispatch of the library's scatter kernel.
+        Scatter = 2 => "SCATTER",
+        /// Dirty blocks: hashed at capture, and only changed blocks copied
+        /// back at restore.
+        DirtyBlocks = 3 => "DIRTY_BLOCKS",
+        /// The tool's batch-copy function (`kr_set_batch_copy`).
         BatchCopy = 4 => "BATCH_COPY",
     }
 }
 
-impl Default for Strategy {
+impl Default for CopyMethod {
     /// What ran when no kernel did.
     fn default() -> Self {
-        Strategy::Copies
+        CopyMethod::Copies
     }
 }
 
@@ -168,14 +184,9 @@ impl DeviceKernels {
         Strategy::from_code(u32::from(self.strategy.load(Ordering::Acquire))).unwrap_or(strategy)
     }
 
-    /// Sets the strategy; false (nothing changed) for `BatchCopy`, which
-    /// only reports what ran.
-    pub fn set_strategy(&self, strategy: Strategy) -> bool {
-        if strategy == Strategy::BatchCopy {
-            return false;
-        }
+    /// Sets the strategy.
+    pub fn set_strategy(&self, strategy: Strategy) {
         self.strategy.store(strategy as u8, Ordering::Release);
-        true
     }
 
     /// The agent's runner, set up on first call; `None` when the kernels

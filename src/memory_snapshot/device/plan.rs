@@ -3,7 +3,7 @@
 //! kept) pair per block of every region the kernels can reach, and the
 //! blocks' hashes on the device.
 //!
-//! A region's blocks are consecutive in the table (`Region::first_block`).
+//! A region's blocks are consecutive in the table (`DevicePlan::first_block`).
 //! Once a region is found no longer live its pairs' lengths are zeroed,
 //! for good: a tracked generation never comes back, so the kernels skip
 //! those blocks from then on without the table being rebuilt.
@@ -23,7 +23,7 @@ use super::abi::{kr_block_pair, KR_BLOCK_BYTES};
 use super::buffers::PoolBuffer;
 use super::runner::Runner;
 use super::tool_copy::BatchCopyFn;
-use super::Strategy;
+use super::CopyMethod;
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::hsa_agent_t;
 use crate::memory_snapshot::storage::PerTier;
@@ -43,13 +43,34 @@ pub(crate) enum Mover {
 pub(crate) struct DevicePlan {
     pub(crate) mover: Mover,
     /// `Scatter`, `DirtyBlocks` (kernels) or `BatchCopy` (the tool).
-    pub(crate) strategy: Strategy,
+    pub(crate) method: CopyMethod,
     /// Dirty blocks: the capture copies only the blocks changed since the
     /// previous capture into the same arenas (see the module documentation).
     pub(crate) incremental: bool,
     /// Dirty blocks only. Locked by each capture or restore of the
     /// snapshot (it disables freed regions' blocks and reads the counter).
     pub(crate) blocks: Option<Mutex<BlockTable>>,
+    /// Dirty blocks only: where each region's blocks start in the table, by
+    /// the region's index (`None`: it has none, and is copied).
+    pub(crate) first_blocks: Vec<Option<usize>>,
+}
+
+impl DevicePlan {
+    /// Where region `index`'s blocks start in the block table, if it has
+    /// any (dirty blocks only).
+    pub(crate) fn first_block(&self, index: usize) -> Option<usize> {
+        self.first_blocks.get(index).copied().flatten()
+    }
+}
+
+/// What a snapshot keeps of the device path: the plan its copies follow
+/// (none: copies move every region), and what its capture did.
+#[derive(Default)]
+pub(crate) struct DeviceUse {
+    pub(crate) plan: Option<DevicePlan>,
+    /// How the capture moved the regions the kernels could reach (`Copies`
+    /// when they moved none), and whether it was incremental.
+    pub(crate) ran: super::batch::DeviceOutcome,
 }
 
 impl Drop for DevicePlan {
