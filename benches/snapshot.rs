@@ -188,7 +188,7 @@ fn install(no_copy: bool, memory_signals: bool) {
     // The copy engine's own costs: in this runtime the device kernels run on
     // the CPU (and the memory-signal shims above stand in for every signal,
     // the queue's doorbell included), so their cost here says nothing of a
-    // GPU's; their figures come from the H200 (bench/results/h200.md).
+    // GPU's; their figures come from the H200 (bench/results/README.md).
     kernel_replay::set_strategy(kernel_replay::Strategy::Copies);
     kernel_replay::set_tracking(true);
     kernel_replay::set_log_level(Some(kernel_replay::LogLevel::Error));

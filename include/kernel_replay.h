@@ -567,8 +567,11 @@ extern "C" {
  * may be NULL (not both). Each table is first checked against the headers
  * the library was built with (major version, and `version.minor_id` — the
  * table's size — covering every entry used); if either fails, nothing is
- * installed. Each table kind is installed at most once per process; a
- * repeated call leaves its table untouched. `lib_instance > 0` installs
+ * installed. A table that still leads to the wrappers (or to another
+ * tool's wrapper layered over them) is left untouched; one they were taken
+ * out of (the runtime's entries written back, as rocprofiler-sdk's
+ * re-registration does) gets them again, and what was tracked before is
+ * dropped, since frees made meanwhile went unseen. `lib_instance > 0` installs
  * nothing (a later instance would chain our wrapper to itself). One copy of
  * the library per process: if another copy (the same library loaded again
  * under another path, or linked statically) installed first, this copy
@@ -886,12 +889,14 @@ void kr_set_copy_fence_timeout(uint64_t nanoseconds);
 void kr_reset_stats(void);
 
 /**
- * Number of tracked allocations owned by `agent`.
+ * Number of tracked allocations and virtual-memory mappings owned by
+ * `agent`.
  */
 size_t kr_tracked_count(hsa_agent_t agent);
 
 /**
- * Bytes of the tracked allocations owned by `agent`.
+ * Bytes of the tracked allocations and virtual-memory mappings owned by
+ * `agent`.
  */
 uint64_t kr_tracked_bytes(hsa_agent_t agent);
 

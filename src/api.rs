@@ -132,6 +132,26 @@ impl std::error::Error for InstallError {}
 /// Each non-NULL pointer is the runtime's live API table, readable and
 /// writable for `version.minor_id` bytes, and not patched concurrently by
 /// anyone else.
+///
+/// # Example
+///
+/// ```
+/// # let _sim = hsa_sim::session(1);
+/// # let core = hsa_sim::core_table_ptr().cast();
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// use kernel_replay::Installed;
+///
+/// // In the tool's OnLoad, with the tables ROCr passes.
+/// // SAFETY: the runtime's live API tables.
+/// let installed = unsafe { kernel_replay::install(core, amd, 0) }?;
+/// assert_eq!(installed, Installed::Installed);
+/// kernel_replay::set_tracking(true);
+///
+/// // The same tables again, or a later library instance, change nothing.
+/// assert_eq!(unsafe { kernel_replay::install(core, amd, 0) }?, Installed::AlreadyInstalled);
+/// assert_eq!(unsafe { kernel_replay::install(core, amd, 1) }?, Installed::Skipped);
+/// # Ok::<(), kernel_replay::InstallError>(())
+/// ```
 pub unsafe fn install(
     core: *mut CoreApiTable,
     amd_ext: *mut AmdExtTable,
@@ -153,6 +173,25 @@ pub unsafe fn install(
 
 /// Turns allocation recording on or off (off by default); returns the state
 /// now in force (always false after [`finalize`]).
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// // Allocations made while tracking is off are not captured.
+/// kernel_replay::set_tracking(false);
+/// # let _before = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 0) };
+/// assert_eq!(kernel_replay::tracked(gpu).regions, 0);
+///
+/// assert!(kernel_replay::set_tracking(true));
+/// # let _after = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 0) };
+/// assert_eq!(kernel_replay::tracked(gpu).regions, 1);
+/// ```
 pub fn set_tracking(enabled: bool) -> bool {
     TRACKER.gate.set_tracking(enabled)
 }
@@ -227,6 +266,35 @@ impl std::error::Error for Declined {}
 /// Captures the replay state of `agent`. A snapshot that cannot be
 /// completed declines (and logs one warning saying why); it never leaves
 /// anything half-taken.
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// # // One 4 KiB device buffer the application allocated, holding 1s.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// # let kernel = |byte: u8| unsafe { buffer.write_bytes(byte, 4096) };
+/// # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+/// let snapshot = match kernel_replay::snap(gpu) {
+///     Ok(snapshot) => snapshot,
+///     Err(declined) => {
+///         // Run the dispatch once, unreplayed; `declined` says why.
+///         panic!("{declined}");
+///     }
+/// };
+/// assert_eq!(snapshot.region_count(), 1);
+/// assert_eq!(snapshot.byte_count(), 4096);
+///
+/// // After the teardown guard every snapshot declines.
+/// kernel_replay::finalize();
+/// let declined = kernel_replay::snap(gpu).unwrap_err();
+/// assert_eq!(declined.reason(), kernel_replay::DeclineReason::Finalized);
+/// ```
 pub fn snap(agent: hsa_agent_t) -> Result<Snapshot, Declined> {
     let snapshot = memory_snapshot::snap(Context::process(), agent);
     match snapshot.decline() {
@@ -272,6 +340,28 @@ impl Snapshot {
     /// mapping or variable captured; the others are skipped and never
     /// written. [`RestoreReport::complete`] is rocprofiler-sdk's `restore`
     /// answer.
+    ///
+    /// # Example
+    ///
+    /// ```
+    /// # let sim = hsa_sim::session(1);
+    /// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+    /// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+    /// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+    /// # kernel_replay::set_tracking(true);
+    /// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+    /// # // One 4 KiB device buffer the application allocated, holding 1s.
+    /// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+    /// # let kernel = |byte: u8| unsafe { buffer.write_bytes(byte, 4096) };
+    /// # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+    /// let snapshot = kernel_replay::snap(gpu)?;
+    /// kernel(7); // the dispatch writes its own input
+    /// let report = snapshot.restore();
+    /// assert!(report.complete()); // rocprofiler-sdk's `restore` answer
+    /// assert_eq!(report.restored, 1);
+    /// assert!(contents().iter().all(|&b| b == 1)); // the next pass sees the input again
+    /// # Ok::<(), kernel_replay::Declined>(())
+    /// ```
     pub fn restore(&self) -> RestoreReport {
         memory_snapshot::restore(Context::process(), &self.0)
     }
@@ -304,6 +394,31 @@ pub(crate) fn restore_either(snapshot: &memory_snapshot::Snapshot) -> RestoreRep
 /// rocprofiler-sdk's `queue.cpp` does: with `passes <= 1`, pass 0 once and
 /// nothing captured; otherwise snapshot — if it declines, pass 0 exactly once
 /// — else passes `0..passes` with a restore before every pass but the first.
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// # // One 4 KiB device buffer the application allocated, holding 1s.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// # let kernel = |byte: u8| unsafe { buffer.write_bytes(byte, 4096) };
+/// # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+/// // A dispatch that adds one to its input: without the restores, pass 2
+/// // would see 3s.
+/// let outcome = kernel_replay::replay(gpu, 3, |pass| {
+///     // submit the dispatch and wait for it
+///     assert!(contents().iter().all(|&b| b == 1), "pass {pass} sees pass 0's input");
+///     kernel(2);
+/// });
+/// assert!(outcome.replayed);
+/// assert_eq!(outcome.passes_run, 3);
+/// assert_eq!(outcome.restore_failures, 0);
+/// ```
 pub fn replay(agent: hsa_agent_t, passes: u32, run_pass: impl FnMut(u32)) -> ReplayOutcome {
     crate::replay::replay(Context::process(), agent, passes, run_pass)
 }
@@ -311,6 +426,14 @@ pub fn replay(agent: hsa_agent_t, passes: u32, run_pass: impl FnMut(u32)) -> Rep
 /// True only for a submission that can be replayed: exactly one packet
 /// holding exactly one dispatch, no graph launch active (a graph launch and
 /// a multi-packet batch each warn once per process).
+///
+/// # Example
+///
+/// ```
+/// assert!(kernel_replay::replay_gate(1, 1, false));
+/// assert!(!kernel_replay::replay_gate(2, 2, false)); // a multi-packet batch
+/// assert!(!kernel_replay::replay_gate(1, 1, true)); // inside a graph launch
+/// ```
 pub fn replay_gate(packet_count: u64, dispatch_count: u64, graph_launch_active: bool) -> bool {
     crate::replay::replay_gate(packet_count, dispatch_count, graph_launch_active)
 }
@@ -330,6 +453,29 @@ pub enum DeviceBudget {
 
 /// Sets the storage policy (default [`StoragePolicy::Auto`], or
 /// `KERNEL_REPLAY_STORAGE`).
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// # // One 4 KiB device buffer the application allocated, holding 1s.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// # let kernel = |byte: u8| unsafe { buffer.write_bytes(byte, 4096) };
+/// # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+/// use kernel_replay::{StoragePolicy, Tier};
+///
+/// kernel_replay::set_storage_policy(StoragePolicy::Pinned);
+/// assert_eq!(kernel_replay::storage_policy(), StoragePolicy::Pinned);
+/// let snapshot = kernel_replay::snap(gpu)?;
+/// assert_eq!(snapshot.tier_bytes(Tier::Pinned), 4096);
+/// assert_eq!(snapshot.tier_bytes(Tier::Device), 0);
+/// # Ok::<(), kernel_replay::Declined>(())
+/// ```
 pub fn set_storage_policy(policy: StoragePolicy) {
     SNAPSHOTS.storage.policy.set(policy)
 }
@@ -340,6 +486,31 @@ pub fn storage_policy() -> StoragePolicy {
 }
 
 /// Caps the device memory snapshots of each agent may hold.
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// # // One 4 KiB device buffer the application allocated, holding 1s.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// # let kernel = |byte: u8| unsafe { buffer.write_bytes(byte, 4096) };
+/// # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+/// use kernel_replay::{DeviceBudget, Tier};
+///
+/// // No device memory for snapshots: `auto` goes on to pinned host memory.
+/// kernel_replay::set_device_budget(DeviceBudget::Bytes(0));
+/// let snapshot = kernel_replay::snap(gpu)?;
+/// assert_eq!(snapshot.tier_bytes(Tier::Device), 0);
+/// assert_eq!(snapshot.tier_bytes(Tier::Pinned), 4096);
+/// drop(snapshot);
+/// kernel_replay::set_device_budget(DeviceBudget::Auto);
+/// # Ok::<(), kernel_replay::Declined>(())
+/// ```
 pub fn set_device_budget(budget: DeviceBudget) {
     SNAPSHOTS.storage.device_budget.set(match budget {
         DeviceBudget::Auto => crate::memory_snapshot::storage::budget::DEVICE_BUDGET_AUTO,
@@ -350,6 +521,30 @@ pub fn set_device_budget(budget: DeviceBudget) {
 /// Caps the host memory all live snapshots may hold together (`None`, the
 /// default: unlimited). A snapshot that would pass it declines with
 /// [`DeclineReason::HostMemory`].
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// # // One 4 KiB device buffer the application allocated, holding 1s.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// # let kernel = |byte: u8| unsafe { buffer.write_bytes(byte, 4096) };
+/// # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+/// use kernel_replay::{DeclineReason, StoragePolicy};
+///
+/// kernel_replay::set_storage_policy(StoragePolicy::Pinned);
+/// kernel_replay::set_host_budget(Some(1024));
+/// let declined = kernel_replay::snap(gpu).unwrap_err();
+/// assert_eq!(declined.reason(), DeclineReason::HostMemory);
+///
+/// kernel_replay::set_host_budget(None);
+/// assert!(kernel_replay::snap(gpu).is_ok());
+/// ```
 pub fn set_host_budget(bytes: Option<u64>) {
     SNAPSHOTS.storage.host.set_limit(bytes.unwrap_or(0))
 }
@@ -378,6 +573,29 @@ pub struct StoragePools {
 
 /// Chooses the pools later snapshots of `agent` allocate from; false (and
 /// nothing changed) if the library is not installed into both tables.
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// # // One 4 KiB device buffer the application allocated, holding 1s.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// # let kernel = |byte: u8| unsafe { buffer.write_bytes(byte, 4096) };
+/// # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+/// use kernel_replay::{StoragePools, Tier};
+///
+/// // Neither a device nor a pinned pool for this agent: pageable memory only.
+/// let none = StoragePools { device_pool: None, host_pool: None };
+/// assert!(kernel_replay::set_storage_pools(gpu, none));
+/// let snapshot = kernel_replay::snap(gpu)?;
+/// assert_eq!(snapshot.tier_bytes(Tier::Pageable), 4096);
+/// # Ok::<(), kernel_replay::Declined>(())
+/// ```
 pub fn set_storage_pools(agent: hsa_agent_t, pools: StoragePools) -> bool {
     let (Some(_), Some(amd)) = (TRACKER.core(), TRACKER.amd()) else {
         return false;
@@ -398,6 +616,27 @@ pub fn set_storage_pools(agent: hsa_agent_t, pools: StoragePools) -> bool {
 /// Batches copies where the runtime has asynchronous copies and signals
 /// (the default, unless `KERNEL_REPLAY_COPY=blocking`); false forces one
 /// blocking copy per region.
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// # // One 4 KiB device buffer the application allocated, holding 1s.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// # let kernel = |byte: u8| unsafe { buffer.write_bytes(byte, 4096) };
+/// # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+/// kernel_replay::set_batched_copies(false); // one blocking copy per region
+/// let snapshot = kernel_replay::snap(gpu)?;
+/// kernel(9);
+/// assert!(snapshot.restore().complete());
+/// assert!(contents().iter().all(|&b| b == 1));
+/// # Ok::<(), kernel_replay::Declined>(())
+/// ```
 pub fn set_batched_copies(enabled: bool) {
     SNAPSHOTS.set_batch_copies(enabled)
 }
@@ -411,6 +650,26 @@ pub fn set_batched_copies(enabled: bool) {
 /// batch-copy function ([`set_batch_copy`]) moves the regions under every
 /// strategy but `Copies`. What one snapshot did is its
 /// [`Snapshot::copy_method`].
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// # // One 4 KiB device buffer the application allocated, holding 1s.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// use kernel_replay::{CopyMethod, Strategy};
+///
+/// kernel_replay::set_strategy(Strategy::Copies);
+/// assert_eq!(kernel_replay::strategy(), Strategy::Copies);
+/// // What the snapshot's capture did: the runtime's copies.
+/// assert_eq!(kernel_replay::snap(gpu)?.copy_method(), CopyMethod::Copies);
+/// # Ok::<(), kernel_replay::Declined>(())
+/// ```
 pub fn set_strategy(strategy: Strategy) {
     SNAPSHOTS.kernels.set_strategy(strategy)
 }
@@ -425,6 +684,47 @@ pub fn set_strategy(strategy: Strategy) {
 /// must not allocate or free through the wrapped entries (async copies it
 /// submits through them on the calling thread pass the window). `None`
 /// goes back to the library's own kernels; a call already begun finishes.
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// # // One 4 KiB device buffer the application allocated, holding 1s.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// # let kernel = |byte: u8| unsafe { buffer.write_bytes(byte, 4096) };
+/// # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use kernel_replay::{CopyDirection, CopyMethod, CopyRegion};
+///
+/// static CALLS: AtomicUsize = AtomicUsize::new(0);
+/// // The tool's own copy engine; here the memory is host memory.
+/// kernel_replay::set_batch_copy(Some(Arc::new(
+///     |_agent, regions: &[CopyRegion], _direction: CopyDirection| {
+///         CALLS.fetch_add(1, Ordering::Relaxed);
+///         for r in regions {
+///             // SAFETY: the regions the library hands over, `size` bytes each.
+///             unsafe {
+///                 std::ptr::copy_nonoverlapping(r.src as *const u8, r.dst as *mut u8, r.size as usize)
+///             };
+///         }
+///         Ok(())
+///     },
+/// )));
+/// let snapshot = kernel_replay::snap(gpu)?;
+/// assert_eq!(snapshot.copy_method(), CopyMethod::BatchCopy);
+/// kernel(5);
+/// assert!(snapshot.restore().complete());
+/// assert!(contents().iter().all(|&b| b == 1));
+/// assert_eq!(CALLS.load(Ordering::Relaxed), 2); // one capture, one restore
+/// kernel_replay::set_batch_copy(None);
+/// # Ok::<(), kernel_replay::Declined>(())
+/// ```
 pub fn set_batch_copy(function: Option<Arc<BatchCopyFn>>) {
     SNAPSHOTS.kernels.tool_copy.set(function)
 }
@@ -439,6 +739,29 @@ pub fn strategy() -> Strategy {
 /// report ([`RestoreReport::verify`]) and the stats, and make the restore
 /// incomplete. Off by default, or on with `KERNEL_REPLAY_VERIFY=1`. It reads
 /// every byte back through host memory: for checking, not for speed.
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// # // One 4 KiB device buffer the application allocated, holding 1s.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// # let kernel = |byte: u8| unsafe { buffer.write_bytes(byte, 4096) };
+/// # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+/// kernel_replay::set_verify(true);
+/// let snapshot = kernel_replay::snap(gpu)?;
+/// kernel(3);
+/// let report = snapshot.restore();
+/// let verify = report.verify.expect("verify mode compared the restore");
+/// assert_eq!(verify.mismatched_regions, 0);
+/// assert!(report.complete());
+/// # Ok::<(), kernel_replay::Declined>(())
+/// ```
 pub fn set_verify(enabled: bool) {
     SNAPSHOTS.set_verify(enabled)
 }
@@ -452,6 +775,28 @@ pub fn verify() -> bool {
 /// Arenas of live snapshots are not touched. The device kernels' queues and
 /// buffers go too (set up again by the next snapshot that uses them; a live
 /// snapshot keeps its own until it is dropped).
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// # // One 4 KiB device buffer the application allocated, holding 1s.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// # let kernel = |byte: u8| unsafe { buffer.write_bytes(byte, 4096) };
+/// # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+/// // A freed snapshot's storage is kept for the agent's next one...
+/// drop(kernel_replay::snap(gpu)?);
+/// assert!(kernel_replay::stats().retained_bytes.iter().sum::<u64>() >= 4096);
+/// // ...until it is trimmed.
+/// assert!(kernel_replay::trim_retained() >= 4096);
+/// assert_eq!(kernel_replay::stats().retained_bytes, [0; 3]);
+/// # Ok::<(), kernel_replay::Declined>(())
+/// ```
 pub fn trim_retained() -> u64 {
     SNAPSHOTS.kernels.finalize();
     SNAPSHOTS.storage.trim(Context::process())
@@ -461,6 +806,27 @@ pub fn trim_retained() -> u64 {
 /// flight on the agent's tracked memory (default 5 s); past it a snapshot
 /// declines with [`DeclineReason::CopiesInFlight`] and a restore writes
 /// nothing.
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// # // One 4 KiB device buffer the application allocated, holding 1s.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// # let kernel = |byte: u8| unsafe { buffer.write_bytes(byte, 4096) };
+/// # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+/// use std::time::Duration;
+///
+/// // Wait at most 50 ms for application async copies into tracked memory.
+/// kernel_replay::set_copy_fence_timeout(Duration::from_millis(50));
+/// // None in flight: the snapshot does not wait.
+/// assert!(kernel_replay::snap(gpu).is_ok());
+/// ```
 pub fn set_copy_fence_timeout(timeout: Duration) {
     TRACKER.fences.set_timeout(timeout)
 }
@@ -483,6 +849,23 @@ pub struct Untracked {
 }
 
 /// What snapshots of `agent` do not cover.
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// // Allocated while tracking was off: in use on the device, not captured.
+/// kernel_replay::set_tracking(false);
+/// # let _early = unsafe { kernel_replay::testing::app_allocate(amd, pool, 1 << 20, 0) };
+/// let untracked = kernel_replay::untracked(gpu);
+/// assert!(untracked.bytes >= Some(1 << 20));
+/// assert_eq!(untracked.mappings, 0);
+/// ```
 pub fn untracked(agent: hsa_agent_t) -> Untracked {
     let found = coverage::untracked(Context::process(), agent);
     Untracked {
@@ -496,11 +879,46 @@ pub fn untracked(agent: hsa_agent_t) -> Untracked {
 /// allocations and mappings and the module variables an earlier snapshot
 /// discovered for it (none under the baseline policy, which keeps no
 /// discovery cache).
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// # // One 4 KiB device buffer the application allocated, holding 1s.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// # let kernel = |byte: u8| unsafe { buffer.write_bytes(byte, 4096) };
+/// # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+/// // What a snapshot would take, before taking it (to admit or refuse a replay).
+/// let footprint = kernel_replay::estimate_footprint(gpu);
+/// assert_eq!((footprint.bytes, footprint.regions), (4096, 1));
+/// ```
 pub fn estimate_footprint(agent: hsa_agent_t) -> Footprint {
     coverage::estimate_footprint(Context::process(), agent)
 }
 
 /// The tracked allocations and mappings owned by `agent`.
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// # // One 4 KiB device buffer the application allocated, holding 1s.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// # let kernel = |byte: u8| unsafe { buffer.write_bytes(byte, 4096) };
+/// # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+/// let tracked = kernel_replay::tracked(gpu);
+/// assert_eq!((tracked.bytes, tracked.regions), (4096, 1));
+/// ```
 pub fn tracked(agent: hsa_agent_t) -> Footprint {
     let (regions, bytes) = TRACKER.inventory.agent_totals(agent.handle);
     Footprint { bytes, regions }
@@ -528,6 +946,28 @@ impl Stats {
 }
 
 /// The counters now.
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.gpu(0), hsa_sim::PoolKind::DeviceCoarse).handle;
+/// # // One 4 KiB device buffer the application allocated, holding 1s.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// # let kernel = |byte: u8| unsafe { buffer.write_bytes(byte, 4096) };
+/// # let contents = || unsafe { std::slice::from_raw_parts(buffer, 4096) }.to_vec();
+/// kernel_replay::reset_stats();
+/// let snapshot = kernel_replay::snap(gpu)?;
+/// snapshot.restore();
+/// let stats = kernel_replay::stats();
+/// assert_eq!(stats.counters.snapshots, 1);
+/// assert_eq!(stats.counters.regions_restored, 1);
+/// # Ok::<(), kernel_replay::Declined>(())
+/// ```
 pub fn stats() -> Stats {
     Stats {
         counters: TRACKER.counters.read(),

@@ -71,3 +71,38 @@ pub fn storage_pools(agent: crate::hsa::hsa_agent_t) -> (Option<u64>, Option<(u6
             .map(|host| (host.pool.handle, host.cpu_agent.handle)),
     )
 }
+
+/// For the doc examples: `size` bytes of the pool `pool`
+/// (`hsa_amd_memory_pool_t::handle`), allocated the way an application's
+/// `hipMalloc` allocates them, through `amd` (the runtime's AMD table, where
+/// the wrappers sit once installed), and filled with `byte`. The project's
+/// software runtime backs device memory with host memory, so the examples
+/// write and read it directly where a GPU would run a kernel.
+///
+/// # Safety
+/// `amd` is the software runtime's live AMD extension table and `pool` one
+/// of its device pools.
+pub unsafe fn app_allocate(
+    amd: *mut crate::hsa::AmdExtTable,
+    pool: u64,
+    size: usize,
+    byte: u8,
+) -> *mut u8 {
+    let mut ptr = std::ptr::null_mut();
+    // SAFETY: the caller's promise about the table and the pool.
+    let status = unsafe {
+        (*amd)
+            .hsa_amd_memory_pool_allocate_fn
+            .expect("the pool allocate entry")(
+            crate::hsa::sys::hsa_amd_memory_pool_t { handle: pool },
+            size,
+            0,
+            &mut ptr,
+        )
+    };
+    assert_eq!(status, crate::hsa::HSA_STATUS_SUCCESS, "allocation refused");
+    let ptr = ptr.cast::<u8>();
+    // SAFETY: a fresh allocation of `size` bytes the host can write.
+    unsafe { std::ptr::write_bytes(ptr, byte, size) };
+    ptr
+}

@@ -33,8 +33,11 @@ use types::*;
 /// may be NULL (not both). Each table is first checked against the headers
 /// the library was built with (major version, and `version.minor_id` — the
 /// table's size — covering every entry used); if either fails, nothing is
-/// installed. Each table kind is installed at most once per process; a
-/// repeated call leaves its table untouched. `lib_instance > 0` installs
+/// installed. A table that still leads to the wrappers (or to another
+/// tool's wrapper layered over them) is left untouched; one they were taken
+/// out of (the runtime's entries written back, as rocprofiler-sdk's
+/// re-registration does) gets them again, and what was tracked before is
+/// dropped, since frees made meanwhile went unseen. `lib_instance > 0` installs
 /// nothing (a later instance would chain our wrapper to itself). One copy of
 /// the library per process: if another copy (the same library loaded again
 /// under another path, or linked statically) installed first, this copy
@@ -602,13 +605,15 @@ pub extern "C" fn kr_reset_stats() {
     export((), api::reset_stats)
 }
 
-/// Number of tracked allocations owned by `agent`.
+/// Number of tracked allocations and virtual-memory mappings owned by
+/// `agent`.
 #[no_mangle]
 pub extern "C" fn kr_tracked_count(agent: hsa_agent_t) -> usize {
     export(0, || api::tracked(agent).regions)
 }
 
-/// Bytes of the tracked allocations owned by `agent`.
+/// Bytes of the tracked allocations and virtual-memory mappings owned by
+/// `agent`.
 #[no_mangle]
 pub extern "C" fn kr_tracked_bytes(agent: hsa_agent_t) -> u64 {
     export(0, || api::tracked(agent).bytes)

@@ -2,7 +2,7 @@
 //! regions, and setting up what that needs.
 //!
 //! `Auto` (the default) takes the kernels where they pay, as measured on an
-//! H200 (`bench/results/h200.md`):
+//! H200 (`bench/results/2026-12-02-h200-kernels-vs-cupti.md`):
 //! - one scatter dispatch costs about as much as a handful of the runtime's
 //!   copies (10,000 regions of 4 KiB: 0.58 ms against 58 ms of copies; four
 //!   large regions: within 3% either way), so it is used from
