@@ -135,6 +135,29 @@ pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
             ],
         ),
         (
+            // The library retries a refused allocation after releasing the
+            // retained device arena; with address reuse on, the retry takes
+            // that arena's block (freed last), not the one the application
+            // just freed. Found by cargo fuzz.
+            "free-and-reuse-after-a-retry",
+            vec![
+                SetTracking(true),
+                Storage {
+                    policy: 2,
+                    batched: true,
+                },
+                alloc(0, 12),
+                Snap { agent: 0 },
+                DropSnapshot { index: 0 },
+                InjectFault(AllocationFailsOnce),
+                FreeAndReuse { index: 0 },
+                mutate(0, 0x42),
+                Snap { agent: 0 },
+                mutate(0, 0x43),
+                Restore { index: 0 },
+            ],
+        ),
+        (
             "copy-faults",
             vec![
                 SetTracking(true),
