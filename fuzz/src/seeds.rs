@@ -1,6 +1,6 @@
-//! Hand-written op sequences: one per area the fuzzer covers, kept in the
-//! corpus (`fuzz/corpus/replay_ops/seed-*`) as starting points, and run by
-//! the seeded test.
+//! Hand-written op sequences: one per area the fuzzer covers, written into
+//! the starting corpus (`seed-*`, by `write_seed_corpus` in
+//! `tests/seeded.rs`), and run by the seeded test.
 
 use crate::ops::Fault::*;
 use crate::ops::Op::{self, *};
