@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The fuzzing job: the seeded runners (the single-threaded model and the
-# threaded race runner), then bounded libFuzzer runs of replay_ops over the
-# kept corpus and of replay_threads. Fails on any broken invariant or crash.
-# Stable Rust is enough (no sanitizer: -s none).
+# threaded race runner), then bounded libFuzzer runs of replay_ops from a
+# corpus written now (no corpus is kept in the tree) and of replay_threads.
+# Fails on any broken invariant or crash. Stable Rust is enough (no
+# sanitizer: -s none).
 #
 #   fuzz/ci.sh                      # 120 s of replay_ops, 60 s of replay_threads
 #   FUZZ_SECONDS=1800 FUZZ_THREAD_SECONDS=600 fuzz/ci.sh    # longer
@@ -35,19 +36,34 @@ RUSTFLAGS="--cfg fuzzing" cargo test --manifest-path fuzz/Cargo.toml --test seed
 step "cargo fuzz build"
 cargo fuzz build -s none
 
-# New inputs go to a scratch directory (the first one libFuzzer is given);
-# the kept corpus is only read, so the work tree does not change.
+# Scratch space: each target's corpus (what it starts from and what
+# libFuzzer adds) and its crash artifacts. Nothing in the tree changes.
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# fuzz TARGET SECONDS KEPT_CORPUS [LIBFUZZER_ARGS...]
+# replay_ops starts from the hand-written seeds and the seeded runner's first
+# 200 sequences, encoded now in today's op format and each checked to decode
+# back to its ops: a committed corpus would decode to other sequences after
+# the next change of the format. Runs the test binary built above.
+step "starting corpus for replay_ops"
+mkdir -p "$work/replay_ops/corpus"
+KR_FUZZ_CORPUS_DIR="$work/replay_ops/corpus" RUSTFLAGS="--cfg fuzzing" \
+  cargo test --manifest-path fuzz/Cargo.toml --test seeded -- \
+  --ignored --exact write_seed_corpus --nocapture
+seeds=$(find "$work/replay_ops/corpus" -type f | wc -l)
+if [ "$seeds" -eq 0 ]; then
+  echo "write_seed_corpus wrote no input (did the test run?)" >&2
+  exit 1
+fi
+
+# fuzz TARGET SECONDS [LIBFUZZER_ARGS...]
 fuzz() {
-  local target=$1 seconds=$2 kept=$3
-  shift 3
+  local target=$1 seconds=$2
+  shift 2
   mkdir -p "$work/$target/corpus" "$work/$target/artifacts"
   step "cargo fuzz run $target for ${seconds}s"
   local status=0
-  cargo fuzz run "$target" -s none "$work/$target/corpus" $kept -- \
+  cargo fuzz run "$target" -s none "$work/$target/corpus" -- \
     -max_total_time="$seconds" -rss_limit_mb=2048 -timeout=30 \
     -artifact_prefix="$work/$target/artifacts/" -print_final_stats=1 "$@" || status=$?
   local crashes
@@ -65,7 +81,8 @@ fuzz() {
   echo "fuzzing $target: clean after ${seconds}s"
 }
 
-fuzz replay_ops "$FUZZ_SECONDS" fuzz/corpus/replay_ops
-# Threaded inputs are rounds of op lists: full-length inputs from the start
-# (no length ramp), so every run races a few hundred ops.
-fuzz replay_threads "$FUZZ_THREAD_SECONDS" "" -len_control=0 -max_len=200
+fuzz replay_ops "$FUZZ_SECONDS"
+# Threaded inputs are rounds of op lists: from an empty corpus, full-length
+# inputs from the start (no length ramp), so every run races a few hundred
+# ops.
+fuzz replay_threads "$FUZZ_THREAD_SECONDS" -len_control=0 -max_len=200

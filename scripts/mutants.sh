@@ -2,11 +2,12 @@
 # Mutation testing of the tracker (the classifier included) and the snapshot modules
 # with cargo-mutants (from crates.io): each mutant is a small, plausible bug
 # planted in one place; the workspace's tests must fail for it. Not part of
-# CI (a full run takes about an hour on two cores); run it after changing
+# CI (a full run takes about two hours on two cores); run it after changing
 # those modules and record what survives in MUTANTS.md, each survivor
-# either killed by a new test or explained as equivalent.
+# either killed by a new test or explained as equivalent, and named by file
+# and function (missed.txt's line:column moves with every edit).
 #
-#   scripts/mutants.sh                 # every mutant of the three areas
+#   scripts/mutants.sh                 # every mutant of the two areas
 #   scripts/mutants.sh --shard 0/4     # a quarter (extra arguments go to cargo mutants)
 #
 # Results: target/mutants/mutants.out (missed.txt lists the survivors,

@@ -276,14 +276,21 @@ impl Interp {
                             .copied()
                             .find(|a| a.handle == owner_sel)
                             .expect("owner is a known agent");
+                        // A refused allocation the library retries frees
+                        // the competing retained arenas first, and reuse
+                        // hands out the pool's most recently freed block
+                        // that is large enough: after a retry that may be a
+                        // released arena rather than the block just freed.
+                        let retries = self.model.faults.failing_allocations > 0
+                            && competing_retained(owner, pool) > 0;
                         self.sim.set_address_reuse(true);
                         let new =
                             self.allocate(op, owner, pool, size, executable, via_region, true);
                         self.sim.set_address_reuse(false);
                         if let Some(new) = new {
                             self.freed.retain(|&(base, _)| base != new as usize);
-                            stats::bump(&stats::REUSED_ADDRESSES, 1);
-                            if new != ptr {
+                            stats::bump(&stats::REUSED_ADDRESSES, u64::from(new == ptr));
+                            if new != ptr && !retries {
                                 self.fail(
                                     op,
                                     format_args!("address reuse gave {new:p}, not {ptr:p}"),

@@ -1,6 +1,6 @@
-//! Hand-written op sequences: one per area the fuzzer covers, kept in the
-//! corpus (`fuzz/corpus/replay_ops/seed-*`) as starting points, and run by
-//! the seeded test.
+//! Hand-written op sequences: one per area the fuzzer covers, written into
+//! the starting corpus (`seed-*`, by `write_seed_corpus` in
+//! `tests/seeded.rs`), and run by the seeded test.
 
 use crate::ops::Fault::*;
 use crate::ops::Op::{self, *};
@@ -131,6 +131,29 @@ pub fn seeds() -> Vec<(&'static str, Vec<Op>)> {
                     index: 0,
                     via_core: true,
                 },
+                Restore { index: 0 },
+            ],
+        ),
+        (
+            // The library retries a refused allocation after releasing the
+            // retained device arena; with address reuse on, the retry takes
+            // that arena's block (freed last), not the one the application
+            // just freed. Found by cargo fuzz.
+            "free-and-reuse-after-a-retry",
+            vec![
+                SetTracking(true),
+                Storage {
+                    policy: 2,
+                    batched: true,
+                },
+                alloc(0, 12),
+                Snap { agent: 0 },
+                DropSnapshot { index: 0 },
+                InjectFault(AllocationFailsOnce),
+                FreeAndReuse { index: 0 },
+                mutate(0, 0x42),
+                Snap { agent: 0 },
+                mutate(0, 0x43),
                 Restore { index: 0 },
             ],
         ),

@@ -17,7 +17,7 @@ use kernel_replay_fuzz::interp::{stats, FINALIZE_ENABLED};
 use kernel_replay_fuzz::ops::{
     decode_ops, encode_ops, Access, CopyFault, CopyKind, Fault, Op, Perm, PoolSel,
 };
-use kernel_replay_fuzz::{run_ops, seeds};
+use kernel_replay_fuzz::{run_ops, seeds, MAX_OPS};
 
 /// xorshift64*: tiny, deterministic, good enough to make bytes.
 struct XorShift(u64);
@@ -56,11 +56,43 @@ fn sequence(seed: u64, ops: usize) -> Vec<Op> {
     sequence
 }
 
+/// The seeded runner's first seed, unless `KR_FUZZ_SEED` says otherwise.
+const BASE_SEED: u64 = 0x6b72_5f66_757a_7a00;
+
+/// The seed of the runner's sequence `i`.
+fn seed_of(base: u64, i: u64) -> u64 {
+    base.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15))
+}
+
+/// The runner's sequence `i` (of `ops` ops, from `seed`).
+fn runner_sequence(i: u64, seed: u64, ops: usize) -> Vec<Op> {
+    let mut sequence = sequence(seed, ops);
+    // Every input starts with tracking off; half the sequences turn it
+    // on first, so that most of their ops act on tracked memory.
+    if i % 2 == 1 {
+        sequence.insert(0, Op::SetTracking(true));
+        sequence.truncate(ops);
+    }
+    // Every input starts in the baseline storage policy; a third of the
+    // sequences start in one of the arena policies instead.
+    if i % 3 == 2 {
+        sequence.insert(
+            0,
+            Op::Storage {
+                policy: 1 + (i / 3 % 4) as u8,
+                batched: i % 2 == 0,
+            },
+        );
+        sequence.truncate(ops);
+    }
+    sequence
+}
+
 #[test]
 fn seeded_sequences_match_the_model() {
     let count = env_u64("KR_FUZZ_SEQUENCES", 2000);
     let ops = env_u64("KR_FUZZ_OPS", 60) as usize;
-    let base = env_u64("KR_FUZZ_SEED", 0x6b72_5f66_757a_7a00);
+    let base = env_u64("KR_FUZZ_SEED", BASE_SEED);
     let only = std::env::var("KR_FUZZ_ONLY")
         .ok()
         .and_then(|v| v.parse::<u64>().ok());
@@ -72,29 +104,11 @@ fn seeded_sequences_match_the_model() {
     }
     let started = std::time::Instant::now();
     for i in 0..count {
-        let seed = base.wrapping_add(i.wrapping_mul(0x9E37_79B9_7F4A_7C15));
+        let seed = seed_of(base, i);
         if only.is_some_and(|s| s != seed) {
             continue;
         }
-        let mut sequence = sequence(seed, ops);
-        // Every input starts with tracking off; half the sequences turn it
-        // on first, so that most of their ops act on tracked memory.
-        if i % 2 == 1 {
-            sequence.insert(0, Op::SetTracking(true));
-            sequence.truncate(ops);
-        }
-        // Every input starts in the baseline storage policy; a third of the
-        // sequences start in one of the arena policies instead.
-        if i % 3 == 2 {
-            sequence.insert(
-                0,
-                Op::Storage {
-                    policy: 1 + (i / 3 % 4) as u8,
-                    batched: i % 2 == 0,
-                },
-            );
-            sequence.truncate(ops);
-        }
+        let sequence = runner_sequence(i, seed, ops);
         let outcome = std::panic::catch_unwind(|| run_ops(&sequence));
         if let Err(panic) = outcome {
             eprintln!(
@@ -323,14 +337,44 @@ fn the_byte_format_round_trips() {
     }
 }
 
-/// Writes the hand-written seeds into the corpus directory:
+/// Writes a starting corpus for `cargo fuzz run replay_ops` in today's byte
+/// format: every hand-written seed (`seed-<name>`) and the seeded runner's
+/// first `KR_FUZZ_CORPUS_SEQUENCES` (default 200) sequences of the default
+/// seed (`seq-<i>`), each checked to decode back to the ops it was written
+/// from. Into `KR_FUZZ_CORPUS_DIR`, else `fuzz/corpus/replay_ops`
+/// (git-ignored: no corpus is committed, so none can outlive a change of
+/// the op format).
+/// `fuzz/ci.sh` runs it into a scratch directory before fuzzing:
 /// `cargo test --manifest-path fuzz/Cargo.toml --test seeded -- --ignored write_seed_corpus`
 #[test]
 #[ignore]
 fn write_seed_corpus() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/replay_ops");
+    let dir = match std::env::var_os("KR_FUZZ_CORPUS_DIR") {
+        Some(dir) => std::path::PathBuf::from(dir),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("corpus/replay_ops"),
+    };
+    let count = env_u64("KR_FUZZ_CORPUS_SEQUENCES", 200);
+    let length = env_u64("KR_FUZZ_OPS", 60) as usize;
+    let inputs = seeds::seeds()
+        .into_iter()
+        .map(|(name, ops)| (format!("seed-{name}"), ops))
+        .chain((0..count).map(|i| {
+            let sequence = runner_sequence(i, seed_of(BASE_SEED, i), length);
+            (format!("seq-{i:04}"), sequence)
+        }));
     std::fs::create_dir_all(&dir).unwrap();
-    for (name, ops) in seeds::seeds() {
-        std::fs::write(dir.join(format!("seed-{name}")), encode_ops(&ops)).unwrap();
+    let mut written = 0;
+    for (name, ops) in inputs {
+        let bytes = encode_ops(&ops);
+        // What the target runs: the first MAX_OPS ops of the bytes.
+        assert!(!ops.is_empty(), "{name} is empty");
+        assert_eq!(
+            decode_ops(&bytes, MAX_OPS),
+            ops,
+            "{name} decodes to other ops"
+        );
+        std::fs::write(dir.join(name), bytes).unwrap();
+        written += 1;
     }
+    eprintln!("{written} inputs written to {}", dir.display());
 }
