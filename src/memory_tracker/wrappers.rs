@@ -94,7 +94,7 @@ pub(crate) unsafe extern "C" fn amd_memory_pool_free(ptr: *mut c_void) -> hsa_st
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     // SAFETY: forwarded to the replaced entry with the caller's pointer.
-    retire_then_free(ptr, || unsafe { free(ptr) })
+    retire_then_free(ptr, move || unsafe { free(ptr) })
 }
 
 /// Replaces `hsa_memory_allocate`.
@@ -123,7 +123,7 @@ pub(crate) unsafe extern "C" fn memory_free(ptr: *mut c_void) -> hsa_status_t {
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     // SAFETY: forwarded to the replaced entry with the caller's pointer.
-    retire_then_free(ptr, || unsafe { free(ptr) })
+    retire_then_free(ptr, move || unsafe { free(ptr) })
 }
 
 /// Replaces `hsa_executable_destroy` (where the table has it): the
