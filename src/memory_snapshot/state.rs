@@ -3,14 +3,14 @@
 //! discovery cached, whether copies are batched. (`context.rs` pairs it with
 //! the tracker for every snapshot and restore.)
 
-use crate::support::sync::RecoverRw;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::RwLock;
 
 use super::device::DeviceKernels;
 use super::discovery_cache::DiscoveryCache;
 use super::storage::arena::Storage;
 use crate::hsa::entries::IterateExecutablesFn;
+use crate::support::settings::{self, Setting};
+use crate::support::sync::RecoverRw;
 
 /// See the module documentation.
 pub struct SnapshotState {
@@ -22,16 +22,14 @@ pub struct SnapshotState {
     pub discovery_cache: DiscoveryCache,
     /// The library's own kernels, per agent, and the strategy.
     pub kernels: DeviceKernels,
-    /// Batched copies: unresolved (read `KERNEL_REPLAY_COPY`), on, or off.
-    batch_copies: AtomicU8,
-    /// Verify mode: unresolved (read `KERNEL_REPLAY_VERIFY`), on, or off.
-    verify: AtomicU8,
+    /// Batched copies (`KERNEL_REPLAY_COPY`).
+    batch_copies: Setting,
+    /// Verify mode (`KERNEL_REPLAY_VERIFY`).
+    verify: Setting,
 }
 
 /// The snapshot state of the process.
 pub static SNAPSHOTS: SnapshotState = SnapshotState::new();
-
-const UNRESOLVED: u8 = u8::MAX;
 
 impl SnapshotState {
     /// Defaults: the loader's iterator, the storage policy of the
@@ -42,8 +40,8 @@ impl SnapshotState {
             storage: Storage::new(),
             discovery_cache: DiscoveryCache::new(),
             kernels: DeviceKernels::new(),
-            batch_copies: AtomicU8::new(UNRESOLVED),
-            verify: AtomicU8::new(UNRESOLVED),
+            batch_copies: Setting::new(&settings::COPY),
+            verify: Setting::new(&settings::VERIFY),
         }
     }
 
@@ -60,50 +58,23 @@ impl SnapshotState {
     /// Whether copies are batched where the runtime can: on unless
     /// `set_batch_copies(false)` or `KERNEL_REPLAY_COPY=blocking`.
     pub fn batch_copies(&self) -> bool {
-        match self.batch_copies.load(Ordering::Acquire) {
-            UNRESOLVED => {
-                let blocking = std::env::var("KERNEL_REPLAY_COPY")
-                    .is_ok_and(|v| v.trim().eq_ignore_ascii_case("blocking"));
-                let _ = self.batch_copies.compare_exchange(
-                    UNRESOLVED,
-                    u8::from(!blocking),
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                );
-                self.batch_copies.load(Ordering::Acquire) == 1
-            }
-            value => value == 1,
-        }
+        self.batch_copies.code() == 1
     }
 
     /// Whether each restore is checked byte by byte (`verify.rs`): off
     /// unless `set_verify(true)` or `KERNEL_REPLAY_VERIFY=1`.
     pub fn verify(&self) -> bool {
-        match self.verify.load(Ordering::Acquire) {
-            UNRESOLVED => {
-                let on = std::env::var("KERNEL_REPLAY_VERIFY")
-                    .is_ok_and(|v| matches!(v.trim(), "1" | "on" | "true" | "yes"));
-                let _ = self.verify.compare_exchange(
-                    UNRESOLVED,
-                    u8::from(on),
-                    Ordering::AcqRel,
-                    Ordering::Acquire,
-                );
-                self.verify.load(Ordering::Acquire) == 1
-            }
-            value => value == 1,
-        }
+        self.verify.code() == 1
     }
 
     /// Turns verify mode on or off.
     pub fn set_verify(&self, enabled: bool) {
-        self.verify.store(u8::from(enabled), Ordering::Release);
+        self.verify.set(u8::from(enabled));
     }
 
     /// Turns batched copies on or off.
     pub fn set_batch_copies(&self, enabled: bool) {
-        self.batch_copies
-            .store(u8::from(enabled), Ordering::Release);
+        self.batch_copies.set(u8::from(enabled));
     }
 
     /// Reads the settings the environment gives (storage policy, copy
@@ -114,6 +85,7 @@ impl SnapshotState {
         self.batch_copies();
         self.kernels.strategy();
         self.verify();
+        settings::warn_about_unknown_variables();
     }
 }
 

@@ -36,7 +36,7 @@
 use std::ffi::OsStr;
 
 /// The environment variable.
-pub const VAR: &str = "KERNEL_REPLAY_INSTALLED";
+pub const VAR: &str = crate::support::settings::INSTALLED.name;
 
 /// Which copy of the library installed its wrappers in this process.
 #[derive(Debug, Clone, PartialEq, Eq)]

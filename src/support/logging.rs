@@ -6,13 +6,15 @@
 //! changes it later. With a callback set, every message that passes the
 //! level goes to the callback instead of stderr.
 
-use super::sync::RecoverRw;
 use std::ffi::{c_char, c_void};
 use std::fmt;
 use std::io::Write;
 use std::sync::{Once, RwLock};
 
 use log::{LevelFilter, Log, Metadata, Record};
+
+use super::settings;
+use super::sync::RecoverRw;
 
 crate::c_enum! {
     /// Log levels, most severe first.
@@ -81,27 +83,16 @@ static BACKEND: Backend = Backend;
 /// that may log calls this first.
 pub fn init() {
     INIT.call_once(|| {
-        let level = std::env::var("KERNEL_REPLAY_LOG")
-            .ok()
-            .and_then(|v| parse_level(&v))
-            .unwrap_or(LevelFilter::Warn);
+        let value = std::env::var_os(settings::LOG.name);
+        let (code, warning) = settings::LOG.resolve(value.as_deref());
         // Fails only if the host (a Rust program linking the rlib) installed
         // its own logger; messages then go there, which is what it asked for.
         let _ = log::set_logger(&BACKEND);
-        log::set_max_level(level);
+        log::set_max_level(LogLevel::filter_from_code(u32::from(code)));
+        if let Some(warning) = warning {
+            log::warn!("{warning}");
+        }
     });
-}
-
-fn parse_level(value: &str) -> Option<LevelFilter> {
-    match value.trim().to_ascii_lowercase().as_str() {
-        "off" | "0" => Some(LevelFilter::Off),
-        "error" | "1" => Some(LevelFilter::Error),
-        "warn" | "warning" | "2" => Some(LevelFilter::Warn),
-        "info" | "3" => Some(LevelFilter::Info),
-        "debug" | "4" => Some(LevelFilter::Debug),
-        "trace" | "5" => Some(LevelFilter::Trace),
-        _ => None,
-    }
 }
 
 pub fn set_level(level: LevelFilter) {
@@ -226,10 +217,15 @@ mod tests {
 
     #[test]
     fn levels_parse_by_name_and_number() {
-        assert_eq!(parse_level("TRACE"), Some(LevelFilter::Trace));
-        assert_eq!(parse_level(" warn "), Some(LevelFilter::Warn));
-        assert_eq!(parse_level("3"), Some(LevelFilter::Info));
-        assert_eq!(parse_level("off"), Some(LevelFilter::Off));
-        assert_eq!(parse_level("loud"), None);
+        let level = |text: &str| {
+            settings::LOG
+                .parse(text)
+                .map(|code| LogLevel::filter_from_code(u32::from(code)))
+        };
+        assert_eq!(level("TRACE"), Some(LevelFilter::Trace));
+        assert_eq!(level(" warn "), Some(LevelFilter::Warn));
+        assert_eq!(level("3"), Some(LevelFilter::Info));
+        assert_eq!(level("off"), Some(LevelFilter::Off));
+        assert_eq!(level("loud"), None);
     }
 }

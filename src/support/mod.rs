@@ -9,6 +9,8 @@ pub(crate) mod fallible;
 #[cfg(not(loom))]
 pub mod logging;
 #[cfg(not(loom))]
+pub(crate) mod settings;
+#[cfg(not(loom))]
 pub(crate) mod stats;
 pub(crate) mod sync;
 #[cfg(not(loom))]

@@ -24,9 +24,7 @@ use crate::hsa::hsa_agent_t;
 use crate::hsa::query::collect;
 use crate::hsa::sys::{hsa_isa_t, CoreApiTable, HSA_ISA_INFO_NAME, HSA_ISA_INFO_NAME_LENGTH};
 use crate::hsa::HSA_STATUS_SUCCESS;
-
-/// The environment variable naming a code object to load instead.
-pub(crate) const OVERRIDE_VARIABLE: &str = "KERNEL_REPLAY_CODE_OBJECT";
+use crate::support::settings::{read_regular_file, CODE_OBJECT, CODE_OBJECT_MAX_BYTES};
 
 /// The agent's first ISA name and the code object for it, if there is one.
 pub(crate) fn for_agent(
@@ -34,17 +32,15 @@ pub(crate) fn for_agent(
     agent: hsa_agent_t,
 ) -> Option<(String, Cow<'static, [u8]>)> {
     let isa = isa_names(table, agent).into_iter().next()?;
-    if let Some(path) = std::env::var_os(OVERRIDE_VARIABLE) {
-        return match std::fs::read(&path) {
-            Ok(bytes) => Some((isa, Cow::Owned(bytes))),
-            Err(error) => {
-                log::warn!(
-                    "{OVERRIDE_VARIABLE}={}: {error}; the library's kernels are not used",
-                    path.to_string_lossy()
-                );
-                None
-            }
-        };
+    if let Some(path) = std::env::var_os(CODE_OBJECT.name) {
+        match read_regular_file(&path, CODE_OBJECT_MAX_BYTES) {
+            Ok(bytes) => return Some((isa, Cow::Owned(bytes))),
+            Err(error) => log::warn!(
+                "{}={}: {error}; the embedded code objects are used",
+                CODE_OBJECT.name,
+                path.to_string_lossy()
+            ),
+        }
     }
     let object = for_isa(&isa)?;
     Some((isa, Cow::Borrowed(object.bytes)))

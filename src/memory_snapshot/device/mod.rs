@@ -28,13 +28,13 @@ mod code_object_tests;
 #[cfg(test)]
 mod host_tests;
 
-use crate::support::sync::Recover;
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::hsa_agent_t;
+use crate::support::settings::{self, Setting};
+use crate::support::sync::Recover;
 use hash::HashKeys;
 use runner::{Runner, Unavailable};
 
@@ -116,18 +116,9 @@ impl Default for CopyMethod {
 impl Strategy {
     /// `KERNEL_REPLAY_STRATEGY`'s spelling of a strategy.
     pub fn parse(text: &str) -> Option<Self> {
-        match text.trim().to_ascii_lowercase().as_str() {
-            "auto" => Some(Strategy::Auto),
-            "copies" => Some(Strategy::Copies),
-            "scatter" => Some(Strategy::Scatter),
-            "dirty" | "dirty_blocks" | "dirty-blocks" => Some(Strategy::DirtyBlocks),
-            _ => None,
-        }
+        Strategy::from_code(u32::from(settings::STRATEGY.parse(text)?))
     }
 }
-
-/// The environment variable that sets the strategy.
-pub(crate) const STRATEGY_VARIABLE: &str = "KERNEL_REPLAY_STRATEGY";
 
 /// One agent's runner, or why it has none (asked once per agent).
 type AgentRunner = (u64, Result<Arc<Runner>, Unavailable>);
@@ -137,7 +128,7 @@ pub struct DeviceKernels {
     /// (agent handle, runner or why there is none): one attempt per agent.
     runners: Mutex<Vec<AgentRunner>>,
     keys: OnceLock<Option<HashKeys>>,
-    strategy: AtomicU8,
+    strategy: Setting,
     /// The tool's batch-copy function, which replaces the kernels.
     pub(crate) tool_copy: tool_copy::ToolCopy,
     /// The runners' executables, which discovery skips: they hold kernels
@@ -147,15 +138,13 @@ pub struct DeviceKernels {
     own_executables: Mutex<Vec<u64>>,
 }
 
-const UNRESOLVED: u8 = u8::MAX;
-
 impl DeviceKernels {
     /// No runner yet; the strategy from the environment at first use.
     pub const fn new() -> Self {
         DeviceKernels {
             runners: Mutex::new(Vec::new()),
             keys: OnceLock::new(),
-            strategy: AtomicU8::new(UNRESOLVED),
+            strategy: Setting::new(&settings::STRATEGY),
             tool_copy: tool_copy::ToolCopy::new(),
             own_executables: Mutex::new(Vec::new()),
         }
@@ -163,30 +152,12 @@ impl DeviceKernels {
 
     /// The strategy: set, else `KERNEL_REPLAY_STRATEGY`, else auto.
     pub fn strategy(&self) -> Strategy {
-        let code = self.strategy.load(Ordering::Acquire);
-        if let Some(strategy) = Strategy::from_code(u32::from(code)) {
-            return strategy;
-        }
-        let from_env = std::env::var(STRATEGY_VARIABLE).ok().and_then(|v| {
-            let parsed = Strategy::parse(&v);
-            if parsed.is_none() {
-                log::warn!("{STRATEGY_VARIABLE}={v}: not a strategy; using auto");
-            }
-            parsed
-        });
-        let strategy = from_env.unwrap_or(Strategy::Auto);
-        let _ = self.strategy.compare_exchange(
-            UNRESOLVED,
-            strategy as u8,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        );
-        Strategy::from_code(u32::from(self.strategy.load(Ordering::Acquire))).unwrap_or(strategy)
+        Strategy::from_code(u32::from(self.strategy.code())).unwrap_or(Strategy::Auto)
     }
 
     /// Sets the strategy.
     pub fn set_strategy(&self, strategy: Strategy) {
-        self.strategy.store(strategy as u8, Ordering::Release);
+        self.strategy.set(strategy as u8);
     }
 
     /// The agent's runner, set up on first call; `None` when the kernels

@@ -21,7 +21,8 @@ pub mod layout;
 pub mod pools;
 
 use std::fmt;
-use std::sync::atomic::{AtomicU8, Ordering};
+
+use crate::support::settings::{self, Setting};
 
 crate::c_enum! {
     /// A storage tier (`kr_snapshot_tier_bytes`, the stats' per-tier figures).
@@ -80,14 +81,7 @@ crate::c_enum! {
 impl StoragePolicy {
     /// The policy named by `KERNEL_REPLAY_STORAGE`'s value.
     pub fn parse(text: &str) -> Option<Self> {
-        Some(match text.trim().to_ascii_lowercase().as_str() {
-            "auto" => StoragePolicy::Auto,
-            "device" => StoragePolicy::Device,
-            "pinned" => StoragePolicy::Pinned,
-            "pageable" => StoragePolicy::Pageable,
-            "baseline" => StoragePolicy::Baseline,
-            _ => return None,
-        })
+        StoragePolicy::from_code(u32::from(settings::STORAGE.parse(text)?))
     }
 
     /// The one tier a forcing policy allows.
@@ -102,37 +96,20 @@ impl StoragePolicy {
 }
 
 /// The policy in force: set through the C API, or read once from
-/// `KERNEL_REPLAY_STORAGE` (auto when unset or unknown).
-pub struct PolicySetting(AtomicU8);
-
-const UNRESOLVED: u8 = u8::MAX;
+/// `KERNEL_REPLAY_STORAGE` (auto when unset or not understood).
+pub struct PolicySetting(Setting);
 
 impl PolicySetting {
     pub const fn new() -> Self {
-        PolicySetting(AtomicU8::new(UNRESOLVED))
+        PolicySetting(Setting::new(&settings::STORAGE))
     }
 
     pub fn get(&self) -> StoragePolicy {
-        let value = self.0.load(Ordering::Acquire);
-        if let Some(policy) = StoragePolicy::from_code(u32::from(value)) {
-            return policy;
-        }
-        let from_env = std::env::var("KERNEL_REPLAY_STORAGE")
-            .ok()
-            .and_then(|v| StoragePolicy::parse(&v))
-            .unwrap_or(StoragePolicy::Auto);
-        // A concurrent set wins over the environment.
-        let _ = self.0.compare_exchange(
-            UNRESOLVED,
-            from_env as u8,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        );
-        StoragePolicy::from_code(u32::from(self.0.load(Ordering::Acquire))).unwrap_or(from_env)
+        StoragePolicy::from_code(u32::from(self.0.code())).unwrap_or(StoragePolicy::Auto)
     }
 
     pub fn set(&self, policy: StoragePolicy) {
-        self.0.store(policy as u8, Ordering::Release);
+        self.0.set(policy as u8);
     }
 }
 
