@@ -75,7 +75,7 @@ pub(crate) unsafe extern "C" fn amd_memory_pool_allocate(
     };
     // SAFETY: the caller's arguments go unchanged to the entry this wrapper
     // replaced, under that entry's own contract.
-    let call = || unsafe { allocate(pool, size, flags, ptr) };
+    let call = move || unsafe { allocate(pool, size, flags, ptr) };
     let status = allocate_or_make_room(pool.handle, call);
     // Not recording: the call, the gate's one relaxed load on top.
     if status == HSA_STATUS_SUCCESS && TRACKER.gate.recording() && !ptr.is_null() {
@@ -107,7 +107,7 @@ pub(crate) unsafe extern "C" fn memory_allocate(
         return HSA_STATUS_ERROR_NOT_INITIALIZED;
     };
     // SAFETY: the caller's arguments go unchanged to the replaced entry.
-    let call = || unsafe { allocate(region, size, ptr) };
+    let call = move || unsafe { allocate(region, size, ptr) };
     // A region has the handle of the pool of the same memory.
     let status = allocate_or_make_room(region.handle, call);
     if status == HSA_STATUS_SUCCESS && TRACKER.gate.recording() && !ptr.is_null() {
@@ -434,7 +434,7 @@ mod vmem_wrappers {
     ) -> hsa_status_t {
         let create = captured!(hsa_amd_vmem_handle_create_fn);
         // SAFETY: the caller's arguments go unchanged to the replaced entry.
-        allocate_or_make_room(pool.handle, || unsafe {
+        allocate_or_make_room(pool.handle, move || unsafe {
             create(pool, size, kind, flags, handle)
         })
     }
