@@ -12,7 +12,7 @@
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 
-#include "hsa_cuda/hsa_cuda.h"
+#include "hsa_cuda.h"
 #include "kernel_replay.h"
 
 namespace harness {

@@ -158,7 +158,7 @@ fi
 
 CXXFLAGS=(-std=c++17 -O2 -g -Wall -Wextra -Wpedantic -DAMD_INTERNAL_BUILD
           -isystem "$CARRY/include/hsa" -isystem "$CARRY/include"
-          -I include -I gpu -I gpu/hsa_cuda -I c_tests/hsa_common -I kernels)
+          -I include -I gpu -I testing/hsa-runtime/cuda -I testing/hsa-runtime/common -I kernels)
 [ "${WERROR:-0}" = 1 ] && CXXFLAGS+=(-Werror)
 # The programs load the library by its SONAME (libkernel_replay.so.<major>,
 # build.rs), not by cargo's file name: a link of that name to the carried
@@ -169,15 +169,16 @@ mkdir -p "$BUILD_DIR/lib"
 LDFLAGS=(-L "$CARRY/lib" -lkernel_replay "-Wl,-rpath,$BUILD_DIR/lib:$CARRY/lib" -ldl -pthread)
 
 # Every translation unit compiled once, in parallel; each failure is printed.
-# (c_tests/hsa_common: what HSA-on-CUDA shares with the software runtime.)
-SOURCES=(gpu/hsa_cuda/cuda_driver.cpp gpu/hsa_cuda/hsa_cuda_runtime.cpp
-         gpu/hsa_cuda/hsa_cuda_memory.cpp gpu/hsa_cuda/hsa_cuda_signals.cpp
-         gpu/hsa_cuda/hsa_cuda_vmem.cpp gpu/hsa_cuda/hsa_cuda_loader.cpp
-         gpu/hsa_cuda/hsa_cuda_queues.cpp gpu/hsa_cuda/hsa_cuda_tables.cpp
-         gpu/hsa_cuda/hsa_cuda_app.cpp c_tests/hsa_common/hsa_common.cpp
-         c_tests/hsa_common/hsa_common_signals.cpp c_tests/hsa_common/hsa_common_app.cpp
+# (testing/hsa-runtime/common: what HSA-on-CUDA shares with the software runtime.)
+R=testing/hsa-runtime
+SOURCES=($R/cuda/cuda_driver.cpp $R/cuda/hsa_cuda_runtime.cpp
+         $R/cuda/hsa_cuda_memory.cpp $R/cuda/hsa_cuda_signals.cpp
+         $R/cuda/hsa_cuda_vmem.cpp $R/cuda/hsa_cuda_loader.cpp
+         $R/cuda/hsa_cuda_queues.cpp $R/cuda/hsa_cuda_tables.cpp
+         $R/cuda/hsa_cuda_app.cpp $R/common/hsa_common.cpp
+         $R/common/hsa_common_signals.cpp $R/common/hsa_common_app.cpp
          gpu/harness.cpp gpu/kernel_replay_gpu_test.cpp
-         gpu/kernel_replay_gpu_bench.cpp gpu/hsa_cuda_selfcheck.cpp)
+         gpu/kernel_replay_gpu_bench.cpp $R/conformance/hsa_cuda_selfcheck.cpp)
 declare -A JOBS=()
 for src in "${SOURCES[@]}"; do
   obj="$BUILD_DIR/$(basename "${src%.cpp}").o"

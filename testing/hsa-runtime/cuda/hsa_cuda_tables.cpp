@@ -3,7 +3,7 @@
 // version, version.minor_id = sizeof(table) (what kernel-replay's table-size
 // guard reads), version.step_id = the step version. Entries the runtime does
 // not implement stay NULL. The table layout and the entry lists are shared
-// with the sim (c_tests/hsa_common/hsa_common_tables.h).
+// with the sim (testing/hsa-runtime/common/hsa_common_tables.h).
 
 #include "hsa_cuda_internal.h"
 

@@ -1,7 +1,7 @@
 // hsa_sim_tables.cpp: runtime-level entry points (init, agents, ISAs) and
 // the CoreApiTable / AmdExtTable the runtime hands out. System info, status
 // strings, the agent attributes both runtimes answer alike and the table
-// layout are shared with HSA-on-CUDA (c_tests/hsa_common).
+// layout are shared with HSA-on-CUDA (testing/hsa-runtime/common).
 
 #include <algorithm>
 #include <cstdio>

@@ -1,7 +1,7 @@
 /* hsa_common.h: the HSA semantics both HSA runtimes of this repository share.
  *
- * Used by the software runtime every test runs on (c_tests/sim, "the sim")
- * and by HSA-on-CUDA (gpu/hsa_cuda). Both follow ROCr's documented behaviour
+ * Used by the software runtime every test runs on (testing/hsa-runtime/host, "the sim")
+ * and by HSA-on-CUDA (testing/hsa-runtime/cuda). Both follow ROCr's documented behaviour
  * with the same status codes; what is the same in both lives here: handle
  * encoding, attribute writing with exact widths, status strings, system and
  * agent queries, symbol attributes, pool/region attributes and access,

@@ -1,7 +1,7 @@
 /* hsa_common_app.h: the plain HSA names an application calls (hsa_init,
  * hsa_memory_allocate, hsa_amd_memory_pool_allocate, ...), as trampolines
- * through a runtime's live tables, shared by the sim (c_tests/sim/
- * hsa_sim_app.cpp, CMake build only) and HSA-on-CUDA (gpu/hsa_cuda/
+ * through a runtime's live tables, shared by the sim (testing/hsa-runtime/host/
+ * hsa_sim_app.cpp, CMake build only) and HSA-on-CUDA (testing/hsa-runtime/cuda/
  * hsa_cuda_app.cpp).
  *
  * Why they exist: a runtime only hands out its CoreApiTable / AmdExtTable,

@@ -15,8 +15,8 @@
  *                        a dispatch of the library's kernels passes first
  *   hsa_sim_tables.cpp   agent/system queries, ISAs and the tables
  *
- * What the sim shares with HSA-on-CUDA (gpu/hsa_cuda) lives in
- * c_tests/hsa_common: handle layout, attribute writers, status strings,
+ * What the sim shares with HSA-on-CUDA (testing/hsa-runtime/cuda) lives in
+ * testing/hsa-runtime/common: handle layout, attribute writers, status strings,
  * system info, the signal table, the table entry lists and the application
  * trampolines. This runtime keeps its host-memory backend, the quarantine,
  * fault injection, the loader's storage and the async copy worker.

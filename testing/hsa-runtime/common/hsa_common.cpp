@@ -1,5 +1,5 @@
 // hsa_common.cpp: the HSA semantics both HSA runtimes share (hsa_common.h),
-// compiled into the sim (c_tests/sim) and into HSA-on-CUDA (gpu/hsa_cuda).
+// compiled into the sim (testing/hsa-runtime/host) and into HSA-on-CUDA (testing/hsa-runtime/cuda).
 
 #include "hsa_common.h"
 

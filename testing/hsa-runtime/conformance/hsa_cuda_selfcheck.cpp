@@ -67,7 +67,7 @@
 #include <iterator>
 
 #include "hsa_common.h"
-#include "hsa_cuda/hsa_cuda.h"
+#include "hsa_cuda.h"
 #include "kernel_replay.h"
 #include "pattern.h"
 #include "replay_kernels.h"

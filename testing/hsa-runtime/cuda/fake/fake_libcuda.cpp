@@ -76,7 +76,7 @@
 #include <string>
 #include <vector>
 
-#include "../hsa_cuda/cuda_driver.h"
+#include "../cuda_driver.h"
 #include "kernels_host_shim.h"
 #if FAKE_CUDA_REPLAY_KERNELS
 #include "replay_kernels.h"

@@ -6,7 +6,7 @@
  * real CoreApiTable / AmdExtTable from <hsa/hsa_api_trace.h> (version fields
  * as ROCr fills them: major_id = *_MAJOR_VERSION, minor_id = sizeof(table),
  * step_id = *_STEP_VERSION) with entry points that follow ROCr's semantics —
- * the same status codes as the software runtime in c_tests/sim — implemented
+ * the same status codes as the software runtime in testing/hsa-runtime/host — implemented
  * on CUDA:
  *
  *   agents       one CPU agent (index 0), then one GPU agent per CUDA device,

@@ -1,6 +1,6 @@
 // hsa_common_signals.cpp: the host-side signal table both HSA runtimes share
-// (hsa_common_signals.h), compiled into the sim (c_tests/sim) and into
-// HSA-on-CUDA (gpu/hsa_cuda).
+// (hsa_common_signals.h), compiled into the sim (testing/hsa-runtime/host) and into
+// HSA-on-CUDA (testing/hsa-runtime/cuda).
 
 #include "hsa_common_signals.h"
 

@@ -2,7 +2,7 @@
 // asynchronous copy engines.
 //
 // Signals are the host-side signal table shared with the sim
-// (c_tests/hsa_common/hsa_common_signals.h): 64-bit values under one lock,
+// (testing/hsa-runtime/common/hsa_common_signals.h): 64-bit values under one lock,
 // with waits that re-check their condition on each change and honour the
 // timeout hint. Here they belong to the runtime's lifetime: their handles
 // carry the init epoch, create and destroy answer NOT_INITIALIZED before

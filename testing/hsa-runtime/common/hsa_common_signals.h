@@ -1,6 +1,6 @@
 /* hsa_common_signals.h: HSA signals as host-side 64-bit values, shared by the
- * sim (c_tests/sim/hsa_sim_signals.cpp) and HSA-on-CUDA
- * (gpu/hsa_cuda/hsa_cuda_signals.cpp), and the argument checks of
+ * sim (testing/hsa-runtime/host/hsa_sim_signals.cpp) and HSA-on-CUDA
+ * (testing/hsa-runtime/cuda/hsa_cuda_signals.cpp), and the argument checks of
  * hsa_amd_memory_async_copy both run before handing a copy to their own
  * engine (the sim's one worker thread; HSA-on-CUDA's CUDA streams), with
  * those of hsa_amd_memory_async_copy_on_engine and

@@ -7,7 +7,7 @@
 //! installed headers do not have. The headers are found by the project's one
 //! finder (`buildtools/hsa_include.rs`), as for the main crate.
 //!
-//! The HSA semantics the sim shares with HSA-on-CUDA (gpu/hsa_cuda) live in
+//! The HSA semantics the sim shares with HSA-on-CUDA (testing/hsa-runtime/cuda) live in
 //! `../hsa_common`, compiled in from there (without hsa_common_app.cpp: the
 //! application trampolines are only part of the CMake build, as
 //! hsa_sim_app.cpp is).
@@ -18,47 +18,47 @@ use std::path::PathBuf;
 /// The runtime's translation units, relative to this crate (keep in step
 /// with the hsa_sim library in c_tests/CMakeLists.txt).
 const SOURCES: [&str; 10] = [
-    "hsa_sim.cpp",
-    "hsa_sim_memory.cpp",
-    "hsa_sim_signals.cpp",
-    "hsa_sim_vmem.cpp",
-    "hsa_sim_loader.cpp",
-    "hsa_sim_elf.cpp",
-    "hsa_sim_queues.cpp",
-    "hsa_sim_tables.cpp",
-    "../hsa_common/hsa_common.cpp",
-    "../hsa_common/hsa_common_signals.cpp",
+    "../host/hsa_sim.cpp",
+    "../host/hsa_sim_memory.cpp",
+    "../host/hsa_sim_signals.cpp",
+    "../host/hsa_sim_vmem.cpp",
+    "../host/hsa_sim_loader.cpp",
+    "../host/hsa_sim_elf.cpp",
+    "../host/hsa_sim_queues.cpp",
+    "../host/hsa_sim_tables.cpp",
+    "../common/hsa_common.cpp",
+    "../common/hsa_common_signals.cpp",
 ];
 
 const HEADERS: [&str; 7] = [
-    "hsa_sim.h",
-    "hsa_sim_internal.h",
-    "../hsa_common/hsa_common.h",
-    "../hsa_common/hsa_common_signals.h",
-    "../hsa_common/hsa_common_tables.h",
-    "../../kernels/replay_kernels.h",
-    "../hsa_common/hsa_common_vmem.h",
+    "../host/hsa_sim.h",
+    "../host/hsa_sim_internal.h",
+    "../common/hsa_common.h",
+    "../common/hsa_common_signals.h",
+    "../common/hsa_common_tables.h",
+    "../../../kernels/replay_kernels.h",
+    "../common/hsa_common_vmem.h",
 ];
 
 /// The library's kernels, built for the CPU (`kr_host_dispatch`, with
 /// `KR_HOST`): the sim runs a dispatch of them on the CPU.
-const KERNELS: &str = "../../kernels/replay_kernels.cu";
+const KERNELS: &str = "../../../kernels/replay_kernels.cu";
 
 /// Where the shared headers are, relative to this crate.
-const COMMON_DIR: &str = "../hsa_common";
+const COMMON_DIR: &str = "../common";
 
-include!("../../buildtools/hsa_include.rs");
+include!("../../../buildtools/hsa_include.rs");
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed={KERNELS}");
-    println!("cargo:rerun-if-changed=../../buildtools/hsa_include.rs");
+    println!("cargo:rerun-if-changed=../../../buildtools/hsa_include.rs");
     for file in SOURCES.iter().chain(HEADERS.iter()) {
         println!("cargo:rerun-if-changed={file}");
     }
 
     let crate_dir = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
-    let include = hsa_include_dir(&crate_dir.join("../..")).unwrap_or_else(|why| {
+    let include = hsa_include_dir(&crate_dir.join("../../..")).unwrap_or_else(|why| {
         panic!("HSA headers not found: {why}\n(run scripts/setup.sh, install libhsa-runtime-dev or ROCm, or set HSA_INCLUDE_DIR)")
     });
 
@@ -75,7 +75,7 @@ fn main() {
     build
         .cpp(true)
         .std("c++17")
-        .include(&crate_dir)
+        .include(crate_dir.join("../host"))
         .include(crate_dir.join(COMMON_DIR))
         .define("AMD_INTERNAL_BUILD", None)
         .warnings(true)
@@ -92,7 +92,7 @@ fn main() {
     // The async copy worker is a std::thread.
     println!("cargo:rustc-link-lib=pthread");
     // Lets dependents' build scripts find hsa_sim.h (as DEP_HSA_SIM_INCLUDE).
-    println!("cargo:include={}", crate_dir.display());
+    println!("cargo:include={}", crate_dir.join("../host").display());
 }
 
 /// The kernels' host build, a library of its own: the source is CUDA/HIP by

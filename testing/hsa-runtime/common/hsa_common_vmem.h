@@ -1,7 +1,7 @@
 /* hsa_common_vmem.h: the rules of the virtual memory API (hsa_amd_vmem_*,
  * ROCm 6.0 and later headers) that both HSA runtimes of this repository
- * follow, the sim (c_tests/sim/hsa_sim_vmem.cpp) and HSA-on-CUDA
- * (gpu/hsa_cuda/hsa_cuda_vmem.cpp): argument checks and their status codes,
+ * follow, the sim (testing/hsa-runtime/host/hsa_sim_vmem.cpp) and HSA-on-CUDA
+ * (testing/hsa-runtime/cuda/hsa_cuda_vmem.cpp): argument checks and their status codes,
  * which mappings a set_access reaches and what permissions they end up with
  * in each header generation, get_access's answers, how a copy touching a
  * reservation is judged, and what hsa_amd_pointer_info says of a reserved
@@ -15,7 +15,7 @@
  * integer, NONE included once set). The header generations are told apart
  * by hsa_common.h's HSA_COMMON_VMEM_SET_ACCESS_MERGES and
  * HSA_COMMON_HAVE_POINTER_TYPE_HSA_VMEM; what each rule is, and where ROCr
- * has it, is in c_tests/sim/hsa_sim.h ("Virtual memory").
+ * has it, is in testing/hsa-runtime/host/hsa_sim.h ("Virtual memory").
  *
  * Everything below compiles against every generation's headers (with 5.2
  * headers nothing is ever reserved, so the queries find nothing), except the

@@ -29,7 +29,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "../../kernels/replay_kernels.h"
+#include "../../../kernels/replay_kernels.h"
 #include "hsa_common_signals.h"
 #include "hsa_sim_internal.h"
 

@@ -16,8 +16,8 @@
  *   hsa_cuda_tables.cpp    the CoreApiTable / AmdExtTable
  *   hsa_cuda_app.cpp       the plain HSA names an application calls
  *
- * What this runtime shares with the software runtime (c_tests/sim) lives in
- * c_tests/hsa_common: handle layout, attribute writers, status strings,
+ * What this runtime shares with the software runtime (testing/hsa-runtime/host) lives in
+ * testing/hsa-runtime/common: handle layout, attribute writers, status strings,
  * system info, the signal table, the async-copy argument checks, the vmem
  * rules (hsa_common_vmem.h), the table entry lists and the common
  * application trampolines. This runtime keeps

@@ -1,7 +1,7 @@
 /* sim_selftest.cpp: checks the software HSA runtime's own semantics, calling
  * it only through the real CoreApiTable / AmdExtTable structs, as a tool does.
  *
- * Build and run (from c_tests/sim; no Makefile on purpose, CMake/ctest will
+ * Build and run (from testing/hsa-runtime/host; no Makefile on purpose, CMake/ctest will
  * wire it up):
  *
  *   g++ -std=c++17 -Wall -Wextra -Wpedantic -Werror -DAMD_INTERNAL_BUILD \
@@ -37,10 +37,10 @@
 
 #include "hsa_sim.h"
 // The library's kernels' arguments, for dispatches as the library makes them.
-#include "../../kernels/replay_kernels.h"
+#include "../../../kernels/replay_kernels.h"
 // The generation macros (HSA_COMMON_HAVE_VMEM, ...), from the one place
 // they are defined.
-#include "../hsa_common/hsa_common.h"
+#include "hsa_common.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 /* hsa_common_tables.h: the CoreApiTable / AmdExtTable both HSA runtimes of
- * this repository hand out, the sim (c_tests/sim/hsa_sim_tables.cpp) and
- * HSA-on-CUDA (gpu/hsa_cuda/hsa_cuda_tables.cpp).
+ * this repository hand out, the sim (testing/hsa-runtime/host/hsa_sim_tables.cpp) and
+ * HSA-on-CUDA (testing/hsa-runtime/cuda/hsa_cuda_tables.cpp).
  *
  * Both fill the tables as ROCr does (major_id = *_MAJOR_VERSION, minor_id =
  * sizeof(table), step_id = *_STEP_VERSION; entries not implemented NULL) and

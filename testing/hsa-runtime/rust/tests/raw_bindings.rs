@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-const HEADER: &str = include_str!("../hsa_sim.h");
+const HEADER: &str = include_str!("../../host/hsa_sim.h");
 const BINDINGS: &str = include_str!("../src/lib.rs");
 
 /// The header's text without its /* ... */ comments.

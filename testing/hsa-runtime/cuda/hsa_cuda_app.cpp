@@ -7,7 +7,7 @@
 //
 // The names the sim exports too (hsa_init, hsa_memory_allocate,
 // hsa_amd_memory_pool_allocate, hsa_amd_pointer_info, ...) are the shared
-// trampolines of c_tests/hsa_common/hsa_common_app.cpp, pointed at this
+// trampolines of testing/hsa-runtime/common/hsa_common_app.cpp, pointed at this
 // runtime's tables by the hooks below. Defined here are the further names the
 // harness calls, which the sim does not export: regions and pools, async
 // copies (with 6.0+ headers on an engine too, and rect), the vmem API (6.0+

@@ -2,7 +2,7 @@
 // agent and one GPU agent per CUDA device), agent queries, CUDA error
 // reporting, context scoping, handles and counters. System info, status
 // strings and the agent attributes both runtimes answer alike are shared with
-// the sim (c_tests/hsa_common).
+// the sim (testing/hsa-runtime/common).
 
 #include <unistd.h>
 

@@ -1,7 +1,7 @@
 // hsa_sim_signals.cpp: HSA signals and the asynchronous copy engine.
 //
 // Signals are the host-side signal table shared with HSA-on-CUDA
-// (c_tests/hsa_common/hsa_common_signals.h): 64-bit values under one lock,
+// (testing/hsa-runtime/common/hsa_common_signals.h): 64-bit values under one lock,
 // with waits that re-check their condition on each change. Here they are not
 // part of the topology: their handles carry no reset epoch and they survive
 // hsa_sim_reset.
