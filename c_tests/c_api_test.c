@@ -26,28 +26,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
 #include "hsa_sim.h"
 #include "kernel_replay.h"
 #include "storage_policy.h"
 
-static int failures = 0;
-
-#define CHECK(condition)                                                                 \
-  do {                                                                                   \
-    if (!(condition)) {                                                                  \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #condition);      \
-      ++failures;                                                                        \
-    }                                                                                    \
-  } while (0)
-
-/* For what the rest of a section cannot do without. */
-#define REQUIRE(condition)                                                               \
-  do {                                                                                   \
-    if (!(condition)) {                                                                  \
-      fprintf(stderr, "%s:%d: required check failed: %s\n", __FILE__, __LINE__,          \
-              #condition);                                                               \
-      exit_with_report();                                                                \
-    }                                                                                    \
+/* REQUIRE: for what the rest of a section cannot do without (prints the
+ * library log before exiting). */
+#undef REQUIRE
+#define REQUIRE(condition)                     \
+  do {                                         \
+    if (!CHECK(condition)) exit_with_report(); \
   } while (0)
 
 static _Noreturn void exit_with_report(void);
@@ -89,7 +78,7 @@ static void print_logs(void) {
 
 static _Noreturn void exit_with_report(void) {
   fprintf(stderr, "c_api_test (%s): %d check(s) failed; library log:\n",
-          kr_test_policy_name(kr_storage_policy()), failures + 1);
+          kr_test_policy_name(kr_storage_policy()), kr_check_failed());
   print_logs();
   exit(1);
 }
@@ -734,9 +723,9 @@ int main(void) {
   CHECK(kr_trim_retained() == 0);
   kr_set_log_callback(NULL, NULL);
 
-  if (failures != 0) {
+  if (kr_check_failed() != 0) {
     fprintf(stderr, "c_api_test (%s): %d check(s) failed; library log:\n",
-            kr_test_policy_name(policy), failures);
+            kr_test_policy_name(policy), kr_check_failed());
     print_logs();
     return 1;
   }

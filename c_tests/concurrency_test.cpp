@@ -25,21 +25,13 @@
 #include <thread>
 #include <vector>
 
+#include "check.h"
 #include "hsa_sim.h"
 #include "kernel_replay.h"
 #include "storage_policy.h"
 
 namespace {
 
-std::atomic<int> failures{0};
-
-void check(bool condition, const char* what, int line) {
-  if (!condition) {
-    std::fprintf(stderr, "concurrency_test.cpp:%d: check failed: %s\n", line, what);
-    failures.fetch_add(1);
-  }
-}
-#define CHECK(condition) check((condition), #condition, __LINE__)
 
 constexpr int kChurnThreads = 4;
 constexpr int kSnapshotThreads = 2;
@@ -82,7 +74,7 @@ void churn(hsa_amd_memory_pool_t pool, int worker, const std::atomic<bool>& keep
     const std::size_t size = 4096 * (1 + round % 3);
     void* ptr = nullptr;
     if (hsa_amd_memory_pool_allocate(pool, size, 0, &ptr) != HSA_STATUS_SUCCESS) {
-      check(false, "hsa_amd_memory_pool_allocate failed", __LINE__);
+      CHECKF(false, "hsa_amd_memory_pool_allocate failed");
       break;
     }
     std::memset(ptr, static_cast<int>((worker * 31 + round) & 0xFF), size);
@@ -228,9 +220,9 @@ int main() {
               kr_test_policy_name(policy),
               static_cast<unsigned long long>(totals.restored.load()),
               static_cast<unsigned long long>(totals.skipped.load()));
-  if (failures.load() != 0) {
+  if (kr_check_failed() != 0) {
     std::fprintf(stderr, "concurrency_test (%s): %d check(s) failed\n",
-                 kr_test_policy_name(policy), failures.load());
+                 kr_test_policy_name(policy), kr_check_failed());
     return 1;
   }
   return 0;

@@ -39,6 +39,7 @@
 #include <kernel_replay/memory_snapshot.hpp>
 #include <kernel_replay/memory_tracker.hpp>
 
+#include "check.h"
 #include "hsa_sim.h"
 #include "storage_policy.h"
 
@@ -78,15 +79,7 @@ class line {
 #define ROCP_WARNING ::test_log::line("WARNING", __FILE__, __LINE__, false)
 
 namespace {
-int failures = 0;
-void check(bool condition, const char* what, int line) {
-  if (!condition) {
-    std::fprintf(stderr, "sdk_call_sites.cpp:%d: check failed: %s\n", line, what);
-    ++failures;
-  }
-}
 }  // namespace
-#define CHECK(condition) check((condition), #condition, __LINE__)
 
 // ---- the SDK's own rocprofiler::kernel_replay namespace -------------------------------
 
@@ -442,9 +435,9 @@ int main(int argc, char** argv) {
   CHECK(hsa_sim_quarantine_intact());
   CHECK(kr_test_trim_leaves_nothing_held());
   CHECK(hsa_sim_live_allocation_count() == live_at_start);
-  if (failures != 0) {
+  if (kr_check_failed() != 0) {
     std::fprintf(stderr, "sdk_call_sites (%s): %d check(s) failed\n", kr_test_policy_name(policy),
-                 failures);
+                 kr_check_failed());
     return 1;
   }
   std::printf("sdk_call_sites (%s): all checks passed\n", kr_test_policy_name(policy));

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "check.h"
 #include "hsa_sim.h"
 #include "kernel_replay/memory_snapshot.hpp"
 #include "kernel_replay/memory_tracker.hpp"
@@ -30,18 +31,10 @@
 namespace {
 
 // Plain globals: still valid while the static destructors run.
-int failures = 0;
 bool finalize_at_exit = false;
 hsa_agent_t gpu{0};
 uint64_t signals_at_start = 0;
 
-void check(bool condition, const char* what, int line) {
-  if (!condition) {
-    std::fprintf(stderr, "teardown_test.cpp:%d: check failed: %s\n", line, what);
-    ++failures;
-  }
-}
-#define CHECK(condition) check((condition), #condition, __LINE__)
 
 // Device memory an application object owns for the whole run.
 class StaticDeviceBuffer {
@@ -114,8 +107,8 @@ void verdict_at_exit() {
   CHECK(hsa_sim_copy_violations() == 0);
   CHECK(hsa_sim_quarantine_intact());
   CHECK(kr_tracked_count(gpu) == 0);
-  if (failures != 0) {
-    std::fprintf(stderr, "teardown_test (%s, %s): %d check(s) failed\n", mode, policy, failures);
+  if (kr_check_failed() != 0) {
+    std::fprintf(stderr, "teardown_test (%s, %s): %d check(s) failed\n", mode, policy, kr_check_failed());
     std::_Exit(1);
   }
   std::printf("teardown_test (%s, %s): all checks passed\n", mode, policy);

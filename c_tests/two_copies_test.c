@@ -34,18 +34,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "check.h"
 #include "hsa_sim.h"
 #include "kernel_replay.h"
 
-static int failures = 0;
-
-#define CHECK(condition)                                                                 \
-  do {                                                                                   \
-    if (!(condition)) {                                                                  \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #condition);      \
-      ++failures;                                                                        \
-    }                                                                                    \
-  } while (0)
 
 /* ---- one loaded copy, reached through dlsym -------------------------------------- */
 
@@ -158,10 +150,7 @@ static int child(const char* path) {
   CHECK(hsa_amd_memory_pool_free(buffer) == HSA_STATUS_SUCCESS);
   CHECK(only.tracked_count(gpu) == 0);
   only.finalize();
-  if (failures != 0) {
-    fprintf(stderr, "two_copies_test (child): %d check(s) failed\n", failures);
-    return 1;
-  }
+  if (kr_check_failed() != 0) return kr_check_summary("two_copies_test (child)");
   return 0;
 }
 
@@ -261,8 +250,8 @@ int main(int argc, char** argv) {
   /* A child process inherits the marker but is a process of its own. */
   CHECK(child_installs_its_own_copy(argv[0], argv[1]));
 
-  if (failures != 0) {
-    fprintf(stderr, "two_copies_test: %d check(s) failed\n", failures);
+  if (kr_check_failed() != 0) {
+    kr_check_summary("two_copies_test");
     print_log("first", &first_log);
     print_log("second", &second_log);
     return 1;
