@@ -1,21 +1,7 @@
-/* sim_selftest.cpp: checks the software HSA runtime's own semantics, calling
- * it only through the real CoreApiTable / AmdExtTable structs, as a tool does.
- *
- * Build and run (from testing/hsa-runtime/host; no Makefile on purpose, CMake/ctest will
- * wire it up):
- *
- *   g++ -std=c++17 -Wall -Wextra -Wpedantic -Werror -DAMD_INTERNAL_BUILD \
- *       -isystem /usr/include/hsa -I. -I../hsa_common \
- *       sim_selftest.cpp hsa_sim.cpp hsa_sim_memory.cpp hsa_sim_signals.cpp \
- *       hsa_sim_vmem.cpp hsa_sim_loader.cpp hsa_sim_tables.cpp \
- *       ../hsa_common/hsa_common.cpp ../hsa_common/hsa_common_signals.cpp \
- *       -pthread -o sim_selftest
- *   ./sim_selftest
- *
- * Add -g -fsanitize=address,undefined -fno-sanitize-recover=all for the
- * sanitizer run, or run the plain binary under
- *   valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite
- * Exit status 0 means every check passed. Needs about 300 MiB of memory (the
+/* sim_selftest.cpp: checks the test runtime's semantics on the host backend,
+ * calling it only through the real CoreApiTable / AmdExtTable structs, as a
+ * tool does (ctest: conformance_host, and its memcheck and ASan runs). Exit
+ * status 0 means every check passed. Needs about 300 MiB of memory (the
  * quarantine cap is exercised).
  */
 
@@ -35,40 +21,24 @@
 #include <thread>
 #include <vector>
 
-#include "hsa_sim.h"
+#include "check.h"
+#include "hsa_rt.h"
 // The library's kernels' arguments, for dispatches as the library makes them.
 #include "../../../kernels/replay_kernels.h"
-// The generation macros (HSA_COMMON_HAVE_VMEM, ...), from the one place
-// they are defined.
-#include "hsa_common.h"
 
 namespace {
 
-// ---- a minimal check harness ------------------------------------------------
-
-int g_failures = 0;
-int g_checks = 0;
-
-#define CHECK(cond)                                                            \
-  do {                                                                         \
-    ++g_checks;                                                                \
-    if (!(cond)) {                                                             \
-      ++g_failures;                                                            \
-      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                          \
-  } while (false)
-
 #define CHECK_STATUS(expr, expected) CHECK((expr) == (expected))
 
-const CoreApiTable& core() { return *hsa_sim_core_table(); }
-const AmdExtTable& amd() { return *hsa_sim_amd_ext_table(); }
+const CoreApiTable& core() { return *hsa_rt_core_table(); }
+const AmdExtTable& amd() { return *hsa_rt_amd_ext_table(); }
 
 constexpr auto kInvalidPool = static_cast<hsa_status_t>(HSA_STATUS_ERROR_INVALID_MEMORY_POOL);
 
-hsa_agent_t gpu(uint32_t i) { return hsa_sim_gpu_agent(i); }
-hsa_agent_t cpu() { return hsa_sim_cpu_agent(); }
-hsa_amd_memory_pool_t pool(hsa_agent_t agent, hsa_sim_pool_kind_t kind) {
-  return hsa_sim_pool(agent, kind);
+hsa_agent_t gpu(uint32_t i) { return hsa_rt_gpu_agent(i); }
+hsa_agent_t cpu() { return hsa_rt_cpu_agent(); }
+hsa_amd_memory_pool_t pool(hsa_agent_t agent, hsa_rt_pool_kind_t kind) {
+  return hsa_rt_pool(agent, kind);
 }
 
 void* pool_alloc(hsa_amd_memory_pool_t p, size_t size, uint32_t flags = 0) {
@@ -78,7 +48,7 @@ void* pool_alloc(hsa_amd_memory_pool_t p, size_t size, uint32_t flags = 0) {
 }
 
 void* device_alloc(size_t size, uint32_t gpu_index = 0) {
-  return pool_alloc(pool(gpu(gpu_index), HSA_SIM_POOL_DEVICE_COARSE), size);
+  return pool_alloc(pool(gpu(gpu_index), HSA_RT_POOL_DEVICE_COARSE), size);
 }
 
 hsa_amd_pointer_info_t pointer_info(const void* ptr) {
@@ -102,20 +72,20 @@ bool wait_for(hsa_signal_t signal, hsa_signal_value_t value) {
                                              HSA_WAIT_STATE_BLOCKED) == value;
 }
 
-uint64_t copies(hsa_sim_copy_direction_t direction) { return hsa_sim_copy_count(direction); }
+uint64_t copies(hsa_rt_counter_t direction) { return hsa_rt_count(direction); }
 
 // ---- tables -----------------------------------------------------------------
 
 void test_table_versions() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   CHECK(core().version.major_id == HSA_CORE_API_TABLE_MAJOR_VERSION);
   CHECK(core().version.minor_id == sizeof(CoreApiTable));
   CHECK(core().version.step_id == HSA_CORE_API_TABLE_STEP_VERSION);
   CHECK(amd().version.major_id == HSA_AMD_EXT_API_TABLE_MAJOR_VERSION);
   CHECK(amd().version.minor_id == sizeof(AmdExtTable));
   CHECK(amd().version.step_id == HSA_AMD_EXT_API_TABLE_STEP_VERSION);
-  CHECK(hsa_sim_core_table_size() == sizeof(CoreApiTable));
-  CHECK(hsa_sim_amd_ext_table_size() == sizeof(AmdExtTable));
+  CHECK(hsa_rt_core_table_size() == sizeof(CoreApiTable));
+  CHECK(hsa_rt_amd_ext_table_size() == sizeof(AmdExtTable));
 
   // Implemented entries are set, unimplemented ones NULL.
   CHECK(core().hsa_memory_copy_fn != nullptr);
@@ -140,18 +110,18 @@ void test_table_versions() {
   // A fresh fill equals the runtime's own table.
   CoreApiTable fresh_core;
   AmdExtTable fresh_amd;
-  hsa_sim_fill_core_table(&fresh_core);
-  hsa_sim_fill_amd_ext_table(&fresh_amd);
+  hsa_rt_fill_core_table(&fresh_core);
+  hsa_rt_fill_amd_ext_table(&fresh_amd);
   CHECK(std::memcmp(&fresh_core, &core(), sizeof(CoreApiTable)) == 0);
   CHECK(std::memcmp(&fresh_amd, &amd(), sizeof(AmdExtTable)) == 0);
 
   // A wrapper a tool installs survives reset.
-  CoreApiTable* table = hsa_sim_core_table();
+  CoreApiTable* table = hsa_rt_core_table();
   auto original = table->hsa_init_fn;
   static hsa_status_t (*const wrapper)() = [] { return HSA_STATUS_ERROR; };
   table->hsa_init_fn = wrapper;
-  hsa_sim_reset(1);
-  CHECK(hsa_sim_core_table() == table);
+  hsa_rt_reset(1);
+  CHECK(hsa_rt_core_table() == table);
   CHECK(table->hsa_init_fn == wrapper);
   table->hsa_init_fn = original;
   CHECK_STATUS(core().hsa_init_fn(), HSA_STATUS_SUCCESS);
@@ -168,8 +138,8 @@ hsa_status_t collect_agent(hsa_agent_t agent, void* data) {
 hsa_status_t stop_at_first(hsa_agent_t, void*) { return HSA_STATUS_INFO_BREAK; }
 
 void test_topology() {
-  hsa_sim_reset(3);
-  CHECK(hsa_sim_gpu_count() == 3);
+  hsa_rt_reset(3);
+  CHECK(hsa_rt_gpu_count() == 3);
   std::vector<hsa_agent_t> agents;
   CHECK_STATUS(core().hsa_iterate_agents_fn(collect_agent, &agents), HSA_STATUS_SUCCESS);
   CHECK(agents.size() == 4);
@@ -206,13 +176,13 @@ void test_topology() {
 
   // Handles are tagged: a pool handle is not an agent, and old handles die.
   const hsa_agent_t old_gpu = gpu(0);
-  const hsa_amd_memory_pool_t old_pool = pool(old_gpu, HSA_SIM_POOL_DEVICE_COARSE);
+  const hsa_amd_memory_pool_t old_pool = pool(old_gpu, HSA_RT_POOL_DEVICE_COARSE);
   CHECK_STATUS(core().hsa_agent_get_info_fn(hsa_agent_t{old_pool.handle}, HSA_AGENT_INFO_DEVICE,
                                             &type),
                HSA_STATUS_ERROR_INVALID_AGENT);
   CHECK_STATUS(core().hsa_agent_get_info_fn(hsa_agent_t{0}, HSA_AGENT_INFO_DEVICE, &type),
                HSA_STATUS_ERROR_INVALID_AGENT);
-  hsa_sim_reset(3);
+  hsa_rt_reset(3);
   CHECK(gpu(0).handle != old_gpu.handle);
   CHECK_STATUS(core().hsa_agent_get_info_fn(old_gpu, HSA_AGENT_INFO_DEVICE, &type),
                HSA_STATUS_ERROR_INVALID_AGENT);
@@ -230,7 +200,7 @@ void test_topology() {
                HSA_STATUS_SUCCESS);
   CHECK(text != nullptr && std::strstr(text, "INVALID_AGENT") != nullptr);
 
-  hsa_sim_reset(0);
+  hsa_rt_reset(0);
   agents.clear();
   CHECK_STATUS(core().hsa_iterate_agents_fn(collect_agent, &agents), HSA_STATUS_SUCCESS);
   CHECK(agents.size() == 1);
@@ -258,21 +228,21 @@ hsa_amd_memory_pool_access_t access(hsa_agent_t agent, hsa_amd_memory_pool_t p) 
 }
 
 void test_pools_and_regions() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   std::vector<uint64_t> gpu_pools;
   CHECK_STATUS(amd().hsa_amd_agent_iterate_memory_pools_fn(gpu(0), collect_pool, &gpu_pools),
                HSA_STATUS_SUCCESS);
   CHECK(gpu_pools.size() == 2);
-  CHECK(gpu_pools.size() == 2 && gpu_pools[0] == pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE).handle);
-  CHECK(gpu_pools.size() == 2 && gpu_pools[1] == pool(gpu(0), HSA_SIM_POOL_DEVICE_FINE).handle);
+  CHECK(gpu_pools.size() == 2 && gpu_pools[0] == pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE).handle);
+  CHECK(gpu_pools.size() == 2 && gpu_pools[1] == pool(gpu(0), HSA_RT_POOL_DEVICE_FINE).handle);
   std::vector<uint64_t> cpu_pools;
   CHECK_STATUS(amd().hsa_amd_agent_iterate_memory_pools_fn(cpu(), collect_pool, &cpu_pools),
                HSA_STATUS_SUCCESS);
   CHECK(cpu_pools.size() == 3);
-  CHECK(pool(gpu(0), HSA_SIM_POOL_SYSTEM_FINE).handle == 0);
-  CHECK(pool(cpu(), HSA_SIM_POOL_DEVICE_COARSE).handle == 0);
-  CHECK(hsa_sim_region(gpu(1), HSA_SIM_POOL_DEVICE_FINE).handle ==
-        pool(gpu(1), HSA_SIM_POOL_DEVICE_FINE).handle);
+  CHECK(pool(gpu(0), HSA_RT_POOL_SYSTEM_FINE).handle == 0);
+  CHECK(pool(cpu(), HSA_RT_POOL_DEVICE_COARSE).handle == 0);
+  CHECK(hsa_rt_region(gpu(1), HSA_RT_POOL_DEVICE_FINE).handle ==
+        pool(gpu(1), HSA_RT_POOL_DEVICE_FINE).handle);
 
   // A GPU's regions: its own, then the system ones (as ROCr lists them).
   std::vector<uint64_t> gpu_regions;
@@ -280,25 +250,25 @@ void test_pools_and_regions() {
                HSA_STATUS_SUCCESS);
   CHECK(gpu_regions.size() == 5);
   CHECK(gpu_regions.size() == 5 &&
-        gpu_regions[3] == hsa_sim_region(cpu(), HSA_SIM_POOL_SYSTEM_KERNARG).handle);
+        gpu_regions[3] == hsa_rt_region(cpu(), HSA_RT_POOL_SYSTEM_KERNARG).handle);
   CHECK_STATUS(core().hsa_agent_iterate_regions_fn(hsa_agent_t{12345}, collect_region,
                                                    &gpu_regions),
                HSA_STATUS_ERROR_INVALID_AGENT);
 
   struct Expect {
     hsa_agent_t agent;
-    hsa_sim_pool_kind_t kind;
+    hsa_rt_pool_kind_t kind;
     uint32_t flags;
     bool by_all;
   };
   const Expect expected[] = {
-      {gpu(0), HSA_SIM_POOL_DEVICE_COARSE, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED, false},
-      {gpu(0), HSA_SIM_POOL_DEVICE_FINE, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED, false},
-      {cpu(), HSA_SIM_POOL_SYSTEM_FINE, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED, true},
-      {cpu(), HSA_SIM_POOL_SYSTEM_KERNARG,
+      {gpu(0), HSA_RT_POOL_DEVICE_COARSE, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED, false},
+      {gpu(0), HSA_RT_POOL_DEVICE_FINE, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED, false},
+      {cpu(), HSA_RT_POOL_SYSTEM_FINE, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED, true},
+      {cpu(), HSA_RT_POOL_SYSTEM_KERNARG,
        HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT | HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED,
        true},
-      {cpu(), HSA_SIM_POOL_SYSTEM_COARSE, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED, true},
+      {cpu(), HSA_RT_POOL_SYSTEM_COARSE, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED, true},
   };
   for (const Expect& e : expected) {
     const hsa_amd_memory_pool_t p = pool(e.agent, e.kind);
@@ -339,7 +309,7 @@ void test_pools_and_regions() {
     CHECK(by_all == e.by_all);
 
     // The region view of the same memory.
-    const hsa_region_t r = hsa_sim_region(e.agent, e.kind);
+    const hsa_region_t r = hsa_rt_region(e.agent, e.kind);
     hsa_region_segment_t region_segment = HSA_REGION_SEGMENT_GROUP;
     uint32_t region_flags = 0;
     CHECK_STATUS(core().hsa_region_get_info_fn(r, HSA_REGION_INFO_SEGMENT, &region_segment),
@@ -355,7 +325,7 @@ void test_pools_and_regions() {
   // Exactly the documented width: a uint32_t attribute writes 4 bytes.
   unsigned char bytes[16];
   std::memset(bytes, 0xAB, sizeof(bytes));
-  CHECK_STATUS(amd().hsa_amd_memory_pool_get_info_fn(pool(cpu(), HSA_SIM_POOL_SYSTEM_FINE),
+  CHECK_STATUS(amd().hsa_amd_memory_pool_get_info_fn(pool(cpu(), HSA_RT_POOL_SYSTEM_FINE),
                                                      HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS, bytes),
                HSA_STATUS_SUCCESS);
   CHECK(bytes[4] == 0xAB);
@@ -369,7 +339,7 @@ void test_pools_and_regions() {
   CHECK_STATUS(core().hsa_region_get_info_fn(hsa_region_t{1}, HSA_REGION_INFO_GLOBAL_FLAGS,
                                              &flags),
                HSA_STATUS_ERROR_INVALID_REGION);
-  CHECK_STATUS(amd().hsa_amd_memory_pool_get_info_fn(pool(cpu(), HSA_SIM_POOL_SYSTEM_FINE),
+  CHECK_STATUS(amd().hsa_amd_memory_pool_get_info_fn(pool(cpu(), HSA_RT_POOL_SYSTEM_FINE),
                                                      HSA_AMD_MEMORY_POOL_INFO_GLOBAL_FLAGS,
                                                      nullptr),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
@@ -377,28 +347,28 @@ void test_pools_and_regions() {
   // The access table (ROCr's GetAgentPoolInfo).
   const auto allowed = HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT;
   const auto disallowed = HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT;
-  CHECK(access(gpu(0), pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE)) == allowed);
-  CHECK(access(gpu(0), pool(gpu(0), HSA_SIM_POOL_DEVICE_FINE)) == allowed);
-  CHECK(access(gpu(0), pool(gpu(1), HSA_SIM_POOL_DEVICE_COARSE)) == disallowed);
-  CHECK(access(gpu(0), pool(cpu(), HSA_SIM_POOL_SYSTEM_FINE)) == disallowed);
-  CHECK(access(gpu(0), pool(cpu(), HSA_SIM_POOL_SYSTEM_KERNARG)) == disallowed);
-  CHECK(access(gpu(0), pool(cpu(), HSA_SIM_POOL_SYSTEM_COARSE)) == disallowed);
-  CHECK(access(cpu(), pool(cpu(), HSA_SIM_POOL_SYSTEM_COARSE)) == allowed);
-  CHECK(access(cpu(), pool(gpu(1), HSA_SIM_POOL_DEVICE_FINE)) == disallowed);
+  CHECK(access(gpu(0), pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE)) == allowed);
+  CHECK(access(gpu(0), pool(gpu(0), HSA_RT_POOL_DEVICE_FINE)) == allowed);
+  CHECK(access(gpu(0), pool(gpu(1), HSA_RT_POOL_DEVICE_COARSE)) == disallowed);
+  CHECK(access(gpu(0), pool(cpu(), HSA_RT_POOL_SYSTEM_FINE)) == disallowed);
+  CHECK(access(gpu(0), pool(cpu(), HSA_RT_POOL_SYSTEM_KERNARG)) == disallowed);
+  CHECK(access(gpu(0), pool(cpu(), HSA_RT_POOL_SYSTEM_COARSE)) == disallowed);
+  CHECK(access(cpu(), pool(cpu(), HSA_RT_POOL_SYSTEM_COARSE)) == allowed);
+  CHECK(access(cpu(), pool(gpu(1), HSA_RT_POOL_DEVICE_FINE)) == disallowed);
   uint32_t hops = 7;
   CHECK_STATUS(amd().hsa_amd_agent_memory_pool_get_info_fn(
-                   gpu(0), pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE),
+                   gpu(0), pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE),
                    HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS, &hops),
                HSA_STATUS_SUCCESS);
   CHECK(hops == 0);
   CHECK_STATUS(amd().hsa_amd_agent_memory_pool_get_info_fn(
-                   gpu(0), pool(cpu(), HSA_SIM_POOL_SYSTEM_FINE),
+                   gpu(0), pool(cpu(), HSA_RT_POOL_SYSTEM_FINE),
                    HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS, &hops),
                HSA_STATUS_SUCCESS);
   CHECK(hops == 1);
   hsa_amd_memory_pool_access_t value{};
   CHECK_STATUS(amd().hsa_amd_agent_memory_pool_get_info_fn(
-                   hsa_agent_t{3}, pool(cpu(), HSA_SIM_POOL_SYSTEM_FINE),
+                   hsa_agent_t{3}, pool(cpu(), HSA_RT_POOL_SYSTEM_FINE),
                    HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS, &value),
                HSA_STATUS_ERROR_INVALID_AGENT);
   CHECK_STATUS(amd().hsa_amd_agent_memory_pool_get_info_fn(
@@ -410,8 +380,8 @@ void test_pools_and_regions() {
 // ---- allocation -------------------------------------------------------------
 
 void test_allocation() {
-  hsa_sim_reset(2);
-  const hsa_amd_memory_pool_t coarse = pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE);
+  hsa_rt_reset(2);
+  const hsa_amd_memory_pool_t coarse = pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE);
   void* ptr = reinterpret_cast<void*>(0x1);
   CHECK_STATUS(amd().hsa_amd_memory_pool_allocate_fn(coarse, 0, 0, &ptr),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
@@ -424,10 +394,10 @@ void test_allocation() {
                HSA_STATUS_ERROR_INVALID_ALLOCATION);
   CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_region_t{cpu().handle}, 16, &ptr),
                HSA_STATUS_ERROR_INVALID_REGION);
-  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_sim_region(cpu(), HSA_SIM_POOL_SYSTEM_FINE), 0,
+  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_rt_region(cpu(), HSA_RT_POOL_SYSTEM_FINE), 0,
                                              &ptr),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_sim_live_allocation_count() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS) == 0);
 
   // Rounding and alignment.
   void* one = pool_alloc(coarse, 1, 0x5);
@@ -437,17 +407,17 @@ void test_allocation() {
   CHECK(pointer_info(one).sizeInBytes == 4096);
   CHECK(pointer_info(more).sizeInBytes == 8192);
   uint32_t flags = 0;
-  CHECK(hsa_sim_allocation_flags(one, &flags) && flags == 0x5);
-  CHECK(!hsa_sim_allocation_flags(static_cast<char*>(one) + 1, &flags));
+  CHECK(hsa_rt_allocation_flags(one, &flags) && flags == 0x5);
+  CHECK(!hsa_rt_allocation_flags(static_cast<char*>(one) + 1, &flags));
   // Fresh device memory is not cleared: it holds poison, as VRAM holds
   // what was there before.
-  CHECK(static_cast<unsigned char*>(more)[8191] == HSA_SIM_POISON_BYTE);
+  CHECK(static_cast<unsigned char*>(more)[8191] == HSA_RT_POISON_BYTE);
 
   void* region_ptr = nullptr;
-  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_sim_region(gpu(1), HSA_SIM_POOL_DEVICE_FINE), 10,
+  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_rt_region(gpu(1), HSA_RT_POOL_DEVICE_FINE), 10,
                                              &region_ptr),
                HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_live_allocation_count() == 3);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS) == 3);
 
   // Frees: NULL is fine, anything but a live base is INVALID_ALLOCATION, and
   // both free entry points accept both kinds of allocation.
@@ -461,7 +431,7 @@ void test_allocation() {
   CHECK_STATUS(core().hsa_memory_free_fn(one), HSA_STATUS_ERROR_INVALID_ALLOCATION);
   CHECK_STATUS(amd().hsa_amd_memory_pool_free_fn(region_ptr), HSA_STATUS_SUCCESS);
   CHECK_STATUS(amd().hsa_amd_memory_pool_free_fn(more), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_live_allocation_count() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS) == 0);
 
   // A large allocation costs nothing until touched.
   void* big = pool_alloc(coarse, size_t{8} << 30);
@@ -473,7 +443,7 @@ void test_allocation() {
 // ---- pointer info -----------------------------------------------------------
 
 void test_pointer_info() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   int local = 0;
   CHECK(pointer_info(&local).type == HSA_EXT_POINTER_TYPE_UNKNOWN);
   std::vector<char> heap(100);
@@ -490,7 +460,7 @@ void test_pointer_info() {
   CHECK(pointer_info(dev + 12287).type == HSA_EXT_POINTER_TYPE_HSA);
   CHECK(pointer_info(dev + 12288).type == HSA_EXT_POINTER_TYPE_UNKNOWN);
 
-  char* kernarg = static_cast<char*>(pool_alloc(pool(cpu(), HSA_SIM_POOL_SYSTEM_KERNARG), 64));
+  char* kernarg = static_cast<char*>(pool_alloc(pool(cpu(), HSA_RT_POOL_SYSTEM_KERNARG), 64));
   info = pointer_info(kernarg);
   CHECK(info.agentOwner.handle == cpu().handle);
   CHECK(info.global_flags ==
@@ -565,7 +535,7 @@ void test_pointer_info() {
 
   // System memory from hsa_memory_allocate is mapped to every GPU.
   void* system = nullptr;
-  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_sim_region(cpu(), HSA_SIM_POOL_SYSTEM_COARSE),
+  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_rt_region(cpu(), HSA_RT_POOL_SYSTEM_COARSE),
                                              100, &system),
                HSA_STATUS_SUCCESS);
   list = nullptr;
@@ -594,7 +564,7 @@ void test_pointer_info() {
 // ---- copies -----------------------------------------------------------------
 
 void test_copies() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   char* a = static_cast<char*>(device_alloc(100));  // 4096 bytes
   char* b = static_cast<char*>(device_alloc(8192, 1));
   std::vector<char> host(8192, 'h');
@@ -606,15 +576,15 @@ void test_copies() {
   CHECK_STATUS(core().hsa_memory_copy_fn(back.data(), b + 100, 4096), HSA_STATUS_SUCCESS);
   CHECK(back[0] == 'h' && back[4095] == 'h');
   CHECK_STATUS(core().hsa_memory_copy_fn(back.data(), host.data(), 10), HSA_STATUS_SUCCESS);
-  CHECK(copies(HSA_SIM_COPY_HOST_TO_DEVICE) == 1);
-  CHECK(copies(HSA_SIM_COPY_DEVICE_TO_DEVICE) == 1);
-  CHECK(copies(HSA_SIM_COPY_DEVICE_TO_HOST) == 1);
-  CHECK(copies(HSA_SIM_COPY_HOST_TO_HOST) == 1);
-  CHECK(hsa_sim_copy_violations() == 0);
+  CHECK(copies(HSA_RT_COUNT_COPIES_HOST_TO_DEVICE) == 1);
+  CHECK(copies(HSA_RT_COUNT_COPIES_DEVICE_TO_DEVICE) == 1);
+  CHECK(copies(HSA_RT_COUNT_COPIES_DEVICE_TO_HOST) == 1);
+  CHECK(copies(HSA_RT_COUNT_COPIES_HOST_TO_HOST) == 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);
 
   // Size 0: success, nothing counted.
   CHECK_STATUS(core().hsa_memory_copy_fn(a, host.data(), 0), HSA_STATUS_SUCCESS);
-  CHECK(copies(HSA_SIM_COPY_HOST_TO_DEVICE) == 1);
+  CHECK(copies(HSA_RT_COUNT_COPIES_HOST_TO_DEVICE) == 1);
 
   // Violations copy nothing.
   std::memset(a, 'x', 4096);
@@ -626,34 +596,34 @@ void test_copies() {
   CHECK_STATUS(core().hsa_memory_copy_fn(nullptr, host.data(), 1),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(core().hsa_memory_copy_fn(a, nullptr, 0), HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_sim_copy_violations() == 4);
-  CHECK(copies(HSA_SIM_COPY_HOST_TO_DEVICE) == 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 4);
+  CHECK(copies(HSA_RT_COUNT_COPIES_HOST_TO_DEVICE) == 1);
 
   // Freed memory is a violation in either direction.
   CHECK_STATUS(core().hsa_memory_free_fn(b), HSA_STATUS_SUCCESS);
   CHECK_STATUS(core().hsa_memory_copy_fn(back.data(), b + 16, 16),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(core().hsa_memory_copy_fn(b, host.data(), 16), HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_sim_copy_violations() == 6);
-  CHECK(hsa_sim_quarantine_intact());
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 6);
+  CHECK(hsa_rt_quarantine_intact());
 }
 
 // Host-side checks: what would otherwise be a wild access is a violation.
 void test_host_side_checks() {
-  hsa_sim_reset(1);
+  hsa_rt_reset(1);
   char* dev = static_cast<char*>(device_alloc(4096));
   std::memset(dev, 'd', 4096);
 
   // A noted host block: a copy may not run past its end.
   std::vector<char> block(1000, 'b');
-  hsa_sim_note_host_block(block.data(), block.size());
+  hsa_rt_note_host_block(block.data(), block.size());
   CHECK_STATUS(core().hsa_memory_copy_fn(block.data() + 500, dev, 500), HSA_STATUS_SUCCESS);
   CHECK_STATUS(core().hsa_memory_copy_fn(block.data() + 500, dev, 501),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(core().hsa_memory_copy_fn(dev, block.data() + 999, 2),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_sim_copy_violations() == 2);
-  hsa_sim_forget_host_block(block.data());
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 2);
+  hsa_rt_forget_host_block(block.data());
   CHECK_STATUS(core().hsa_memory_copy_fn(dev, block.data(), 1000), HSA_STATUS_SUCCESS);
 
   // Unmapped host memory.
@@ -663,39 +633,39 @@ void test_host_side_checks() {
   CHECK(gone != MAP_FAILED);
   munmap(gone, static_cast<size_t>(page));
   CHECK_STATUS(core().hsa_memory_copy_fn(dev, gone, 16), HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_sim_copy_violations() == 3);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 3);
 
   // A raw variable symbol with nothing behind it, and one inside live storage.
-  hsa_executable_t exe = hsa_sim_executable_create();
+  hsa_executable_t exe = hsa_rt_executable_create();
   const uint64_t nowhere = 0x7300'0000;
-  hsa_sim_executable_add_variable_raw(exe, gpu(0), "unbacked", nowhere, 64);
-  hsa_sim_executable_add_variable_raw(exe, gpu(0), "alias", reinterpret_cast<uint64_t>(dev), 64);
+  hsa_rt_executable_add_variable_raw(exe, gpu(0), "unbacked", nowhere, 64);
+  hsa_rt_executable_add_variable_raw(exe, gpu(0), "alias", reinterpret_cast<uint64_t>(dev), 64);
   std::vector<char> back(64, 0);
   CHECK_STATUS(core().hsa_memory_copy_fn(back.data(), reinterpret_cast<void*>(nowhere + 8), 8),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(core().hsa_memory_copy_fn(back.data(), dev, 64), HSA_STATUS_SUCCESS);
   CHECK(back[63] == 'b');  // what the copy from the forgotten block wrote
-  CHECK(hsa_sim_copy_violations() == 4);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 4);
   // Reset forgets the unbacked ranges with the executables.
-  hsa_sim_reset(1);
+  hsa_rt_reset(1);
   char* fresh = static_cast<char*>(device_alloc(64));
   CHECK_STATUS(core().hsa_memory_copy_fn(fresh, block.data(), 64), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_copy_violations() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);
 }
 
 // ---- quarantine and address reuse -------------------------------------------
 
 void test_quarantine_and_reuse() {
-  hsa_sim_reset(1);
-  const hsa_amd_memory_pool_t coarse = pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE);
-  const hsa_amd_memory_pool_t fine = pool(gpu(0), HSA_SIM_POOL_DEVICE_FINE);
+  hsa_rt_reset(1);
+  const hsa_amd_memory_pool_t coarse = pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE);
+  const hsa_amd_memory_pool_t fine = pool(gpu(0), HSA_RT_POOL_DEVICE_FINE);
   unsigned char* block = static_cast<unsigned char*>(pool_alloc(coarse, 5000));
   std::memset(block, 0x11, 5000);
   CHECK_STATUS(core().hsa_memory_free_fn(block), HSA_STATUS_SUCCESS);
   // The memory stays mapped, all poison.
-  CHECK(block[0] == HSA_SIM_POISON_BYTE && block[8191] == HSA_SIM_POISON_BYTE);
-  CHECK(hsa_sim_quarantined_bytes() == 8192);
-  CHECK(hsa_sim_quarantine_intact());
+  CHECK(block[0] == HSA_RT_POISON_BYTE && block[8191] == HSA_RT_POISON_BYTE);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_QUARANTINED_BYTES) == 8192);
+  CHECK(hsa_rt_quarantine_intact());
 
   // Without reuse, a new allocation gets fresh memory elsewhere.
   void* other = pool_alloc(coarse, 4096);
@@ -704,12 +674,12 @@ void test_quarantine_and_reuse() {
 
   // With reuse: the newest large-enough block of the same pool comes back,
   // still poisoned.
-  hsa_sim_set_address_reuse(true);
+  hsa_rt_set_mode(HSA_RT_MODE_ADDRESS_REUSE, true);
   void* same = pool_alloc(coarse, 8000);
   CHECK(same == block);
-  CHECK(block[100] == HSA_SIM_POISON_BYTE);
+  CHECK(block[100] == HSA_RT_POISON_BYTE);
   CHECK(pointer_info(same).sizeInBytes == 8192);
-  CHECK(hsa_sim_quarantined_bytes() == 4096);  // `other` is still there
+  CHECK(hsa_rt_count(HSA_RT_COUNT_QUARANTINED_BYTES) == 4096);  // `other` is still there
   void* other_again = pool_alloc(coarse, 10);
   CHECK(other_again == other);
   void* from_fine = pool_alloc(fine, 10);  // another pool: never a coarse block
@@ -726,27 +696,27 @@ void test_quarantine_and_reuse() {
   char host[16] = {};
   CHECK_STATUS(core().hsa_memory_copy_fn(block + 5000, host, 16),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  hsa_sim_set_address_reuse(false);
+  hsa_rt_set_mode(HSA_RT_MODE_ADDRESS_REUSE, false);
 
   // Writing freed memory behind the runtime's back is detected.
   CHECK_STATUS(core().hsa_memory_free_fn(too_big), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_quarantine_intact());
+  CHECK(hsa_rt_quarantine_intact());
   static_cast<unsigned char*>(too_big)[5] = 0;
-  CHECK(!hsa_sim_quarantine_intact());
-  hsa_sim_reset(1);
-  CHECK(hsa_sim_quarantine_intact());
-  CHECK(hsa_sim_quarantined_bytes() == 0);
+  CHECK(!hsa_rt_quarantine_intact());
+  hsa_rt_reset(1);
+  CHECK(hsa_rt_quarantine_intact());
+  CHECK(hsa_rt_count(HSA_RT_COUNT_QUARANTINED_BYTES) == 0);
 
   // The byte cap: the oldest block is really released past 256 MiB.
-  const hsa_amd_memory_pool_t device = pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE);
+  const hsa_amd_memory_pool_t device = pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE);
   void* first = pool_alloc(device, size_t{200} << 20);
   void* second = pool_alloc(device, size_t{100} << 20);
   CHECK_STATUS(core().hsa_memory_free_fn(first), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_quarantined_bytes() == size_t{200} << 20);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_QUARANTINED_BYTES) == size_t{200} << 20);
   CHECK_STATUS(core().hsa_memory_free_fn(second), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_quarantined_bytes() == size_t{100} << 20);
-  CHECK(hsa_sim_quarantine_intact());
-  hsa_sim_reset(1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_QUARANTINED_BYTES) == size_t{100} << 20);
+  CHECK(hsa_rt_quarantine_intact());
+  hsa_rt_reset(1);
 }
 
 // ---- fault injection --------------------------------------------------------
@@ -762,74 +732,74 @@ hsa_status_t count_symbol(hsa_executable_t, hsa_agent_t, hsa_executable_symbol_t
 }
 
 void test_fault_injection() {
-  hsa_sim_reset(1);
+  hsa_rt_reset(1);
   char* dev = static_cast<char*>(device_alloc(3 * 4096));
   std::vector<char> host(4096, 'q');
 
   // pointer info
-  hsa_sim_fail_pointer_info(true);
+  hsa_rt_inject(HSA_RT_FAULT_POINTER_INFO, 0, true);
   hsa_amd_pointer_info_t info{};
   info.size = sizeof(info);
   CHECK_STATUS(amd().hsa_amd_pointer_info_fn(dev, &info, nullptr, nullptr, nullptr),
                HSA_STATUS_ERROR);
-  hsa_sim_fail_pointer_info(false);
+  hsa_rt_inject(HSA_RT_FAULT_POINTER_INFO, 0, false);
   CHECK(pointer_info(dev).type == HSA_EXT_POINTER_TYPE_HSA);
 
   // the n-th device-to-host copy (other directions do not count)
-  hsa_sim_fail_nth_d2h_copy(2);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_D2H_COPY, 0, 2);
   CHECK_STATUS(core().hsa_memory_copy_fn(dev, host.data(), 16), HSA_STATUS_SUCCESS);
   CHECK_STATUS(core().hsa_memory_copy_fn(host.data(), dev, 16), HSA_STATUS_SUCCESS);
   host[0] = 'z';
   CHECK_STATUS(core().hsa_memory_copy_fn(host.data(), dev, 16), HSA_STATUS_ERROR);
   CHECK(host[0] == 'z');  // nothing copied
   CHECK_STATUS(core().hsa_memory_copy_fn(host.data(), dev, 16), HSA_STATUS_SUCCESS);
-  CHECK(copies(HSA_SIM_COPY_DEVICE_TO_HOST) == 3);  // the failed one counts
-  hsa_sim_fail_nth_d2h_copy(1);
-  hsa_sim_fail_nth_d2h_copy(0);  // disarms
+  CHECK(copies(HSA_RT_COUNT_COPIES_DEVICE_TO_HOST) == 3);  // the failed one counts
+  hsa_rt_inject(HSA_RT_FAULT_NTH_D2H_COPY, 0, 1);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_D2H_COPY, 0, 0);  // disarms
   CHECK_STATUS(core().hsa_memory_copy_fn(host.data(), dev, 16), HSA_STATUS_SUCCESS);
 
   // host-to-device copies covering an address
-  hsa_sim_fail_h2d_copy_into(dev + 4096);
+  hsa_rt_inject(HSA_RT_FAULT_H2D_COPY_INTO, reinterpret_cast<uintptr_t>(dev + 4096), 0);
   CHECK_STATUS(core().hsa_memory_copy_fn(dev, host.data(), 4096), HSA_STATUS_SUCCESS);
   CHECK_STATUS(core().hsa_memory_copy_fn(dev + 4000, host.data(), 97), HSA_STATUS_ERROR);
   CHECK_STATUS(core().hsa_memory_copy_fn(dev + 4096, host.data(), 1), HSA_STATUS_ERROR);
   CHECK_STATUS(core().hsa_memory_copy_fn(dev + 4097, host.data(), 100), HSA_STATUS_SUCCESS);
   CHECK_STATUS(core().hsa_memory_copy_fn(host.data(), dev + 4096, 16), HSA_STATUS_SUCCESS);
-  hsa_sim_fail_h2d_copy_into(nullptr);
+  hsa_rt_inject(HSA_RT_FAULT_H2D_COPY_INTO, 0, 0);
   CHECK_STATUS(core().hsa_memory_copy_fn(dev + 4096, host.data(), 1), HSA_STATUS_SUCCESS);
 
   // allocations and frees
-  hsa_sim_fail_next_allocations(2);
+  hsa_rt_inject(HSA_RT_FAULT_NEXT_ALLOCATIONS, 0, 2);
   void* ptr = nullptr;
-  const hsa_amd_memory_pool_t coarse = pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE);
+  const hsa_amd_memory_pool_t coarse = pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE);
   CHECK_STATUS(amd().hsa_amd_memory_pool_allocate_fn(coarse, 64, 0, &ptr),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_sim_region(gpu(0), HSA_SIM_POOL_DEVICE_COARSE),
+  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_rt_region(gpu(0), HSA_RT_POOL_DEVICE_COARSE),
                                              64, &ptr),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   ptr = pool_alloc(coarse, 64);
-  hsa_sim_fail_next_frees(1);
+  hsa_rt_inject(HSA_RT_FAULT_NEXT_FREES, 0, 1);
   CHECK_STATUS(core().hsa_memory_free_fn(ptr), HSA_STATUS_ERROR);
   CHECK(pointer_info(ptr).type == HSA_EXT_POINTER_TYPE_HSA);  // nothing freed
   CHECK_STATUS(core().hsa_memory_free_fn(ptr), HSA_STATUS_SUCCESS);
 
   // loader faults
-  hsa_executable_t exe = hsa_sim_executable_create();
-  hsa_sim_executable_add_variable(exe, gpu(0), "v", 4, false);
+  hsa_executable_t exe = hsa_rt_executable_create();
+  hsa_rt_executable_add_variable(exe, gpu(0), "v", 4, false);
   int count = 0;
-  hsa_sim_fail_executable_iteration(true);
-  CHECK_STATUS(hsa_sim_iterate_executables(count_executable, &count), HSA_STATUS_ERROR);
+  hsa_rt_inject(HSA_RT_FAULT_EXECUTABLE_ITERATION, 0, true);
+  CHECK_STATUS(hsa_rt_iterate_executables(count_executable, &count), HSA_STATUS_ERROR);
   CHECK(count == 0);
-  hsa_sim_fail_executable_iteration(false);
-  CHECK_STATUS(hsa_sim_iterate_executables(count_executable, &count), HSA_STATUS_SUCCESS);
+  hsa_rt_inject(HSA_RT_FAULT_EXECUTABLE_ITERATION, 0, false);
+  CHECK_STATUS(hsa_rt_iterate_executables(count_executable, &count), HSA_STATUS_SUCCESS);
   CHECK(count == 1);
 
   count = 0;
-  hsa_sim_refuse_symbol_walk(exe, true);
+  hsa_rt_inject(HSA_RT_FAULT_SYMBOL_WALK, exe.handle, true);
   CHECK_STATUS(core().hsa_executable_iterate_agent_symbols_fn(exe, gpu(0), count_symbol, &count),
                HSA_STATUS_ERROR_INVALID_EXECUTABLE);
   CHECK(count == 0);
-  hsa_sim_refuse_symbol_walk(exe, false);
+  hsa_rt_inject(HSA_RT_FAULT_SYMBOL_WALK, exe.handle, false);
   CHECK_STATUS(core().hsa_executable_iterate_agent_symbols_fn(exe, gpu(0), count_symbol, &count),
                HSA_STATUS_SUCCESS);
   CHECK(count == 1);
@@ -846,7 +816,7 @@ void test_fault_injection() {
                    &found),
                HSA_STATUS_SUCCESS);
   uint32_t size = 0;
-  hsa_sim_fail_symbol_query(HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, true);
+  hsa_rt_inject(HSA_RT_FAULT_SYMBOL_QUERY, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, true);
   CHECK_STATUS(core().hsa_executable_symbol_get_info_fn(
                    found.symbol, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, &size),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
@@ -854,17 +824,17 @@ void test_fault_injection() {
   CHECK_STATUS(core().hsa_executable_symbol_get_info_fn(
                    found.symbol, HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH, &length),
                HSA_STATUS_SUCCESS);
-  hsa_sim_fail_symbol_query(HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, false);
+  hsa_rt_inject(HSA_RT_FAULT_SYMBOL_QUERY, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, false);
   CHECK_STATUS(core().hsa_executable_symbol_get_info_fn(
                    found.symbol, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, &size),
                HSA_STATUS_SUCCESS);
   CHECK(size == 4);
 
   // Reset clears every fault.
-  hsa_sim_fail_pointer_info(true);
-  hsa_sim_fail_next_allocations(5);
-  hsa_sim_fail_nth_d2h_copy(1);
-  hsa_sim_reset(1);
+  hsa_rt_inject(HSA_RT_FAULT_POINTER_INFO, 0, true);
+  hsa_rt_inject(HSA_RT_FAULT_NEXT_ALLOCATIONS, 0, 5);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_D2H_COPY, 0, 1);
+  hsa_rt_reset(1);
   dev = static_cast<char*>(device_alloc(16));
   CHECK(pointer_info(dev).type == HSA_EXT_POINTER_TYPE_HSA);
   CHECK_STATUS(core().hsa_memory_copy_fn(host.data(), dev, 16), HSA_STATUS_SUCCESS);
@@ -918,27 +888,27 @@ hsa_status_t record_executable(hsa_executable_t exe, void* data) {
   static_cast<std::vector<uint64_t>*>(data)->push_back(exe.handle);
   // The loader iterator's callback may use the runtime too.
   SymbolList list;
-  core().hsa_executable_iterate_agent_symbols_fn(exe, hsa_sim_gpu_agent(0), collect_symbol, &list);
+  core().hsa_executable_iterate_agent_symbols_fn(exe, hsa_rt_gpu_agent(0), collect_symbol, &list);
   return HSA_STATUS_SUCCESS;
 }
 
 void test_loader() {
-  hsa_sim_reset(2);
-  hsa_executable_t first = hsa_sim_executable_create();
-  hsa_executable_t second = hsa_sim_executable_create();
+  hsa_rt_reset(2);
+  hsa_executable_t first = hsa_rt_executable_create();
+  hsa_executable_t second = hsa_rt_executable_create();
   CHECK(first.handle != 0 && first.handle != second.handle);
   auto* var = static_cast<unsigned char*>(
-      hsa_sim_executable_add_variable(first, gpu(0), "counter", 24, false));
+      hsa_rt_executable_add_variable(first, gpu(0), "counter", 24, false));
   auto* constant = static_cast<unsigned char*>(
-      hsa_sim_executable_add_variable(first, gpu(0), "table", 8, true));
-  hsa_sim_executable_add_kernel(first, gpu(0), "kern.kd");
-  hsa_sim_executable_add_variable_raw(first, gpu(0), "raw", 0, 0);
-  void* other_gpu = hsa_sim_executable_add_variable(first, gpu(1), "elsewhere", 4, false);
-  hsa_sim_executable_add_variable(second, gpu(0), "second", 4, false);
+      hsa_rt_executable_add_variable(first, gpu(0), "table", 8, true));
+  hsa_rt_executable_add_kernel(first, gpu(0), "kern.kd");
+  hsa_rt_executable_add_variable_raw(first, gpu(0), "raw", 0, 0);
+  void* other_gpu = hsa_rt_executable_add_variable(first, gpu(1), "elsewhere", 4, false);
+  hsa_rt_executable_add_variable(second, gpu(0), "second", 4, false);
   CHECK(var != nullptr && constant != nullptr && other_gpu != nullptr);
   CHECK(var[0] == 0 && var[23] == 0);  // zeroed storage
-  CHECK(hsa_sim_executable_add_variable(hsa_executable_t{1}, gpu(0), "x", 4, false) == nullptr);
-  CHECK(hsa_sim_live_allocation_count() == 0);  // storage is not an allocation
+  CHECK(hsa_rt_executable_add_variable(hsa_executable_t{1}, gpu(0), "x", 4, false) == nullptr);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS) == 0);  // storage is not an allocation
 
   // Symbol walk: only the agent's symbols, in order; a break status stops it.
   SymbolList list;
@@ -1035,49 +1005,49 @@ void test_loader() {
   CHECK(pointer_info(var + 24).type == HSA_EXT_POINTER_TYPE_UNKNOWN);
   unsigned char host[32] = {1};
   CHECK_STATUS(core().hsa_memory_copy_fn(var, host, 24), HSA_STATUS_SUCCESS);
-  CHECK(copies(HSA_SIM_COPY_HOST_TO_DEVICE) == 1);
+  CHECK(copies(HSA_RT_COUNT_COPIES_HOST_TO_DEVICE) == 1);
   CHECK_STATUS(core().hsa_memory_copy_fn(var, host, 25), HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_sim_copy_violations() == 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 1);
   CHECK_STATUS(core().hsa_memory_free_fn(var), HSA_STATUS_ERROR_INVALID_ALLOCATION);
 
   // Executables in creation order; the callback may re-enter the runtime.
   std::vector<uint64_t> order;
-  CHECK_STATUS(hsa_sim_iterate_executables(record_executable, &order), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(hsa_rt_iterate_executables(record_executable, &order), HSA_STATUS_SUCCESS);
   CHECK(order.size() == 2 && order[0] == first.handle && order[1] == second.handle);
-  CHECK_STATUS(hsa_sim_iterate_executables(nullptr, nullptr), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(hsa_rt_iterate_executables(nullptr, nullptr), HSA_STATUS_ERROR_INVALID_ARGUMENT);
 
   // Destroy: storage quarantined, handles unknown.
   CHECK_STATUS(core().hsa_executable_destroy_fn(first), HSA_STATUS_SUCCESS);
   CHECK_STATUS(core().hsa_executable_destroy_fn(first), HSA_STATUS_ERROR_INVALID_EXECUTABLE);
-  CHECK(var[0] == HSA_SIM_POISON_BYTE);
+  CHECK(var[0] == HSA_RT_POISON_BYTE);
   CHECK(pointer_info(var).type == HSA_EXT_POINTER_TYPE_UNKNOWN);
   CHECK_STATUS(core().hsa_memory_copy_fn(host, var, 4), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(core().hsa_executable_symbol_get_info_fn(counter, HSA_EXECUTABLE_SYMBOL_INFO_TYPE,
                                                         &kind),
                HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL);
   order.clear();
-  CHECK_STATUS(hsa_sim_iterate_executables(record_executable, &order), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(hsa_rt_iterate_executables(record_executable, &order), HSA_STATUS_SUCCESS);
   CHECK(order.size() == 1 && order[0] == second.handle);
-  hsa_sim_executable_destroy(second);
-  CHECK(hsa_sim_quarantine_intact());
+  hsa_rt_executable_destroy(second);
+  CHECK(hsa_rt_quarantine_intact());
 
   // Reset forgets executables and symbol handles.
-  hsa_executable_t third = hsa_sim_executable_create();
-  hsa_sim_executable_add_kernel(third, gpu(0), "k");
-  hsa_sim_reset(2);
+  hsa_executable_t third = hsa_rt_executable_create();
+  hsa_rt_executable_add_kernel(third, gpu(0), "k");
+  hsa_rt_reset(2);
   CHECK_STATUS(core().hsa_executable_destroy_fn(third), HSA_STATUS_ERROR_INVALID_EXECUTABLE);
   order.clear();
-  CHECK_STATUS(hsa_sim_iterate_executables(record_executable, &order), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(hsa_rt_iterate_executables(record_executable, &order), HSA_STATUS_SUCCESS);
   CHECK(order.empty());
 }
 
 // ---- signals and asynchronous copies ----------------------------------------
 
 void test_signals() {
-  hsa_sim_reset(1);
-  const uint64_t live_before = hsa_sim_live_signal_count();
+  hsa_rt_reset(1);
+  const uint64_t live_before = hsa_rt_count(HSA_RT_COUNT_LIVE_SIGNALS);
   hsa_signal_t signal = make_signal(5);
-  CHECK(hsa_sim_live_signal_count() == live_before + 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_SIGNALS) == live_before + 1);
   CHECK(core().hsa_signal_load_relaxed_fn(signal) == 5);
   core().hsa_signal_store_screlease_fn(signal, 3);
   CHECK(core().hsa_signal_load_scacquire_fn(signal) == 3);
@@ -1135,10 +1105,10 @@ void test_signals() {
   CHECK_STATUS(core().hsa_signal_destroy_fn(other), HSA_STATUS_SUCCESS);
   CHECK_STATUS(core().hsa_signal_destroy_fn(other), HSA_STATUS_ERROR_INVALID_SIGNAL);
   CHECK_STATUS(core().hsa_signal_destroy_fn(hsa_signal_t{0}), HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_sim_invalid_signal_uses() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_INVALID_SIGNAL_USES) == 0);
   CHECK(core().hsa_signal_load_relaxed_fn(other) == 0);
   core().hsa_signal_store_relaxed_fn(other, 1);
-  CHECK(hsa_sim_invalid_signal_uses() == 2);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_INVALID_SIGNAL_USES) == 2);
 
   // Waiting for any of several signals.
   hsa_signal_t pair[2] = {make_signal(3), make_signal(3)};
@@ -1160,15 +1130,15 @@ void test_signals() {
   core().hsa_signal_destroy_fn(pair[1]);
 
   // Signals outlive reset.
-  hsa_sim_reset(1);
+  hsa_rt_reset(1);
   CHECK(core().hsa_signal_load_relaxed_fn(signal) == 0);
-  CHECK(hsa_sim_invalid_signal_uses() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_INVALID_SIGNAL_USES) == 0);
   CHECK_STATUS(core().hsa_signal_destroy_fn(signal), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_live_signal_count() == live_before);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_SIGNALS) == live_before);
 }
 
 void test_async_copy() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   char* dev = static_cast<char*>(device_alloc(8192));
   std::vector<char> host(8192, 'a');
   std::vector<char> back(8192, 0);
@@ -1179,14 +1149,14 @@ void test_async_copy() {
   CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(dev, gpu(0), host.data(), cpu(), 8192, 1, &gate,
                                                   done),
                HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_async_copy_count() == 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_ASYNC_COPIES) == 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(20));
   CHECK(core().hsa_signal_load_relaxed_fn(done) == 1);
-  CHECK(copies(HSA_SIM_COPY_HOST_TO_DEVICE) == 0);
+  CHECK(copies(HSA_RT_COUNT_COPIES_HOST_TO_DEVICE) == 0);
   core().hsa_signal_store_screlease_fn(gate, 0);
   CHECK(wait_for(done, 0));
   CHECK(dev[0] == 'a' && dev[8191] == 'a');
-  CHECK(copies(HSA_SIM_COPY_HOST_TO_DEVICE) == 1);
+  CHECK(copies(HSA_RT_COUNT_COPIES_HOST_TO_DEVICE) == 1);
 
   // Back again, no dependencies; submission order is execution order.
   core().hsa_signal_store_relaxed_fn(done, 2);
@@ -1198,13 +1168,13 @@ void test_async_copy() {
                HSA_STATUS_SUCCESS);
   CHECK(wait_for(done, 0));
   CHECK(back[0] == 'a' && back[4095] == 'a');
-  CHECK(copies(HSA_SIM_COPY_DEVICE_TO_DEVICE) == 1 && copies(HSA_SIM_COPY_DEVICE_TO_HOST) == 1);
+  CHECK(copies(HSA_RT_COUNT_COPIES_DEVICE_TO_DEVICE) == 1 && copies(HSA_RT_COUNT_COPIES_DEVICE_TO_HOST) == 1);
 
   // Validation.
   CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(nullptr, gpu(0), host.data(), cpu(), 1, 0,
                                                   nullptr, done),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_sim_copy_violations() == 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 1);
   CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(dev, gpu(0), host.data(), cpu(), 1, 1, nullptr,
                                                   done),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
@@ -1236,12 +1206,12 @@ void test_async_copy() {
   CHECK_STATUS(core().hsa_memory_free_fn(doomed), HSA_STATUS_SUCCESS);
   core().hsa_signal_store_relaxed_fn(gate, 0);
   CHECK(wait_for(done, 0));
-  CHECK(hsa_sim_copy_violations() == 2);
-  CHECK(hsa_sim_quarantine_intact());
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 2);
+  CHECK(hsa_rt_quarantine_intact());
 
   // Injected refusals leave the completion signal alone.
   core().hsa_signal_store_relaxed_fn(done, 1);
-  hsa_sim_fail_nth_async_copy(2);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_ASYNC_COPY, 0, 2);
   CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(back.data(), cpu(), dev, gpu(0), 16, 0, nullptr,
                                                   done),
                HSA_STATUS_SUCCESS);
@@ -1250,18 +1220,18 @@ void test_async_copy() {
   CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(back.data(), cpu(), dev, gpu(0), 16, 0, nullptr,
                                                   done),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  hsa_sim_fail_h2d_copy_into(dev + 100);
+  hsa_rt_inject(HSA_RT_FAULT_H2D_COPY_INTO, reinterpret_cast<uintptr_t>(dev + 100), 0);
   CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(dev, gpu(0), host.data(), cpu(), 200, 0,
                                                   nullptr, done),
                HSA_STATUS_ERROR);
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(core().hsa_signal_load_relaxed_fn(done) == 1);
-  CHECK(hsa_sim_async_copy_count() == 5);
-  CHECK(hsa_sim_copy_violations() == 2);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_ASYNC_COPIES) == 5);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 2);
 
   // An injected failure during the copy: nothing copied, completion -1.
-  hsa_sim_fail_h2d_copy_into(nullptr);
-  hsa_sim_fail_nth_async_copy_completion(1);
+  hsa_rt_inject(HSA_RT_FAULT_H2D_COPY_INTO, 0, 0);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_ASYNC_COPY_COMPLETION, 0, 1);
   core().hsa_signal_store_relaxed_fn(done, 1);
   std::memset(dev, 'o', 16);
   CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(dev, gpu(0), host.data(), cpu(), 16, 0, nullptr,
@@ -1283,21 +1253,21 @@ void test_async_copy() {
   CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(back.data(), cpu(), dev, gpu(0), 16, 1, &gate,
                                                   done),
                HSA_STATUS_SUCCESS);
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   CHECK(core().hsa_signal_load_relaxed_fn(done) == 1);
-  CHECK(hsa_sim_async_copy_count() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_ASYNC_COPIES) == 0);
 
   core().hsa_signal_destroy_fn(gate);
   core().hsa_signal_destroy_fn(done);
 }
 
 void test_strict_async_access() {
-  hsa_sim_reset(2);
-  hsa_sim_set_strict_async_access(true);
+  hsa_rt_reset(2);
+  hsa_rt_set_mode(HSA_RT_MODE_STRICT_ASYNC_ACCESS, true);
   char* dev0 = static_cast<char*>(device_alloc(4096, 0));
   char* dev1 = static_cast<char*>(device_alloc(4096, 1));
   char* staging =
-      static_cast<char*>(pool_alloc(pool(cpu(), HSA_SIM_POOL_SYSTEM_FINE), 4096));
+      static_cast<char*>(pool_alloc(pool(cpu(), HSA_RT_POOL_SYSTEM_FINE), 4096));
   std::vector<char> heap(4096, 's');
   hsa_signal_t done = make_signal(0);
 
@@ -1307,7 +1277,7 @@ void test_strict_async_access() {
                                                     nullptr, done),
                  HSA_STATUS_SUCCESS);
     CHECK(wait_for(done, 0));
-    return hsa_sim_copy_violations();
+    return hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS);
   };
   // GPU 0 copies within its own memory: fine.
   CHECK(copy(dev0 + 64, gpu(0), dev0, gpu(0)) == 0);
@@ -1326,14 +1296,14 @@ void test_strict_async_access() {
   CHECK(copy(dev1, gpu(1), dev0, gpu(0)) == 3);
   // System memory from hsa_memory_allocate is mapped to every GPU.
   void* region_memory = nullptr;
-  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_sim_region(cpu(), HSA_SIM_POOL_SYSTEM_FINE),
+  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_rt_region(cpu(), HSA_RT_POOL_SYSTEM_FINE),
                                              4096, &region_memory),
                HSA_STATUS_SUCCESS);
   CHECK(copy(region_memory, cpu(), dev1, gpu(1)) == 3);
   // CPU-to-CPU copies run on the CPU, which reaches host memory.
   CHECK(copy(heap.data(), cpu(), staging, cpu()) == 3);
   // Off by default: after reset, heap memory is accepted again.
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   char* dev = static_cast<char*>(device_alloc(4096));
   CHECK(copy(dev, gpu(0), heap.data(), cpu()) == 0);
   core().hsa_signal_destroy_fn(done);
@@ -1352,51 +1322,51 @@ uint64_t memory_avail(uint32_t gpu_index) {
 constexpr size_t kGiB = size_t{1} << 30;
 
 void test_device_capacity() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   CHECK(memory_avail(0) == 16 * kGiB && memory_avail(1) == 16 * kGiB);
   // Both device pools of a GPU draw on its 16 GiB; freed memory comes back.
-  void* coarse = pool_alloc(pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE), 10 * kGiB);
+  void* coarse = pool_alloc(pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE), 10 * kGiB);
   CHECK(memory_avail(0) == 6 * kGiB);
-  void* fine = pool_alloc(pool(gpu(0), HSA_SIM_POOL_DEVICE_FINE), 6 * kGiB - 4096);
+  void* fine = pool_alloc(pool(gpu(0), HSA_RT_POOL_DEVICE_FINE), 6 * kGiB - 4096);
   CHECK(memory_avail(0) == 4096);
   void* last = nullptr;
-  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_sim_region(gpu(0), HSA_SIM_POOL_DEVICE_FINE), 1,
+  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_rt_region(gpu(0), HSA_RT_POOL_DEVICE_FINE), 1,
                                              &last),
                HSA_STATUS_SUCCESS);
   CHECK(memory_avail(0) == 0);
   void* ptr = nullptr;
-  CHECK_STATUS(amd().hsa_amd_memory_pool_allocate_fn(pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE), 1, 0,
+  CHECK_STATUS(amd().hsa_amd_memory_pool_allocate_fn(pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE), 1, 0,
                                                      &ptr),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_sim_region(gpu(0), HSA_SIM_POOL_DEVICE_COARSE), 1,
+  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_rt_region(gpu(0), HSA_RT_POOL_DEVICE_COARSE), 1,
                                              &ptr),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  CHECK(hsa_sim_live_allocation_count() == 3);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS) == 3);
   // Another GPU and system memory are not affected; a single request over
   // the pool's size stays INVALID_ALLOCATION.
-  void* other = pool_alloc(pool(gpu(1), HSA_SIM_POOL_DEVICE_COARSE), 4096);
+  void* other = pool_alloc(pool(gpu(1), HSA_RT_POOL_DEVICE_COARSE), 4096);
   CHECK(memory_avail(1) == 16 * kGiB - 4096);
-  void* system = pool_alloc(pool(cpu(), HSA_SIM_POOL_SYSTEM_FINE), 20 * kGiB);
-  CHECK_STATUS(amd().hsa_amd_memory_pool_allocate_fn(pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE),
+  void* system = pool_alloc(pool(cpu(), HSA_RT_POOL_SYSTEM_FINE), 20 * kGiB);
+  CHECK_STATUS(amd().hsa_amd_memory_pool_allocate_fn(pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE),
                                                      17 * kGiB, 0, &ptr),
                HSA_STATUS_ERROR_INVALID_ALLOCATION);
   CHECK_STATUS(core().hsa_memory_free_fn(last), HSA_STATUS_SUCCESS);
   CHECK(memory_avail(0) == 4096);
-  void* again = pool_alloc(pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE), 100);
+  void* again = pool_alloc(pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE), 100);
   CHECK(again != nullptr && memory_avail(0) == 0);
   // Address reuse hands back a quarantined block, counted all the same.
   CHECK_STATUS(amd().hsa_amd_memory_pool_free_fn(again), HSA_STATUS_SUCCESS);
-  hsa_sim_set_address_reuse(true);
-  void* reused = pool_alloc(pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE), 4096);
+  hsa_rt_set_mode(HSA_RT_MODE_ADDRESS_REUSE, true);
+  void* reused = pool_alloc(pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE), 4096);
   CHECK(reused == again && memory_avail(0) == 0);
   for (void* p : {coarse, fine, reused, other, system}) {
     CHECK_STATUS(amd().hsa_amd_memory_pool_free_fn(p), HSA_STATUS_SUCCESS);
   }
   CHECK(memory_avail(0) == 16 * kGiB && memory_avail(1) == 16 * kGiB);
   // Reset gives everything back.
-  pool_alloc(pool(gpu(1), HSA_SIM_POOL_DEVICE_FINE), 16 * kGiB);
+  pool_alloc(pool(gpu(1), HSA_RT_POOL_DEVICE_FINE), 16 * kGiB);
   CHECK(memory_avail(1) == 0);
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   CHECK(memory_avail(1) == 16 * kGiB);
 }
 
@@ -1411,7 +1381,7 @@ hsa_status_t rect_copy(const hsa_pitched_ptr_t& dst, hsa_dim3_t dst_offset,
 }
 
 void test_async_copy_rect() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   CHECK(amd().hsa_amd_memory_async_copy_rect_fn != nullptr);
   // Device: 3 layers of 4 rows of 64 bytes. Host: 2 layers of 5 rows of 32.
   uint8_t* dev = static_cast<uint8_t*>(device_alloc(3 * 256));
@@ -1422,7 +1392,7 @@ void test_async_copy_rect() {
   const hsa_pitched_ptr_t host_ptr{host.data(), 32, 160};
   hsa_signal_t done = make_signal(1);
   hsa_signal_t gate = make_signal(1);
-  const uint64_t accepted = hsa_sim_async_copy_count();
+  const uint64_t accepted = hsa_rt_count(HSA_RT_COUNT_ASYNC_COPIES);
 
   // 12 bytes x 3 rows x 2 layers from host (4, 1, 0) to device (8, 0, 1),
   // after a dependency.
@@ -1433,8 +1403,8 @@ void test_async_copy_rect() {
   CHECK(core().hsa_signal_load_relaxed_fn(done) == 1);
   core().hsa_signal_store_relaxed_fn(gate, 0);
   CHECK(wait_for(done, 0));
-  CHECK(hsa_sim_async_copy_count() == accepted + 1);
-  CHECK(copies(HSA_SIM_COPY_HOST_TO_DEVICE) == 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_ASYNC_COPIES) == accepted + 1);
+  CHECK(copies(HSA_RT_COUNT_COPIES_HOST_TO_DEVICE) == 1);
   bool exact = true;
   for (size_t z = 0; z < 3; ++z) {
     for (size_t y = 0; y < 4; ++y) {
@@ -1460,7 +1430,7 @@ void test_async_copy_rect() {
   CHECK(back[16] == host[32 + 4] && back[16 + 11] == host[32 + 15]);
   CHECK(back[3 * 16 + 11] == host[3 * 32 + 15]);
   CHECK(back[0] == 0xEE && back[15] == 0xEE && back[16 + 12] == 0xEE);
-  CHECK(copies(HSA_SIM_COPY_DEVICE_TO_HOST) == 1);
+  CHECK(copies(HSA_RT_COUNT_COPIES_DEVICE_TO_HOST) == 1);
 
   // Argument checks, in ROCr's order.
   const hsa_dim3_t zero{0, 0, 0};
@@ -1511,14 +1481,14 @@ void test_async_copy_rect() {
   CHECK_STATUS(rect_copy({dev, 64, 0}, zero, host_ptr, zero, {4, 1, 2}, gpu(0), hsaHostToDevice,
                          done),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  const uint64_t violations = hsa_sim_copy_violations();
+  const uint64_t violations = hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS);
   CHECK_STATUS(rect_copy({nullptr, 64, 0}, zero, host_ptr, zero, box, gpu(0), hsaHostToDevice,
                          done),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_sim_copy_violations() == violations + 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == violations + 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(core().hsa_signal_load_relaxed_fn(done) == 1);
-  CHECK(hsa_sim_async_copy_count() == accepted + 2);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_ASYNC_COPIES) == accepted + 2);
 
   // One row out of bounds (the second runs past the allocation's end): the
   // whole copy is one violation, nothing copied, completion still signalled.
@@ -1527,25 +1497,25 @@ void test_async_copy_rect() {
                          gpu(0), hsaHostToDevice, done),
                HSA_STATUS_SUCCESS);
   CHECK(wait_for(done, 0));
-  CHECK(hsa_sim_copy_violations() == violations + 2);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == violations + 2);
   CHECK(dev[3968] == 0 && dev[4031] == 0);
   // A host buffer too short for its rows: the same.
   core().hsa_signal_store_relaxed_fn(done, 1);
   std::vector<uint8_t> small(40);
-  hsa_sim_note_host_block(small.data(), small.size());
+  hsa_rt_note_host_block(small.data(), small.size());
   CHECK_STATUS(rect_copy(dev_ptr, zero, {small.data(), 32, 0}, zero, {16, 2, 1}, gpu(0),
                          hsaHostToDevice, done),
                HSA_STATUS_SUCCESS);
   CHECK(wait_for(done, 0));
-  CHECK(hsa_sim_copy_violations() == violations + 3);
-  hsa_sim_forget_host_block(small.data());
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == violations + 3);
+  hsa_rt_forget_host_block(small.data());
 
   // Fault injection applies as to linear copies.
   core().hsa_signal_store_relaxed_fn(done, 1);
-  hsa_sim_fail_nth_async_copy(1);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_ASYNC_COPY, 0, 1);
   CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, zero, box, gpu(0), hsaHostToDevice, done),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  hsa_sim_fail_nth_async_copy_completion(1);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_ASYNC_COPY_COMPLETION, 0, 1);
   CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, zero, box, gpu(0), hsaHostToDevice, done),
                HSA_STATUS_SUCCESS);
   CHECK(core().hsa_signal_wait_scacquire_fn(done, HSA_SIGNAL_CONDITION_LT, 0, 5000000000ull,
@@ -1553,34 +1523,34 @@ void test_async_copy_rect() {
   CHECK(dev[0] == 0);
   // A fault address in the second row only.
   core().hsa_signal_store_relaxed_fn(done, 1);
-  hsa_sim_fail_copies_into(dev + 64 + 2);
+  hsa_rt_inject(HSA_RT_FAULT_COPIES_INTO, reinterpret_cast<uintptr_t>(dev + 64 + 2), 0);
   CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, zero, {4, 2, 1}, gpu(0), hsaHostToDevice, done),
                HSA_STATUS_SUCCESS);
   CHECK(core().hsa_signal_wait_scacquire_fn(done, HSA_SIGNAL_CONDITION_LT, 0, 5000000000ull,
                                             HSA_WAIT_STATE_BLOCKED) == -1);
   CHECK(dev[0] == 0 && dev[64] == 0);
-  hsa_sim_fail_copies_into(nullptr);
+  hsa_rt_inject(HSA_RT_FAULT_COPIES_INTO, 0, 0);
   core().hsa_signal_store_relaxed_fn(done, 1);
-  hsa_sim_fail_h2d_copy_into(dev + 64);
+  hsa_rt_inject(HSA_RT_FAULT_H2D_COPY_INTO, reinterpret_cast<uintptr_t>(dev + 64), 0);
   CHECK_STATUS(rect_copy(dev_ptr, zero, host_ptr, zero, {4, 2, 1}, gpu(0), hsaHostToDevice, done),
                HSA_STATUS_ERROR);
-  hsa_sim_fail_h2d_copy_into(nullptr);
+  hsa_rt_inject(HSA_RT_FAULT_H2D_COPY_INTO, 0, 0);
 
   // Strict async access: the copy agent must reach every row.
-  hsa_sim_set_strict_async_access(true);
+  hsa_rt_set_mode(HSA_RT_MODE_STRICT_ASYNC_ACCESS, true);
   core().hsa_signal_store_relaxed_fn(done, 1);
   CHECK_STATUS(rect_copy(dev_ptr, zero, dev_ptr, {0, 1, 0}, {4, 1, 1}, gpu(1), hsaDeviceToDevice,
                          done),
                HSA_STATUS_SUCCESS);
   CHECK(wait_for(done, 0));
-  CHECK(hsa_sim_copy_violations() == violations + 4);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == violations + 4);
   core().hsa_signal_store_relaxed_fn(done, 1);
   CHECK_STATUS(rect_copy(dev_ptr, zero, dev_ptr, {0, 1, 0}, {4, 1, 1}, gpu(0), hsaDeviceToDevice,
                          done),
                HSA_STATUS_SUCCESS);
   CHECK(wait_for(done, 0));
-  CHECK(hsa_sim_copy_violations() == violations + 4);
-  CHECK(copies(HSA_SIM_COPY_DEVICE_TO_DEVICE) == 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == violations + 4);
+  CHECK(copies(HSA_RT_COUNT_COPIES_DEVICE_TO_DEVICE) == 1);
   core().hsa_signal_destroy_fn(done);
   core().hsa_signal_destroy_fn(gate);
 }
@@ -1614,28 +1584,28 @@ bool eventually(Pred pred) {
 }
 
 void test_signal_async_handler() {
-  hsa_sim_reset(1);
+  hsa_rt_reset(1);
   CHECK(amd().hsa_amd_signal_async_handler_fn != nullptr);
   const auto async_handler = amd().hsa_amd_signal_async_handler_fn;
-  const uint64_t armed_before = hsa_sim_signal_handler_count();
+  const uint64_t armed_before = hsa_rt_count(HSA_RT_COUNT_SIGNAL_HANDLERS);
   hsa_signal_t signal = make_signal(1);
   HandlerLog once;
   CHECK_STATUS(async_handler(signal, HSA_SIGNAL_CONDITION_EQ, 0, nullptr, &once),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(async_handler(hsa_signal_t{12345}, HSA_SIGNAL_CONDITION_EQ, 0, log_handler, &once),
                HSA_STATUS_ERROR_INVALID_SIGNAL);
-  CHECK(hsa_sim_signal_handler_count() == armed_before);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_SIGNAL_HANDLERS) == armed_before);
 
   // Fires once the condition holds, with the value seen; false ends it.
   CHECK_STATUS(async_handler(signal, HSA_SIGNAL_CONDITION_GTE, 5, log_handler, &once),
                HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_signal_handler_count() == armed_before + 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_SIGNAL_HANDLERS) == armed_before + 1);
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(once.calls == 0);
   core().hsa_signal_store_screlease_fn(signal, 7);
   CHECK(eventually([&] { return once.calls == 1; }));
   CHECK(once.last == 7);
-  CHECK(eventually([&] { return hsa_sim_signal_handler_count() == armed_before; }));
+  CHECK(eventually([&] { return hsa_rt_count(HSA_RT_COUNT_SIGNAL_HANDLERS) == armed_before; }));
   core().hsa_signal_store_relaxed_fn(signal, 9);
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(once.calls == 1);
@@ -1652,7 +1622,7 @@ void test_signal_async_handler() {
     CHECK(eventually([&] { return thrice.calls == round; }));
     CHECK(eventually([&] { return core().hsa_signal_load_relaxed_fn(signal) == 1; }));
   }
-  CHECK(eventually([&] { return hsa_sim_signal_handler_count() == armed_before; }));
+  CHECK(eventually([&] { return hsa_rt_count(HSA_RT_COUNT_SIGNAL_HANDLERS) == armed_before; }));
   core().hsa_signal_store_relaxed_fn(signal, 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(thrice.calls == 3);
@@ -1674,34 +1644,34 @@ void test_signal_async_handler() {
   HandlerLog never;
   CHECK_STATUS(async_handler(doomed, HSA_SIGNAL_CONDITION_EQ, 0, log_handler, &never),
                HSA_STATUS_SUCCESS);
-  CHECK(eventually([&] { return hsa_sim_signal_handler_count() == armed_before + 1; }));
-  hsa_sim_reset(1);
-  CHECK(hsa_sim_signal_handler_count() == armed_before + 1);
+  CHECK(eventually([&] { return hsa_rt_count(HSA_RT_COUNT_SIGNAL_HANDLERS) == armed_before + 1; }));
+  hsa_rt_reset(1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_SIGNAL_HANDLERS) == armed_before + 1);
   CHECK_STATUS(core().hsa_signal_destroy_fn(doomed), HSA_STATUS_SUCCESS);
-  CHECK(eventually([&] { return hsa_sim_signal_handler_count() == armed_before; }));
+  CHECK(eventually([&] { return hsa_rt_count(HSA_RT_COUNT_SIGNAL_HANDLERS) == armed_before; }));
   CHECK(never.calls == 0);
-  CHECK(hsa_sim_invalid_signal_uses() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_INVALID_SIGNAL_USES) == 0);
   core().hsa_signal_destroy_fn(signal);
 }
 
-#if HSA_COMMON_HAVE_VMEM
+#if HSA_RT_HAVE_VMEM
 
 // ---- copies on an engine ------------------------------------------------------------
 
 void test_async_copy_on_engine() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   const auto on_engine = amd().hsa_amd_memory_async_copy_on_engine_fn;
   CHECK(on_engine != nullptr);
   char* dev = static_cast<char*>(device_alloc(4096));
   std::vector<char> host(4096, 'e');
   hsa_signal_t done = make_signal(1);
-  const uint64_t accepted = hsa_sim_async_copy_count();
+  const uint64_t accepted = hsa_rt_count(HSA_RT_COUNT_ASYNC_COPIES);
   CHECK_STATUS(on_engine(dev, gpu(0), host.data(), cpu(), 4096, 0, nullptr, done,
                          HSA_AMD_SDMA_ENGINE_0, false),
                HSA_STATUS_SUCCESS);
   CHECK(wait_for(done, 0));
   CHECK(dev[0] == 'e' && dev[4095] == 'e');
-  CHECK(copies(HSA_SIM_COPY_HOST_TO_DEVICE) == 1 && hsa_sim_async_copy_count() == accepted + 1);
+  CHECK(copies(HSA_RT_COUNT_COPIES_HOST_TO_DEVICE) == 1 && hsa_rt_count(HSA_RT_COUNT_ASYNC_COPIES) == accepted + 1);
   core().hsa_signal_store_relaxed_fn(done, 1);
   CHECK_STATUS(on_engine(host.data(), cpu(), dev, gpu(0), 16, 0, nullptr, done,
                          HSA_AMD_SDMA_ENGINE_7, true),
@@ -1723,11 +1693,11 @@ void test_async_copy_on_engine() {
                          HSA_AMD_SDMA_ENGINE_0, false),
                HSA_STATUS_ERROR);
   // The shared checks first, size 0 before the engine.
-  const uint64_t violations = hsa_sim_copy_violations();
+  const uint64_t violations = hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS);
   CHECK_STATUS(on_engine(nullptr, gpu(0), host.data(), cpu(), 16, 0, nullptr, done,
                          HSA_AMD_SDMA_ENGINE_0, false),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_sim_copy_violations() == violations + 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == violations + 1);
   CHECK_STATUS(on_engine(dev, hsa_agent_t{9}, host.data(), cpu(), 16, 0, nullptr, done,
                          HSA_AMD_SDMA_ENGINE_0, false),
                HSA_STATUS_ERROR_INVALID_AGENT);
@@ -1739,13 +1709,13 @@ void test_async_copy_on_engine() {
                          static_cast<hsa_amd_sdma_engine_id_t>(0), false),
                HSA_STATUS_SUCCESS);
   // Faults and violations as for hsa_amd_memory_async_copy.
-  hsa_sim_fail_nth_async_copy(1);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_ASYNC_COPY, 0, 1);
   CHECK_STATUS(on_engine(dev, gpu(0), host.data(), cpu(), 16, 0, nullptr, done,
                          HSA_AMD_SDMA_ENGINE_1, false),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   std::this_thread::sleep_for(std::chrono::milliseconds(10));
   CHECK(core().hsa_signal_load_relaxed_fn(done) == 1);
-  hsa_sim_fail_nth_async_copy_completion(1);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_ASYNC_COPY_COMPLETION, 0, 1);
   CHECK_STATUS(on_engine(dev, gpu(0), host.data(), cpu(), 16, 0, nullptr, done,
                          HSA_AMD_SDMA_ENGINE_1, false),
                HSA_STATUS_SUCCESS);
@@ -1756,8 +1726,8 @@ void test_async_copy_on_engine() {
                          HSA_AMD_SDMA_ENGINE_1, false),
                HSA_STATUS_SUCCESS);
   CHECK(wait_for(done, 0));
-  CHECK(hsa_sim_copy_violations() == violations + 2);
-  CHECK(hsa_sim_async_copy_count() == accepted + 4);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == violations + 2);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_ASYNC_COPIES) == accepted + 4);
   core().hsa_signal_destroy_fn(done);
 }
 
@@ -1772,7 +1742,7 @@ void* reserve(size_t size) {
 }
 
 hsa_amd_vmem_alloc_handle_t create_handle(size_t size, uint32_t gpu_index = 0,
-                                          hsa_sim_pool_kind_t kind = HSA_SIM_POOL_DEVICE_COARSE) {
+                                          hsa_rt_pool_kind_t kind = HSA_RT_POOL_DEVICE_COARSE) {
   hsa_amd_vmem_alloc_handle_t handle{0};
   CHECK_STATUS(amd().hsa_amd_vmem_handle_create_fn(pool(gpu(gpu_index), kind), size,
                                                    MEMORY_TYPE_NONE, 0, &handle),
@@ -1799,7 +1769,7 @@ int access_of(void* va, hsa_agent_t agent) {
 
 // What get_access answers for an agent never given access on this
 // generation: NONE from the 6.4 headers on, else INVALID_ALLOCATION (99).
-constexpr int kNeverGranted = HSA_COMMON_VMEM_SET_ACCESS_MERGES ? HSA_ACCESS_PERMISSION_NONE : 99;
+constexpr int kNeverGranted = HSA_RT_VMEM_SET_ACCESS_MERGES ? HSA_ACCESS_PERMISSION_NONE : 99;
 
 // The protection of the CPU view at ptr as /proc/self/maps shows it
 // ("rw-s"), or "" when nothing is mapped there.
@@ -1822,8 +1792,8 @@ std::string view_protection(const void* ptr) {
 }
 
 void test_vmem_lifecycle() {
-  hsa_sim_reset(2);
-  CHECK(hsa_sim_vmem_supported());
+  hsa_rt_reset(2);
+  CHECK(hsa_rt_vmem_supported());
   const AmdExtTable& t = amd();
   // Reservations.
   void* va = nullptr;
@@ -1835,7 +1805,7 @@ void test_vmem_lifecycle() {
   char* base = static_cast<char*>(reserve(8 * kPage));
   CHECK(base != nullptr && reinterpret_cast<uintptr_t>(base) % kPage == 0);
   CHECK(view_protection(base) == "---p");
-  CHECK(hsa_sim_vmem_reservation_count() == 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_RESERVATIONS) == 1);
   // An address hint that is free is honoured; an odd one is ignored.
   void* hinted = reserve(kPage);
   const uint64_t wish = reinterpret_cast<uintptr_t>(hinted);
@@ -1847,7 +1817,7 @@ void test_vmem_lifecycle() {
   CHECK(odd != nullptr && reinterpret_cast<uintptr_t>(odd) % kPage == 0);
   CHECK_STATUS(t.hsa_amd_vmem_address_free_fn(odd, kPage), HSA_STATUS_SUCCESS);
   CHECK_STATUS(t.hsa_amd_vmem_address_free_fn(hinted, kPage), HSA_STATUS_SUCCESS);
-#if HSA_COMMON_HAVE_VMEM_RESERVE_ALIGN
+#if HSA_RT_HAVE_VMEM_RESERVE_ALIGN
   void* aligned = nullptr;
   CHECK_STATUS(t.hsa_amd_vmem_address_reserve_align_fn(&aligned, kPage, 0, size_t{1} << 21, 0),
                HSA_STATUS_SUCCESS);
@@ -1860,11 +1830,11 @@ void test_vmem_lifecycle() {
 #else
   CHECK(t.hsa_amd_vmem_address_reserve_fn != nullptr);
 #endif
-  CHECK(hsa_sim_vmem_reservation_count() == 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_RESERVATIONS) == 1);
 
   // Handles: device pools only, 4096-byte multiples, within the device.
   hsa_amd_vmem_alloc_handle_t handle{0};
-  const hsa_amd_memory_pool_t coarse = pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE);
+  const hsa_amd_memory_pool_t coarse = pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE);
   CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(coarse, 0, MEMORY_TYPE_NONE, 0, &handle),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(coarse, kPage + 512, MEMORY_TYPE_NONE, 0, &handle),
@@ -1872,7 +1842,7 @@ void test_vmem_lifecycle() {
   CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(coarse, kPage,
                                                static_cast<hsa_amd_memory_type_t>(2), 0, &handle),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(pool(cpu(), HSA_SIM_POOL_SYSTEM_FINE), kPage,
+  CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(pool(cpu(), HSA_RT_POOL_SYSTEM_FINE), kPage,
                                                MEMORY_TYPE_NONE, 0, &handle),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(hsa_amd_memory_pool_t{gpu(0).handle}, kPage,
@@ -1882,13 +1852,13 @@ void test_vmem_lifecycle() {
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(coarse, 17 * kGiB, MEMORY_TYPE_NONE, 0, &handle),
                HSA_STATUS_ERROR_INVALID_ALLOCATION);
-  CHECK(hsa_sim_vmem_handle_count() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 0);
   handle = create_handle(4 * kPage);
   hsa_amd_vmem_alloc_handle_t pinned{0};
-  CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(pool(gpu(1), HSA_SIM_POOL_DEVICE_FINE), kPage,
+  CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(pool(gpu(1), HSA_RT_POOL_DEVICE_FINE), kPage,
                                                MEMORY_TYPE_PINNED, 0, &pinned),
                HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_vmem_handle_count() == 2);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 2);
   CHECK(memory_avail(0) == 16 * kGiB - 4 * kPage && memory_avail(1) == 16 * kGiB - kPage);
   hsa_amd_memory_pool_t owner{0};
   hsa_amd_memory_type_t type = MEMORY_TYPE_PINNED;
@@ -1897,7 +1867,7 @@ void test_vmem_lifecycle() {
   CHECK(owner.handle == coarse.handle && type == MEMORY_TYPE_NONE);
   CHECK_STATUS(t.hsa_amd_vmem_get_alloc_properties_from_handle_fn(pinned, &owner, &type),
                HSA_STATUS_SUCCESS);
-  CHECK(owner.handle == pool(gpu(1), HSA_SIM_POOL_DEVICE_FINE).handle &&
+  CHECK(owner.handle == pool(gpu(1), HSA_RT_POOL_DEVICE_FINE).handle &&
         type == MEMORY_TYPE_PINNED);
   CHECK_STATUS(t.hsa_amd_vmem_get_alloc_properties_from_handle_fn(
                    hsa_amd_vmem_alloc_handle_t{coarse.handle}, &owner, &type),
@@ -1917,7 +1887,7 @@ void test_vmem_lifecycle() {
   CHECK_STATUS(map(base, 8 * kPage, pinned), HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   CHECK_STATUS(map(base, 4 * kPage, handle), HSA_STATUS_SUCCESS);
   CHECK_STATUS(map(base + 3 * kPage, kPage, pinned), HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_sim_vmem_mapping_count() == 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_MAPPINGS) == 1);
   // Nobody has access yet.
   CHECK(view_protection(base) == "---s");
   CHECK(access_of(base, gpu(0)) == kNeverGranted);
@@ -1950,7 +1920,7 @@ void test_vmem_lifecycle() {
 
   // Releasing a mapped handle: it lives (and counts) until the last unmap.
   CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(handle), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_vmem_handle_count() == 2);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 2);
   CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(handle), HSA_STATUS_ERROR_INVALID_ALLOCATION);
   CHECK(memory_avail(0) == 16 * kGiB - 4 * kPage);
   CHECK(base[4 * kPage - 1] == 'w');
@@ -1961,7 +1931,7 @@ void test_vmem_lifecycle() {
   CHECK_STATUS(t.hsa_amd_vmem_retain_alloc_handle_fn(&retained, base), HSA_STATUS_SUCCESS);
   CHECK(retained.handle == handle.handle);
   CHECK_STATUS(t.hsa_amd_vmem_unmap_fn(base, 4 * kPage), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_vmem_mapping_count() == 0 && hsa_sim_vmem_handle_count() == 2);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_MAPPINGS) == 0 && hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 2);
   // The range is reserved memory again; the handle keeps its bytes.
   CHECK(view_protection(base) == "---p");
   CHECK_STATUS(map(base + 4 * kPage, 4 * kPage, handle), HSA_STATUS_SUCCESS);
@@ -1969,18 +1939,18 @@ void test_vmem_lifecycle() {
                HSA_STATUS_SUCCESS);
   CHECK(base[4 * kPage] == 'v' && base[8 * kPage - 1] == 'w');
   CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(retained), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_vmem_handle_count() == 2);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 2);
   CHECK_STATUS(t.hsa_amd_vmem_unmap_fn(base + 4 * kPage, 4 * kPage), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_vmem_handle_count() == 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 1);
   CHECK(memory_avail(0) == 16 * kGiB);
   CHECK_STATUS(map(base, kPage, handle), HSA_STATUS_ERROR_INVALID_ARGUMENT);  // gone
   CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(pinned), HSA_STATUS_SUCCESS);
   CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(pinned), HSA_STATUS_ERROR_INVALID_ALLOCATION);
-  CHECK(hsa_sim_vmem_handle_count() == 0 && memory_avail(1) == 16 * kGiB);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 0 && memory_avail(1) == 16 * kGiB);
   CHECK_STATUS(t.hsa_amd_vmem_address_free_fn(base, 8 * kPage), HSA_STATUS_SUCCESS);
   CHECK_STATUS(t.hsa_amd_vmem_address_free_fn(base, 8 * kPage),
                HSA_STATUS_ERROR_INVALID_ALLOCATION);
-  CHECK(hsa_sim_vmem_reservation_count() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_RESERVATIONS) == 0);
 
   // Capacity: handles and allocations share the device.
   hsa_amd_vmem_alloc_handle_t big = create_handle(12 * kGiB);
@@ -1988,7 +1958,7 @@ void test_vmem_lifecycle() {
   void* ptr = nullptr;
   CHECK_STATUS(amd().hsa_amd_memory_pool_allocate_fn(coarse, 5 * kGiB, 0, &ptr),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  hsa_amd_vmem_alloc_handle_t rest = create_handle(4 * kGiB, 0, HSA_SIM_POOL_DEVICE_FINE);
+  hsa_amd_vmem_alloc_handle_t rest = create_handle(4 * kGiB, 0, HSA_RT_POOL_DEVICE_FINE);
   CHECK(memory_avail(0) == 0);
   CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(coarse, kPage, MEMORY_TYPE_NONE, 0, &handle),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
@@ -2000,17 +1970,17 @@ void test_vmem_lifecycle() {
   // Reset releases every reservation, mapping and handle.
   char* left = static_cast<char*>(reserve(2 * kPage));
   CHECK_STATUS(map(left, kPage, create_handle(kPage, 1)), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_vmem_mapping_count() == 1 && hsa_sim_vmem_handle_count() == 2);
-  hsa_sim_reset(2);
-  CHECK(hsa_sim_vmem_mapping_count() == 0 && hsa_sim_vmem_handle_count() == 0 &&
-        hsa_sim_vmem_reservation_count() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_MAPPINGS) == 1 && hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 2);
+  hsa_rt_reset(2);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_MAPPINGS) == 0 && hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 0 &&
+        hsa_rt_count(HSA_RT_COUNT_VMEM_RESERVATIONS) == 0);
   CHECK(view_protection(left).empty());
   CHECK(memory_avail(0) == 16 * kGiB && memory_avail(1) == 16 * kGiB);
   CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(big), HSA_STATUS_ERROR_INVALID_ALLOCATION);
 }
 
 void test_vmem_set_access() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   const AmdExtTable& t = amd();
   char* base = static_cast<char*>(reserve(4 * kPage));
   char* a = base;
@@ -2045,7 +2015,7 @@ void test_vmem_set_access() {
   CHECK(access_of(a, gpu(1)) == kNeverGranted);
   CHECK_STATUS(set_access(a, kPage, gpu(1), HSA_ACCESS_PERMISSION_RO), HSA_STATUS_SUCCESS);
   CHECK(access_of(a, gpu(1)) == HSA_ACCESS_PERMISSION_RO);
-#if HSA_COMMON_VMEM_SET_ACCESS_MERGES
+#if HSA_RT_VMEM_SET_ACCESS_MERGES
   // 6.4+: merge. gpu(0) keeps its access; a range may span contiguous
   // mappings; a gap or a range leaving the reservation is refused.
   CHECK(access_of(a, gpu(0)) == HSA_ACCESS_PERMISSION_RW);
@@ -2089,18 +2059,18 @@ void test_vmem_set_access() {
 #endif
   // Other mappings are untouched by a call on one.
   CHECK(access_of(c, gpu(0)) == kNeverGranted);
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
 }
 
 void test_vmem_aliasing() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   // One handle at two addresses (in two reservations): the same bytes.
   char* first = static_cast<char*>(reserve(2 * kPage));
   char* second = static_cast<char*>(reserve(2 * kPage));
   hsa_amd_vmem_alloc_handle_t handle = create_handle(2 * kPage);
   CHECK_STATUS(map(first, 2 * kPage, handle), HSA_STATUS_SUCCESS);
   CHECK_STATUS(map(second, 2 * kPage, handle), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_vmem_mapping_count() == 2 && hsa_sim_vmem_handle_count() == 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_MAPPINGS) == 2 && hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 1);
   CHECK(memory_avail(0) == 16 * kGiB - 2 * kPage);  // one handle's memory
   CHECK_STATUS(set_access(first, 2 * kPage, cpu(), HSA_ACCESS_PERMISSION_RW), HSA_STATUS_SUCCESS);
   CHECK_STATUS(set_access(second, 2 * kPage, cpu(), HSA_ACCESS_PERMISSION_RO), HSA_STATUS_SUCCESS);
@@ -2125,14 +2095,14 @@ void test_vmem_aliasing() {
   CHECK_STATUS(amd().hsa_amd_vmem_handle_release_fn(handle), HSA_STATUS_SUCCESS);
   CHECK_STATUS(amd().hsa_amd_vmem_unmap_fn(first, 2 * kPage), HSA_STATUS_SUCCESS);
   CHECK_STATUS(amd().hsa_amd_vmem_unmap_fn(third, kPage), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_vmem_handle_count() == 1 && std::strcmp(second, "copied") == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 1 && std::strcmp(second, "copied") == 0);
   CHECK_STATUS(amd().hsa_amd_vmem_unmap_fn(second, 2 * kPage), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_vmem_handle_count() == 0 && memory_avail(0) == 16 * kGiB);
-  hsa_sim_reset(2);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 0 && memory_avail(0) == 16 * kGiB);
+  hsa_rt_reset(2);
 }
 
 void test_vmem_copies() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   char* base = static_cast<char*>(reserve(8 * kPage));
   char* rw = base;                  // gpu(0) READ_WRITE, no CPU access
   char* ro = base + 2 * kPage;      // gpu(1) READ_ONLY
@@ -2158,15 +2128,15 @@ void test_vmem_copies() {
   CHECK_STATUS(copy(rw, host.data(), 2 * kPage), HSA_STATUS_SUCCESS);
   CHECK_STATUS(copy(back.data(), rw + kPage, kPage), HSA_STATUS_SUCCESS);
   CHECK(back[0] == 'h' && back[kPage - 1] == 'h');
-  CHECK(copies(HSA_SIM_COPY_HOST_TO_DEVICE) == 1 && copies(HSA_SIM_COPY_DEVICE_TO_HOST) == 1);
+  CHECK(copies(HSA_RT_COUNT_COPIES_HOST_TO_DEVICE) == 1 && copies(HSA_RT_COUNT_COPIES_DEVICE_TO_HOST) == 1);
   CHECK_STATUS(copy(back.data(), ro, 64), HSA_STATUS_SUCCESS);      // read-only: a source
   CHECK_STATUS(copy(wo, host.data(), 64), HSA_STATUS_SUCCESS);      // write-only: a destination
   CHECK_STATUS(copy(rw + 100, rw, 100), HSA_STATUS_SUCCESS);        // within one mapping
   char* pool_memory = static_cast<char*>(device_alloc(kPage));
   CHECK_STATUS(copy(pool_memory, rw, kPage), HSA_STATUS_SUCCESS);
   CHECK(pool_memory[kPage - 1] == 'h');
-  CHECK(copies(HSA_SIM_COPY_DEVICE_TO_DEVICE) == 2);
-  CHECK(hsa_sim_copy_violations() == 0);
+  CHECK(copies(HSA_RT_COUNT_COPIES_DEVICE_TO_DEVICE) == 2);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);
 
   // Everything else touching reserved address space: a counted violation,
   // nothing copied.
@@ -2174,7 +2144,7 @@ void test_vmem_copies() {
   std::memset(back.data(), 'z', back.size());
   auto refused = [&](void* dst, const void* src, size_t size) {
     const bool ok = copy(dst, src, size) == HSA_STATUS_ERROR_INVALID_ARGUMENT &&
-                    hsa_sim_copy_violations() == ++violations;
+                    hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == ++violations;
     return ok;
   };
   CHECK(refused(ro, host.data(), 64));                 // read-only destination
@@ -2201,33 +2171,33 @@ void test_vmem_copies() {
                                                   done),
                HSA_STATUS_SUCCESS);
   CHECK(wait_for(done, 0));
-  CHECK(back[127] == 'h' && hsa_sim_copy_violations() == violations);
+  CHECK(back[127] == 'h' && hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == violations);
   core().hsa_signal_store_relaxed_fn(done, 1);
   CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(unmapped, gpu(0), host.data(), cpu(), 128, 0,
                                                   nullptr, done),
                HSA_STATUS_SUCCESS);
   CHECK(wait_for(done, 0));
-  CHECK(hsa_sim_copy_violations() == ++violations);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == ++violations);
   // In strict mode the copying agent itself needs the permission (staging:
   // system memory every GPU reaches).
   void* staging = nullptr;
-  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_sim_region(cpu(), HSA_SIM_POOL_SYSTEM_FINE), 4096,
+  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_rt_region(cpu(), HSA_RT_POOL_SYSTEM_FINE), 4096,
                                              &staging),
                HSA_STATUS_SUCCESS);
-  hsa_sim_set_strict_async_access(true);
+  hsa_rt_set_mode(HSA_RT_MODE_STRICT_ASYNC_ACCESS, true);
   core().hsa_signal_store_relaxed_fn(done, 1);
   CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(rw, gpu(0), staging, cpu(), 64, 0, nullptr,
                                                   done),
                HSA_STATUS_SUCCESS);
   CHECK(wait_for(done, 0));
-  CHECK(hsa_sim_copy_violations() == violations);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == violations);
   core().hsa_signal_store_relaxed_fn(done, 1);
   CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(staging, cpu(), ro, gpu(0), 64, 0, nullptr,
                                                   done),
                HSA_STATUS_SUCCESS);  // gpu(0) has no permission on ro (gpu(1) has)
   CHECK(wait_for(done, 0));
-  CHECK(hsa_sim_copy_violations() == ++violations);
-  hsa_sim_set_strict_async_access(false);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == ++violations);
+  hsa_rt_set_mode(HSA_RT_MODE_STRICT_ASYNC_ACCESS, false);
   // A rect copy whose rows are all inside the mapping, and one whose last row
   // leaves it.
   core().hsa_signal_store_relaxed_fn(done, 1);
@@ -2235,15 +2205,15 @@ void test_vmem_copies() {
                          gpu(0), hsaHostToDevice, done),
                HSA_STATUS_SUCCESS);
   CHECK(wait_for(done, 0));
-  CHECK(hsa_sim_copy_violations() == violations);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == violations);
   core().hsa_signal_store_relaxed_fn(done, 1);
   CHECK_STATUS(rect_copy({rw, 4096, 0}, {0, 0, 0}, {host.data(), 64, 0}, {0, 0, 0}, {64, 3, 1},
                          gpu(0), hsaHostToDevice, done),
                HSA_STATUS_SUCCESS);
   CHECK(wait_for(done, 0));
-  CHECK(hsa_sim_copy_violations() == ++violations);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == ++violations);
   core().hsa_signal_destroy_fn(done);
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
 }
 
 // A pointer-info alloc that counts its calls.
@@ -2254,7 +2224,7 @@ void* counting_alloc(size_t size) {
 }
 
 void test_vmem_pointer_info() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   char* base = static_cast<char*>(reserve(4 * kPage));
   CHECK_STATUS(map(base + kPage, 2 * kPage, create_handle(2 * kPage, 1)), HSA_STATUS_SUCCESS);
   char* mapped = base + kPage;
@@ -2266,14 +2236,14 @@ void test_vmem_pointer_info() {
   hsa_agent_t* agents = nullptr;
   hsa_amd_pointer_info_t info{};
   info.size = sizeof(info);
-#if HSA_COMMON_HAVE_POINTER_TYPE_HSA_VMEM
+#if HSA_RT_HAVE_POINTER_TYPE_HSA_VMEM
   // 7.x: a mapping answers for itself.
   CHECK(mapped_info.type == HSA_EXT_POINTER_TYPE_HSA_VMEM);
   CHECK(mapped_info.agentBaseAddress == mapped + 100 && mapped_info.hostBaseAddress == mapped + 100);
   CHECK(mapped_info.sizeInBytes == 2 * kPage);
   CHECK(mapped_info.agentOwner.handle == gpu(1).handle);
   CHECK(mapped_info.global_flags == 0);
-#if HSA_COMMON_HAVE_POINTER_INFO_REGISTERED
+#if HSA_RT_HAVE_POINTER_INFO_REGISTERED
   CHECK(mapped_info.registered && unmapped_info.registered);
 #endif
   CHECK(unmapped_info.type == HSA_EXT_POINTER_TYPE_RESERVED_ADDR);
@@ -2297,7 +2267,7 @@ void test_vmem_pointer_info() {
 #else
   // 6.x: the reservation's object, mapped or not, as type 5.
   for (const hsa_amd_pointer_info_t& answer : {unmapped_info, mapped_info}) {
-    CHECK(answer.type == hsa_common::kPointerTypeReservedAddr);
+    CHECK(answer.type == static_cast<hsa_amd_pointer_type_t>(5));
     CHECK(static_cast<int>(answer.type) == 5);
     CHECK(answer.agentBaseAddress == base && answer.hostBaseAddress == nullptr);
     CHECK(answer.sizeInBytes == 4 * kPage);
@@ -2317,38 +2287,38 @@ void test_vmem_pointer_info() {
   CHECK_STATUS(amd().hsa_amd_pointer_info_set_userdata_fn(mapped, &count),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(amd().hsa_amd_memory_pool_free_fn(mapped), HSA_STATUS_ERROR_INVALID_ALLOCATION);
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
 }
 
 void test_vmem_faults() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   const AmdExtTable& t = amd();
   char* base = static_cast<char*>(reserve(4 * kPage));
   hsa_amd_vmem_alloc_handle_t handle{0};
-  const hsa_amd_memory_pool_t coarse = pool(gpu(0), HSA_SIM_POOL_DEVICE_COARSE);
+  const hsa_amd_memory_pool_t coarse = pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE);
 
   // HANDLE_CREATE: the n-th valid call fails with OUT_OF_RESOURCES.
-  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_HANDLE_CREATE, 2);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_VMEM_HANDLE_CREATE, 0, 2);
   handle = create_handle(kPage);
   CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(coarse, 0, MEMORY_TYPE_NONE, 0, &handle),
                HSA_STATUS_ERROR_INVALID_ARGUMENT);  // invalid calls do not count
   hsa_amd_vmem_alloc_handle_t failed{0};
   CHECK_STATUS(t.hsa_amd_vmem_handle_create_fn(coarse, kPage, MEMORY_TYPE_NONE, 0, &failed),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  CHECK(failed.handle == 0 && hsa_sim_vmem_handle_count() == 1);
+  CHECK(failed.handle == 0 && hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 1);
   CHECK(memory_avail(0) == 16 * kGiB - kPage);
   hsa_amd_vmem_alloc_handle_t spare = create_handle(kPage);  // disarmed again
 
   // MAP.
-  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_MAP, 1);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_VMEM_MAP, 0, 1);
   CHECK_STATUS(map(base + 1, kPage, handle), HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(map(base, kPage, handle), HSA_STATUS_ERROR);
-  CHECK(hsa_sim_vmem_mapping_count() == 0 && view_protection(base) == "---p");
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_MAPPINGS) == 0 && view_protection(base) == "---p");
   CHECK_STATUS(map(base, kPage, handle), HSA_STATUS_SUCCESS);
 
   // SET_ACCESS: nothing changes.
   CHECK_STATUS(set_access(base, kPage, gpu(0), HSA_ACCESS_PERMISSION_RO), HSA_STATUS_SUCCESS);
-  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_SET_ACCESS, 1);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_VMEM_SET_ACCESS, 0, 1);
   CHECK_STATUS(set_access(base, kPage, cpu(), HSA_ACCESS_PERMISSION_RW), HSA_STATUS_ERROR);
   CHECK(access_of(base, gpu(0)) == HSA_ACCESS_PERMISSION_RO && view_protection(base) == "---s");
   CHECK_STATUS(set_access(base, kPage, cpu(), HSA_ACCESS_PERMISSION_RW), HSA_STATUS_SUCCESS);
@@ -2356,26 +2326,26 @@ void test_vmem_faults() {
   base[0] = 'k';
 
   // UNMAP: still mapped, bytes intact.
-  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_UNMAP, 1);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_VMEM_UNMAP, 0, 1);
   CHECK_STATUS(t.hsa_amd_vmem_unmap_fn(base, kPage), HSA_STATUS_ERROR);
-  CHECK(hsa_sim_vmem_mapping_count() == 1 && base[0] == 'k');
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_MAPPINGS) == 1 && base[0] == 'k');
 
   // HANDLE_RELEASE: still referenced; the next release works.
-  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_HANDLE_RELEASE, 1);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_VMEM_HANDLE_RELEASE, 0, 1);
   CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(spare), HSA_STATUS_ERROR);
-  CHECK(hsa_sim_vmem_handle_count() == 2);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 2);
   CHECK_STATUS(t.hsa_amd_vmem_handle_release_fn(spare), HSA_STATUS_SUCCESS);
-  CHECK(hsa_sim_vmem_handle_count() == 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 1);
 
   // 0 disarms; reset disarms all.
-  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_UNMAP, 1);
-  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_UNMAP, 0);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_VMEM_UNMAP, 0, 1);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_VMEM_UNMAP, 0, 0);
   CHECK_STATUS(t.hsa_amd_vmem_unmap_fn(base, kPage), HSA_STATUS_SUCCESS);
-  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_HANDLE_CREATE, 1);
-  hsa_sim_reset(2);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_VMEM_HANDLE_CREATE, 0, 1);
+  hsa_rt_reset(2);
   handle = create_handle(kPage);
   CHECK(handle.handle != 0);
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
 }
 
 void test_vmem_table_entries() {
@@ -2390,23 +2360,23 @@ void test_vmem_table_entries() {
   CHECK(t.hsa_amd_vmem_export_shareable_handle_fn == nullptr);
   CHECK(t.hsa_amd_vmem_import_shareable_handle_fn == nullptr);
   CHECK(t.hsa_amd_memory_copy_engine_status_fn == nullptr);
-#if HSA_COMMON_HAVE_VMEM_RESERVE_ALIGN
+#if HSA_RT_HAVE_VMEM_RESERVE_ALIGN
   CHECK(t.hsa_amd_vmem_address_reserve_align_fn != nullptr);
 #endif
 }
 
-#else  // !HSA_COMMON_HAVE_VMEM
+#else  // !HSA_RT_HAVE_VMEM
 
 void test_vmem_table_entries() {
   // 5.2 headers: no vmem API; the control interface says so and counts nothing.
-  CHECK(!hsa_sim_vmem_supported());
-  CHECK(hsa_sim_vmem_mapping_count() == 0 && hsa_sim_vmem_handle_count() == 0 &&
-        hsa_sim_vmem_reservation_count() == 0);
-  hsa_sim_fail_nth_vmem(HSA_SIM_VMEM_MAP, 1);
-  hsa_sim_reset(2);
+  CHECK(!hsa_rt_vmem_supported());
+  CHECK(hsa_rt_count(HSA_RT_COUNT_VMEM_MAPPINGS) == 0 && hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 0 &&
+        hsa_rt_count(HSA_RT_COUNT_VMEM_RESERVATIONS) == 0);
+  hsa_rt_inject(HSA_RT_FAULT_NTH_VMEM_MAP, 0, 1);
+  hsa_rt_reset(2);
 }
 
-#endif  // HSA_COMMON_HAVE_VMEM
+#endif  // HSA_RT_HAVE_VMEM
 
 // ---- concurrency ------------------------------------------------------------
 
@@ -2436,7 +2406,7 @@ std::vector<hsa_isa_t> agent_isas(hsa_agent_t agent) {
 }
 
 void test_isas() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   const char* kGfx942 = "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-";
   std::vector<hsa_isa_t> isas = agent_isas(gpu(0));
   CHECK(isas.size() == 1);
@@ -2464,16 +2434,16 @@ void test_isas() {
   CHECK(value == 1024);
 
   // The test hook: another ISA (and agent name), or none.
-  CHECK(hsa_sim_set_agent_isa(gpu(1), "amdgcn-amd-amdhsa--gfx1100"));
+  CHECK(hsa_rt_set_agent_isa(gpu(1), "amdgcn-amd-amdhsa--gfx1100"));
   isas = agent_isas(gpu(1));
   CHECK(isas.size() == 1);
   if (isas.size() == 1) CHECK(isa_name(isas[0]) == "amdgcn-amd-amdhsa--gfx1100");
   char name[64] = {};
   CHECK_STATUS(core().hsa_agent_get_info_fn(gpu(1), HSA_AGENT_INFO_NAME, name), HSA_STATUS_SUCCESS);
   CHECK(std::strcmp(name, "gfx1100") == 0);
-  CHECK(hsa_sim_set_agent_isa(gpu(1), nullptr));
+  CHECK(hsa_rt_set_agent_isa(gpu(1), nullptr));
   CHECK(agent_isas(gpu(1)).empty());
-  CHECK(!hsa_sim_set_agent_isa(hsa_agent_t{5}, nullptr));
+  CHECK(!hsa_rt_set_agent_isa(hsa_agent_t{5}, nullptr));
 
   // Queue sizes, as ROCr's GpuAgent / CpuAgent report them.
   CHECK_STATUS(core().hsa_agent_get_info_fn(gpu(0), HSA_AGENT_INFO_QUEUE_MIN_SIZE, &value),
@@ -2485,7 +2455,7 @@ void test_isas() {
   CHECK_STATUS(core().hsa_agent_get_info_fn(cpu(), HSA_AGENT_INFO_QUEUE_MAX_SIZE, &value),
                HSA_STATUS_SUCCESS);
   CHECK(value == 0);
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   CHECK(agent_isas(gpu(1)).size() == 1);  // reset brings the default back
 }
 
@@ -2612,13 +2582,13 @@ uint64_t kernel_object(hsa_executable_t exe, hsa_agent_t agent, const char* name
 }
 
 void test_code_object_loading() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   const std::vector<uint8_t> object = build_code_object(library_kernels());
   hsa_executable_t exe{0};
   CHECK_STATUS(load_executable(object, gpu(0), &exe), HSA_STATUS_SUCCESS);
   // Listed by the loader's iterator, as ROCr lists a tool's own executables.
   int executables = 0;
-  CHECK_STATUS(hsa_sim_iterate_executables(count_executable, &executables), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(hsa_rt_iterate_executables(count_executable, &executables), HSA_STATUS_SUCCESS);
   CHECK(executables == 1);
 
   // Kernel symbols by their ".kd" names, for that agent only.
@@ -2686,7 +2656,7 @@ void test_code_object_loading() {
   // agent's; the CPU supports no code object.
   hsa_executable_t other{0};
   CHECK_STATUS(load_executable(object, cpu(), &other), HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS);
-  hsa_sim_set_agent_isa(gpu(1), "amdgcn-amd-amdhsa--gfx1100");
+  hsa_rt_set_agent_isa(gpu(1), "amdgcn-amd-amdhsa--gfx1100");
   CHECK_STATUS(load_executable(object, gpu(1), &other), HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS);
   const uint32_t xnack_on = 0x04c | 0x300 | 0x400;
   const uint32_t sramecc_on = 0x04c | 0x100 | 0xc00;
@@ -2704,7 +2674,7 @@ void test_code_object_loading() {
   CHECK_STATUS(core().hsa_executable_destroy_fn(other), HSA_STATUS_SUCCESS);
 
   // Fault injection: the load fails and loads nothing.
-  hsa_sim_fail_next_code_object_loads(1);
+  hsa_rt_inject(HSA_RT_FAULT_NEXT_CODE_OBJECT_LOADS, 0, 1);
   CHECK_STATUS(load_executable(object, gpu(0), &other), HSA_STATUS_ERROR_OUT_OF_RESOURCES);
   CHECK_STATUS(load_executable(object, gpu(0), &other), HSA_STATUS_SUCCESS);
   CHECK_STATUS(core().hsa_executable_destroy_fn(other), HSA_STATUS_SUCCESS);
@@ -2719,7 +2689,7 @@ uint64_t next_random(uint64_t* state) {
 }
 
 void test_malformed_code_objects() {
-  hsa_sim_reset(1);
+  hsa_rt_reset(1);
   const std::vector<uint8_t> object = build_code_object(library_kernels());
   hsa_executable_t exe{0};
   // Wrong machine, class, OS ABI, code object version, processor.
@@ -2762,7 +2732,7 @@ void test_malformed_code_objects() {
           status == HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS);
   }
   int executables = 0;
-  CHECK_STATUS(hsa_sim_iterate_executables(count_executable, &executables), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(hsa_rt_iterate_executables(count_executable, &executables), HSA_STATUS_SUCCESS);
   CHECK(executables == 0);
 }
 
@@ -2791,7 +2761,7 @@ hsa_queue_t* make_queue(hsa_agent_t agent, QueueErrors* errors, uint32_t size = 
 }
 
 void test_queue_creation() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   const auto create = [](hsa_agent_t agent, uint32_t size, hsa_queue_type32_t type,
                          uint32_t private_size, hsa_queue_t** queue) {
     return core().hsa_queue_create_fn(agent, size, type, nullptr, nullptr, private_size,
@@ -2816,19 +2786,19 @@ void test_queue_creation() {
                HSA_STATUS_ERROR_INVALID_ARGUMENT);
   CHECK_STATUS(create(gpu(0), 64, HSA_QUEUE_TYPE_MULTI, 300000, &queue),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  hsa_sim_fail_next_queue_creations(1);
+  hsa_rt_inject(HSA_RT_FAULT_NEXT_QUEUE_CREATIONS, 0, 1);
   CHECK_STATUS(create(gpu(0), 64, HSA_QUEUE_TYPE_MULTI, 0, &queue),
                HSA_STATUS_ERROR_OUT_OF_RESOURCES);
-  CHECK(hsa_sim_live_queue_count() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_QUEUES) == 0);
 
-  const uint64_t signals_before = hsa_sim_live_signal_count();
+  const uint64_t signals_before = hsa_rt_count(HSA_RT_COUNT_LIVE_SIGNALS);
   CHECK_STATUS(create(gpu(0), 64, HSA_QUEUE_TYPE_SINGLE, UINT32_MAX, &queue), HSA_STATUS_SUCCESS);
-  CHECK(queue != nullptr && hsa_sim_live_queue_count() == 1);
+  CHECK(queue != nullptr && hsa_rt_count(HSA_RT_COUNT_LIVE_QUEUES) == 1);
   if (queue == nullptr) return;
   CHECK(queue->size == 64 && queue->type == HSA_QUEUE_TYPE_SINGLE);
   CHECK(queue->base_address != nullptr && queue->doorbell_signal.handle != 0);
   CHECK((queue->features & HSA_QUEUE_FEATURE_KERNEL_DISPATCH) != 0);
-  CHECK(hsa_sim_live_signal_count() == signals_before);  // the doorbell is the runtime's
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_SIGNALS) == signals_before);  // the doorbell is the runtime's
   // Every slot starts INVALID.
   const auto* ring = static_cast<const uint16_t*>(queue->base_address);
   CHECK((ring[0] & 0xff) == HSA_PACKET_TYPE_INVALID && (ring[63 * 32] & 0xff) == HSA_PACKET_TYPE_INVALID);
@@ -2843,13 +2813,13 @@ void test_queue_creation() {
   CHECK_STATUS(core().hsa_queue_destroy_fn(queue), HSA_STATUS_SUCCESS);
   CHECK_STATUS(core().hsa_queue_destroy_fn(queue), HSA_STATUS_ERROR_INVALID_QUEUE);
   CHECK_STATUS(core().hsa_queue_destroy_fn(nullptr), HSA_STATUS_ERROR_INVALID_ARGUMENT);
-  CHECK(hsa_sim_live_queue_count() == 0 && hsa_sim_live_signal_count() == signals_before);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_QUEUES) == 0 && hsa_rt_count(HSA_RT_COUNT_LIVE_SIGNALS) == signals_before);
 
   // Reset retires every queue; a stale pointer is still harmless.
   QueueErrors errors;
   queue = make_queue(gpu(1), &errors);
-  hsa_sim_reset(2);
-  CHECK(hsa_sim_live_queue_count() == 0);
+  hsa_rt_reset(2);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_QUEUES) == 0);
   CHECK(core().hsa_queue_load_write_index_relaxed_fn(queue) == 0);
   CHECK_STATUS(core().hsa_queue_destroy_fn(queue), HSA_STATUS_ERROR_INVALID_QUEUE);
 }
@@ -2889,7 +2859,7 @@ void submit_dispatch(hsa_queue_t* queue, uint64_t kernel_object, const void* ker
 // Kernel argument memory as the library gets it: the kernarg pool, made
 // reachable by the GPU (ROCr's pool allocations are the CPU's until then).
 void* kernarg_alloc(size_t size, hsa_agent_t agent) {
-  void* ptr = pool_alloc(pool(cpu(), HSA_SIM_POOL_SYSTEM_KERNARG), size);
+  void* ptr = pool_alloc(pool(cpu(), HSA_RT_POOL_SYSTEM_KERNARG), size);
   CHECK_STATUS(amd().hsa_amd_agents_allow_access_fn(1, &agent, nullptr, ptr), HSA_STATUS_SUCCESS);
   return ptr;
 }
@@ -2924,7 +2894,7 @@ struct DispatchFixture {
   uint32_t* keys = nullptr;  // device memory
 
   bool set_up() {
-    hsa_sim_reset(2);
+    hsa_rt_reset(2);
     CHECK_STATUS(load_executable(build_code_object(library_kernels()), gpu(0), &exe),
                  HSA_STATUS_SUCCESS);
     scatter = kernel_object(exe, gpu(0), "kr_scatter_copy.kd");
@@ -2969,14 +2939,14 @@ void test_dispatch_kernels() {
   auto* scatter_args =
       static_cast<kr_scatter_copy_args*>(kernarg_alloc(sizeof(kr_scatter_copy_args), gpu(0)));
   *scatter_args = kr_scatter_copy_args{records, 3};
-  const uint64_t violations = hsa_sim_copy_violations();
+  const uint64_t violations = hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS);
   CHECK(f.run(f.scatter, scatter_args, 3));
   for (uint64_t i = 0; i < 3; ++i) {
     CHECK(std::memcmp(dst + i * 4096, src + (2 - i) * 4096, 4096 - i * 100) == 0);
   }
   CHECK(dst[2 * 4096 - 1] == 0);  // record 1 stopped 100 bytes short
-  CHECK(hsa_sim_dispatch_count("kr_scatter_copy") == 1);
-  CHECK(hsa_sim_dispatch_count("kr_scatter_copy.kd") == 1);
+  CHECK(hsa_rt_dispatch_count("kr_scatter_copy") == 1);
+  CHECK(hsa_rt_dispatch_count("kr_scatter_copy.kd") == 1);
   CHECK(core().hsa_queue_load_read_index_relaxed_fn(f.queue) == 1);
 
   // Hash: every block, both lanes, against the reference.
@@ -3030,8 +3000,8 @@ void test_dispatch_kernels() {
   CHECK(f.run(f.compare, compare_args, 2));
   CHECK(*changed == 1);
   CHECK(std::memcmp(live, src, 4096 + 1001) == 0);
-  CHECK(hsa_sim_dispatch_count(nullptr) == 4);
-  CHECK(hsa_sim_copy_violations() == violations);
+  CHECK(hsa_rt_dispatch_count(nullptr) == 4);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == violations);
   CHECK(f.errors.calls == 0);
 
   // A barrier-AND with a completion signal waits for its dependency.
@@ -3066,7 +3036,7 @@ void test_dispatch_faults() {
   std::memset(src, 0x5A, 4096);
   auto* records = static_cast<kr_copy_record*>(kernarg_alloc(2 * sizeof(kr_copy_record), gpu(0)));
   auto* args = static_cast<kr_scatter_copy_args*>(kernarg_alloc(sizeof(kr_scatter_copy_args), gpu(0)));
-  const uint64_t violations = hsa_sim_copy_violations();
+  const uint64_t violations = hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS);
 
   // A record whose destination was freed: one violation, nothing written
   // (the quarantine stays poison, the good record is not copied either), the
@@ -3081,12 +3051,12 @@ void test_dispatch_faults() {
   CHECK(eventually([&] { return f.errors.calls.load() == 1; }));
   CHECK(f.errors.status == static_cast<uint32_t>(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION));
   CHECK(f.errors.queue == f.queue);
-  CHECK(hsa_sim_copy_violations() == violations + 1);
-  CHECK(hsa_sim_quarantine_intact());
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == violations + 1);
+  CHECK(hsa_rt_quarantine_intact());
   CHECK(dst[0] == 0);
   CHECK(core().hsa_signal_load_relaxed_fn(f.done) == 1);  // never signalled
   CHECK(core().hsa_queue_load_read_index_relaxed_fn(f.queue) == 0);
-  CHECK(hsa_sim_dispatch_count(nullptr) == 0);
+  CHECK(hsa_rt_dispatch_count(nullptr) == 0);
   f.tear_down();
 
   // Each fault in turn, on a fresh queue: what the callback gets.
@@ -3112,9 +3082,9 @@ void test_dispatch_faults() {
     *a = kr_scatter_copy_args{r, 1};
     return a;
   };
-  hsa_sim_fault_next_dispatches(1);  // armed before set_up's reset: cleared
+  hsa_rt_inject(HSA_RT_FAULT_NEXT_DISPATCHES, 0, 1);  // armed before set_up's reset: cleared
   CHECK(fault_status([](DispatchFixture&) -> const void* {
-          hsa_sim_fault_next_dispatches(1);
+          hsa_rt_inject(HSA_RT_FAULT_NEXT_DISPATCHES, 0, 1);
           auto* s = static_cast<uint8_t*>(device_alloc(4096));
           auto* r = static_cast<kr_copy_record*>(kernarg_alloc(sizeof(kr_copy_record), gpu(0)));
           *r = kr_copy_record{reinterpret_cast<uintptr_t>(s + 2048),
@@ -3124,16 +3094,16 @@ void test_dispatch_faults() {
           *a = kr_scatter_copy_args{r, 1};
           return a;
         }, 0, 1) == static_cast<hsa_status_t>(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION));
-  CHECK(hsa_sim_copy_violations() == 0);  // an injected fault is no violation
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);  // an injected fault is no violation
   // Unknown kernel object; wrong workgroup size.
   CHECK(fault_status(good_args, 64, 1) == HSA_STATUS_ERROR_INVALID_CODE_OBJECT);
   CHECK(fault_status(good_args, 0, 1, 64) == HSA_STATUS_ERROR_INVALID_ARGUMENT);
   // Kernarg memory the GPU was never given: a violation (ROCr maps pool
   // allocations for the CPU only until hsa_amd_agents_allow_access).
   CHECK(fault_status([](DispatchFixture&) -> const void* {
-          return pool_alloc(pool(cpu(), HSA_SIM_POOL_SYSTEM_KERNARG), 64);
+          return pool_alloc(pool(cpu(), HSA_RT_POOL_SYSTEM_KERNARG), 64);
         }, 0, 1) == static_cast<hsa_status_t>(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION));
-  CHECK(hsa_sim_copy_violations() == 1);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 1);
   // A record pointing into host memory the GPU cannot reach.
   static uint8_t host_buffer[256];
   CHECK(fault_status([](DispatchFixture&) -> const void* {
@@ -3158,16 +3128,16 @@ void test_dispatch_faults() {
                                    static_cast<uint64_t*>(device_alloc(300 * 16))};
           return a;
         }, 1, 300) == static_cast<hsa_status_t>(HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION));
-  CHECK(hsa_sim_copy_violations() == 1);  // counted since the fixture's reset
-  CHECK(hsa_sim_quarantine_intact());
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 1);  // counted since the fixture's reset
+  CHECK(hsa_rt_quarantine_intact());
 }
 
 // A real code object of the library's kernels, built by CMake with clang-19
-// when it is found (KR_SIM_TEST_CODE_OBJECT): it loads as ROCr would load it
+// when it is found (KR_TEST_CODE_OBJECT): it loads as ROCr would load it
 // and the sim runs a dispatch of it.
 void test_real_code_object() {
-#ifdef KR_SIM_TEST_CODE_OBJECT
-  std::FILE* file = std::fopen(KR_SIM_TEST_CODE_OBJECT, "rb");
+#ifdef KR_TEST_CODE_OBJECT
+  std::FILE* file = std::fopen(KR_TEST_CODE_OBJECT, "rb");
   CHECK(file != nullptr);
   if (file == nullptr) return;
   std::vector<uint8_t> object;
@@ -3176,7 +3146,7 @@ void test_real_code_object() {
     object.insert(object.end(), chunk, chunk + n);
   }
   std::fclose(file);
-  hsa_sim_reset(1);
+  hsa_rt_reset(1);
   hsa_executable_t exe{0};
   CHECK_STATUS(load_executable(object, gpu(0), &exe), HSA_STATUS_SUCCESS);
   const uint64_t scatter = kernel_object(exe, gpu(0), "kr_scatter_copy.kd");
@@ -3197,7 +3167,7 @@ void test_real_code_object() {
   core().hsa_signal_destroy_fn(done);
   CHECK_STATUS(core().hsa_queue_destroy_fn(queue), HSA_STATUS_SUCCESS);
   // The same object on an agent of another processor: refused.
-  hsa_sim_set_agent_isa(gpu(0), "amdgcn-amd-amdhsa--gfx1100");
+  hsa_rt_set_agent_isa(gpu(0), "amdgcn-amd-amdhsa--gfx1100");
   CHECK_STATUS(load_executable(object, gpu(0), &exe), HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS);
 #else
   std::printf("sim_selftest: no gfx942 code object of the kernels (no clang-19 found): "
@@ -3206,13 +3176,13 @@ void test_real_code_object() {
 }
 
 void test_threads() {
-  hsa_sim_reset(2);
+  hsa_rt_reset(2);
   std::atomic<int> failures{0};
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([t, &failures] {
       const hsa_amd_memory_pool_t p = pool(gpu(static_cast<uint32_t>(t % 2)),
-                                           HSA_SIM_POOL_DEVICE_COARSE);
+                                           HSA_RT_POOL_DEVICE_COARSE);
       std::vector<char> host(4096, static_cast<char>(t));
       for (int i = 0; i < 200; ++i) {
         void* ptr = nullptr;
@@ -3227,15 +3197,15 @@ void test_threads() {
   }
   for (auto& thread : threads) thread.join();
   CHECK(failures == 0);
-  CHECK(hsa_sim_copy_violations() == 0);
-  CHECK(hsa_sim_live_allocation_count() == 0);
-  CHECK(hsa_sim_quarantine_intact());
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS) == 0);
+  CHECK(hsa_rt_quarantine_intact());
 }
 
 // Leaves a copy blocked on a dependency that never reaches 0: the process
 // must still exit normally.
 void leave_blocked_copy_at_exit() {
-  hsa_sim_reset(1);
+  hsa_rt_reset(1);
   static char host[16];
   void* dev = device_alloc(16);
   hsa_signal_t gate = make_signal(1);
@@ -3279,7 +3249,7 @@ int main() {
   test_async_copy_rect();
   test_signal_async_handler();
   test_vmem_table_entries();
-#if HSA_COMMON_HAVE_VMEM
+#if HSA_RT_HAVE_VMEM
   test_async_copy_on_engine();
   test_vmem_lifecycle();
   test_vmem_set_access();
@@ -3289,6 +3259,5 @@ int main() {
   test_vmem_faults();
 #endif
   leave_blocked_copy_at_exit();
-  std::printf("sim_selftest: %d checks, %d failures\n", g_checks, g_failures);
-  return g_failures == 0 ? 0 : 1;
+  return kr_check_summary("conformance (host)");
 }

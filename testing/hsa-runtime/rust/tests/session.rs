@@ -1,15 +1,16 @@
-//! Tests of the Rust layer over the software HSA runtime: sessions, topology,
-//! the tables handed to a tool, executables and the control interface. The
-//! runtime's API semantics are covered by the C++ sim_selftest, which calls
-//! it through the real table structs.
+//! Tests of the Rust layer over the test runtime's host backend: sessions,
+//! topology, the tables handed to a tool, executables and the control
+//! interface through the bindings. The runtime's semantics are the C++
+//! conformance suite's (testing/hsa-runtime/conformance), which calls it
+//! through the real table structs.
 
 use std::thread;
 use std::time::Duration;
 
 use hsa_sim::{
     amd_ext_table_ptr, core_table_ptr, fresh_amd_ext_table, fresh_core_table,
-    header_table_versions, session, CopyDirection, PoolKind,
-    HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, HSA_SIM_POISON_BYTE,
+    header_table_versions, session, Counter, PoolKind, HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE,
+    POISON_BYTE,
 };
 
 /// The `ApiTableVersion` at the start of a table: major, minor (= size), step.
@@ -105,7 +106,7 @@ fn variables_get_zeroed_storage_that_is_quarantined_on_destroy() {
     sim.add_variable_raw(exe, sim.gpu(1), "raw", 0, 0);
     sim.add_kernel(exe, sim.gpu(1), "kernel.kd");
     // Variable storage is not an allocation.
-    assert_eq!(sim.live_allocation_count(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::LiveAllocations), 0);
     assert_eq!(sim.executables(), vec![exe]);
 
     sim.executable_destroy(exe);
@@ -113,9 +114,9 @@ fn variables_get_zeroed_storage_that_is_quarantined_on_destroy() {
     // Freed storage stays mapped in the quarantine, all poison.
     // SAFETY: quarantined memory stays mapped until reset.
     let freed = unsafe { std::slice::from_raw_parts(var, 64) };
-    assert!(freed.iter().all(|&b| b == HSA_SIM_POISON_BYTE));
+    assert!(freed.iter().all(|&b| b == POISON_BYTE));
     assert!(sim.quarantine_intact());
-    assert_eq!(sim.quarantined_bytes(), 4096);
+    assert_eq!(sim.count(hsa_sim::Counter::QuarantinedBytes), 4096);
 }
 
 #[test]
@@ -125,33 +126,37 @@ fn executables_are_listed_in_creation_order() {
     assert_eq!(sim.executables(), created);
     sim.executable_destroy(created[1]);
     assert_eq!(sim.executables(), vec![created[0], created[2], created[3]]);
-    sim.fail_executable_iteration(true);
+    sim.inject(hsa_sim::Fault::ExecutableIteration, 0, 1);
     assert!(sim.executables().is_empty());
 }
 
 #[test]
 fn counters_and_faults_start_cleared() {
     let sim = session(2);
-    sim.fail_next_allocations(3);
-    sim.fail_pointer_info(true);
-    sim.fail_symbol_query(HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, true);
-    sim.set_address_reuse(true);
+    sim.inject(hsa_sim::Fault::NextAllocations, 0, 3);
+    sim.inject(hsa_sim::Fault::PointerInfo, 0, 1);
+    sim.inject(
+        hsa_sim::Fault::SymbolQuery,
+        u64::from(HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE),
+        1,
+    );
+    sim.set_mode(hsa_sim::Mode::AddressReuse, true);
     drop(sim);
 
     let sim = session(2);
-    for direction in [
-        CopyDirection::HostToHost,
-        CopyDirection::HostToDevice,
-        CopyDirection::DeviceToHost,
-        CopyDirection::DeviceToDevice,
+    for counter in [
+        Counter::CopiesHostToHost,
+        Counter::CopiesHostToDevice,
+        Counter::CopiesDeviceToHost,
+        Counter::CopiesDeviceToDevice,
+        Counter::CopyViolations,
+        Counter::AsyncCopies,
+        Counter::InvalidSignalUses,
+        Counter::LiveAllocations,
+        Counter::QuarantinedBytes,
     ] {
-        assert_eq!(sim.copy_count(direction), 0);
+        assert_eq!(sim.count(counter), 0, "{counter:?}");
     }
-    assert_eq!(sim.copy_violations(), 0);
-    assert_eq!(sim.async_copy_count(), 0);
-    assert_eq!(sim.invalid_signal_uses(), 0);
-    assert_eq!(sim.live_allocation_count(), 0);
-    assert_eq!(sim.quarantined_bytes(), 0);
     assert!(sim.quarantine_intact());
     assert_eq!(sim.allocation_flags(std::ptr::null()), None);
 }

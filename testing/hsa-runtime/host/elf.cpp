@@ -1,4 +1,4 @@
-// hsa_sim_elf.cpp: reading AMDGPU code objects, as much of them as ROCr's
+// elf.cpp: reading AMDGPU code objects (the host backend), as much of them as ROCr's
 // loader needs to load the library's kernels (libamdhsacode's
 // AmdHsaCode::GetIsa and the ".kd" symbols of code object v3+), and the ISA
 // names and compatibility rule of ROCr's core::Isa.
@@ -10,9 +10,9 @@
 #include <cstring>
 #include <set>
 
-#include "hsa_sim_internal.h"
+#include "host.h"
 
-namespace hsa_sim {
+namespace hsa_rt::host {
 
 namespace {
 
@@ -253,7 +253,7 @@ bool read_code_object(const uint8_t* data, size_t size, CodeObject* out) {
   return true;
 }
 
-std::string isa_processor(const std::string& isa) {
+static std::string isa_processor(const std::string& isa) {
   const size_t prefix = sizeof(kIsaPrefix) - 1;
   if (isa.compare(0, prefix, kIsaPrefix) != 0) return std::string();
   return isa.substr(prefix, isa.find(':', prefix) - prefix);
@@ -269,4 +269,4 @@ bool isa_compatible(const std::string& code, const std::string& agent) {
   return true;
 }
 
-}  // namespace hsa_sim
+}  // namespace hsa_rt::host
