@@ -18,7 +18,9 @@ set(KR_MEMCHECK_TIMEOUT_S 900)
 # KR_SANITIZE=address,undefined builds the test runtime and every test
 # program with those sanitizers (the Rust library itself is not
 # instrumented; its heap goes through the sanitizer's malloc, and valgrind
-# covers its code). A directory opts in with kr_sanitize_directory().
+# covers its code). A directory opts in with kr_sanitize_directory(), a target
+# with kr_sanitize(target) (the CUDA backend and the GPU programs are not
+# instrumented: the stand-in driver they load is a plain shared library).
 set(KR_SANITIZE "" CACHE STRING "Sanitizers for the C/C++ tests, e.g. address,undefined")
 if(KR_SANITIZE)
   set(KR_SANITIZE_FLAGS -fsanitize=${KR_SANITIZE} -fno-sanitize-recover=all -fno-omit-frame-pointer)
@@ -29,6 +31,12 @@ macro(kr_sanitize_directory)
     add_link_options(${KR_SANITIZE_FLAGS})
   endif()
 endmacro()
+function(kr_sanitize target)
+  if(KR_SANITIZE)
+    target_compile_options(${target} PRIVATE ${KR_SANITIZE_FLAGS})
+    target_link_options(${target} PRIVATE ${KR_SANITIZE_FLAGS})
+  endif()
+endfunction()
 
 # KR_VALGRIND runs every test program a second time under valgrind memcheck
 # (tests labelled "memcheck"): any error, or any leak (definite, indirect or

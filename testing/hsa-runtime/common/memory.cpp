@@ -322,7 +322,7 @@ uint8_t* allocate_variable_locked(uint32_t agent, uint32_t size) {
   const PoolId pool{agent, is_gpu(agent) ? HSA_RT_POOL_DEVICE_COARSE : HSA_RT_POOL_SYSTEM_COARSE};
   void* base = nullptr;
   if (backend::allocate(pool, bytes, &base) != HSA_STATUS_SUCCESS) return nullptr;
-  if (!backend::zero(base, bytes)) {
+  if (!backend::zero(agent, base, bytes)) {
     Block block;
     block.base = static_cast<uint8_t*>(base);
     block.bytes = bytes;

@@ -375,14 +375,17 @@ namespace {
 // Reserves a slot (waiting while the ring is full), writes the body, then
 // publishes header (and setup) with one release store and rings the doorbell.
 uint64_t submit(hsa_queue_t* queue, const void* body, uint32_t header_and_setup) {
-  const uint64_t index = hsa_rt::api::queue_add_write_index(queue, 1);
-  while (index - hsa_rt::api::queue_load_read_index(queue) >= queue->size) {
+  // Through the live tables, as an application's calls go (a tool's
+  // wrappers see them).
+  const CoreApiTable& t = *hsa_rt_core_table();
+  const uint64_t index = t.hsa_queue_add_write_index_scacq_screl_fn(queue, 1);
+  while (index - t.hsa_queue_load_read_index_scacquire_fn(queue) >= queue->size) {
     std::this_thread::yield();
   }
   auto* packet = static_cast<uint8_t*>(queue->base_address) + (index % queue->size) * 64;
   std::memcpy(packet + 4, static_cast<const uint8_t*>(body) + 4, 60);
   __atomic_store_n(reinterpret_cast<uint32_t*>(packet), header_and_setup, __ATOMIC_RELEASE);
-  hsa_rt::store_signal(queue->doorbell_signal, static_cast<hsa_signal_value_t>(index));
+  t.hsa_signal_store_screlease_fn(queue->doorbell_signal, static_cast<hsa_signal_value_t>(index));
   return index;
 }
 

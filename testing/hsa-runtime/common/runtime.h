@@ -415,7 +415,7 @@ size_t quarantine_max_blocks();
 bool quarantine_holds_memory();       // an allocation out of memory gets it back
 void poison(void* base, size_t bytes);           // with memory_mutex() held
 bool poison_intact(const void* base, size_t bytes);
-bool zero(void* base, size_t bytes);
+bool zero(uint32_t agent, void* base, size_t bytes);  // a variable's storage
 bool runtime_memory_is_device();
 // Memory the runtime does not own: device memory the driver knows, or host.
 Side foreign_side(uintptr_t address, size_t size);
@@ -425,7 +425,6 @@ bool copy(void* dst, const void* src, size_t size, const CopyPlan& plan);
 // Asynchronous copy engines.
 uint32_t engine_count();
 uint32_t engine_of(uint32_t copy_agent);
-uint32_t copy_engines(uint32_t agent);  // HSA_AMD_SDMA_ENGINE_* bits it has
 enum class Queued { kDone, kFailed, kLater };
 // Performs (or enqueues, then completes itself) the job's rows, with
 // memory_mutex() held (shared); kDone / kFailed: the front end completes.

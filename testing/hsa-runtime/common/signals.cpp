@@ -702,7 +702,9 @@ hsa_status_t amd_memory_async_copy_on_engine(void* dst, hsa_agent_t dst_agent, c
   if (!is_gpu(job.copy_agent)) return HSA_STATUS_ERROR;
   uint32_t position = 1;
   while ((bits >> position) != 0) ++position;
-  if (position > backend::copy_engines(job.copy_agent)) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  if (position > agent_description(job.copy_agent).engines) {
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
   return submit(std::move(job));
 }
 #endif

@@ -139,7 +139,7 @@ bool poison_intact(const void* base, size_t bytes) {
   return std::all_of(begin, begin + bytes, [](uint8_t b) { return b == HSA_RT_POISON_BYTE; });
 }
 
-bool zero(void* base, size_t bytes) {
+bool zero(uint32_t, void* base, size_t bytes) {
   std::memset(base, 0, bytes);
   return true;
 }
@@ -158,7 +158,6 @@ bool copy(void* dst, const void* src, size_t size, const CopyPlan&) {
 
 uint32_t engine_count() { return 1; }
 uint32_t engine_of(uint32_t) { return 0; }
-uint32_t copy_engines(uint32_t agent) { return agent_description(agent).engines; }
 
 Queued async_copy(uint32_t, const AsyncJob& job, const CopyPlan&) {
   for (uint64_t row = 0; row < job.rows(); ++row) {

@@ -89,13 +89,14 @@ hsa_rt_backend_t hsa_rt_backend(void);
  * backend does this on the first call into the runtime of a process. */
 hsa_rt_init_status_t hsa_rt_init(void);
 /* (Re)builds the runtime with gpu_count GPU agents (CUDA: the first
- * min(gpu_count, devices)): waits for queued asynchronous copies (dropping
- * those blocked on a dependency that is not 0, their completion signal
- * untouched), stops and retires every AQL queue, frees every allocation,
- * executable and vmem object, clears faults, counters and modes, and starts a
- * new epoch: every handle given out before is unknown afterwards. Signals and
- * armed async handlers survive it; the tables keep whatever function
- * pointers they hold (a tool may have installed wrappers). */
+ * min(gpu_count, devices), at least one; the primary contexts stay retained):
+ * waits for queued asynchronous copies (dropping those blocked on a
+ * dependency that is not 0, their completion signal untouched), stops and
+ * retires every AQL queue, frees every allocation, executable and vmem
+ * object, clears faults, counters and modes, and starts a new epoch: every
+ * handle given out before is unknown afterwards. Signals and armed async
+ * handlers survive it; the tables keep whatever function pointers they hold
+ * (a tool may have installed wrappers). */
 hsa_rt_init_status_t hsa_rt_reset(uint32_t gpu_count);
 /* As hsa_rt_reset, then also destroys every signal and releases the backend
  * (CUDA: the primary contexts; the driver library stays loaded). Every entry

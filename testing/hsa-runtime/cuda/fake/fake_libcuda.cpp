@@ -57,7 +57,7 @@
 // its addresses again from mmap or malloc, as seen with the H200's driver;
 // otherwise they stay reserved and inaccessible, which turns a use after free
 // into a fault).
-// Load it with HSA_CUDA_LIBCUDA=/path/to/libcuda.so.1.
+// Load it with HSA_RT_LIBCUDA=/path/to/libcuda.so.1.
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -76,7 +76,7 @@
 #include <string>
 #include <vector>
 
-#include "../cuda_driver.h"
+#include "cuda_driver.h"
 #include "kernels_host_shim.h"
 #if FAKE_CUDA_REPLAY_KERNELS
 #include "replay_kernels.h"
