@@ -257,75 +257,57 @@ hsa_status_t executable_symbol_get_info(hsa_executable_symbol_t symbol,
   const bool variable = s->kind == HSA_SYMBOL_KIND_VARIABLE;
   switch (attribute) {
     case HSA_EXECUTABLE_SYMBOL_INFO_TYPE:
-      write_value(value, s->kind);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, s->kind);
     case HSA_EXECUTABLE_SYMBOL_INFO_NAME_LENGTH:
-      write_value(value, static_cast<uint32_t>(s->name.size()));
-      return HSA_STATUS_SUCCESS;
+      return answer(value, static_cast<uint32_t>(s->name.size()));
     case HSA_EXECUTABLE_SYMBOL_INFO_NAME:  // NAME_LENGTH bytes, not NUL-terminated
       std::memcpy(value, s->name.data(), s->name.size());
       return HSA_STATUS_SUCCESS;
     case HSA_EXECUTABLE_SYMBOL_INFO_MODULE_NAME_LENGTH:
-      write_value(value, uint32_t{0});
-      return HSA_STATUS_SUCCESS;
+      return answer(value, uint32_t{0});
     case HSA_EXECUTABLE_SYMBOL_INFO_MODULE_NAME:
       return HSA_STATUS_SUCCESS;  // zero bytes
     case HSA_EXECUTABLE_SYMBOL_INFO_AGENT:
-      write_value(value, agent_handle(s->agent));
-      return HSA_STATUS_SUCCESS;
+      return answer(value, agent_handle(s->agent));
     case HSA_EXECUTABLE_SYMBOL_INFO_LINKAGE:
-      write_value(value, HSA_SYMBOL_LINKAGE_PROGRAM);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, HSA_SYMBOL_LINKAGE_PROGRAM);
     case HSA_EXECUTABLE_SYMBOL_INFO_IS_DEFINITION:
-      write_value(value, true);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, true);
     default:
       break;
   }
   if (variable) {
     switch (attribute) {
       case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS:
-        write_value(value, s->address);
-        return HSA_STATUS_SUCCESS;
+        return answer(value, s->address);
       case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE:
-        write_value(value, s->size);
-        return HSA_STATUS_SUCCESS;
+        return answer(value, s->size);
       case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_IS_CONST:
-        write_value(value, s->is_constant);
-        return HSA_STATUS_SUCCESS;
+        return answer(value, s->is_constant);
       case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ALLOCATION:
-        write_value(value, HSA_VARIABLE_ALLOCATION_AGENT);
-        return HSA_STATUS_SUCCESS;
+        return answer(value, HSA_VARIABLE_ALLOCATION_AGENT);
       case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SEGMENT:
-        write_value(value, s->is_constant ? HSA_VARIABLE_SEGMENT_READONLY
-                                          : HSA_VARIABLE_SEGMENT_GLOBAL);
-        return HSA_STATUS_SUCCESS;
+        return answer(value,
+                      s->is_constant ? HSA_VARIABLE_SEGMENT_READONLY : HSA_VARIABLE_SEGMENT_GLOBAL);
       case HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ALIGNMENT:
-        write_value(value, uint32_t{16});
-        return HSA_STATUS_SUCCESS;
+        return answer(value, uint32_t{16});
       default:
         return HSA_STATUS_ERROR_INVALID_ARGUMENT;
     }
   }
   switch (attribute) {
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_OBJECT:
-      write_value(value, s->address);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, s->address);
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_SIZE:
-      write_value(value, s->kernarg_size);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, s->kernarg_size);
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_GROUP_SEGMENT_SIZE:
-      write_value(value, s->group_size);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, s->group_size);
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_PRIVATE_SEGMENT_SIZE:
-      write_value(value, s->private_size);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, s->private_size);
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_KERNARG_SEGMENT_ALIGNMENT:
-      write_value(value, uint32_t{16});
-      return HSA_STATUS_SUCCESS;
+      return answer(value, uint32_t{16});
     case HSA_EXECUTABLE_SYMBOL_INFO_KERNEL_DYNAMIC_CALLSTACK:
-      write_value(value, false);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, false);
     default:
       return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }
@@ -421,14 +403,12 @@ hsa_status_t executable_get_info(hsa_executable_t executable, hsa_executable_inf
   if (exe == nullptr) return HSA_STATUS_ERROR_INVALID_EXECUTABLE;
   switch (attribute) {
     case HSA_EXECUTABLE_INFO_PROFILE:
-      write_value(value, HSA_PROFILE_FULL);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, HSA_PROFILE_FULL);
     case HSA_EXECUTABLE_INFO_STATE:
-      write_value(value, exe->frozen ? HSA_EXECUTABLE_STATE_FROZEN : HSA_EXECUTABLE_STATE_UNFROZEN);
-      return HSA_STATUS_SUCCESS;
+      return answer(value,
+                    exe->frozen ? HSA_EXECUTABLE_STATE_FROZEN : HSA_EXECUTABLE_STATE_UNFROZEN);
     case HSA_EXECUTABLE_INFO_DEFAULT_FLOAT_ROUNDING_MODE:
-      write_value(value, HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, HSA_DEFAULT_FLOAT_ROUNDING_MODE_NEAR);
     default:
       return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }

@@ -525,12 +525,10 @@ hsa_status_t region_get_info(hsa_region_t region, hsa_region_info_t attribute, v
   if (write_pool_info(pool, attribute, value)) return HSA_STATUS_SUCCESS;
   switch (static_cast<uint32_t>(attribute)) {
     case HSA_REGION_INFO_ALLOC_MAX_SIZE:
-      write_value(value, size_t(pool_size(pool)));
-      return HSA_STATUS_SUCCESS;
+      return answer(value, size_t(pool_size(pool)));
     case HSA_AMD_REGION_INFO_HOST_ACCESSIBLE:
       // Only system memory is host accessible on a discrete GPU.
-      write_value(value, !is_device_kind(pool.kind));
-      return HSA_STATUS_SUCCESS;
+      return answer(value, !is_device_kind(pool.kind));
     default:
       return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }
@@ -545,11 +543,9 @@ hsa_status_t amd_memory_pool_get_info(hsa_amd_memory_pool_t memory_pool,
   if (write_pool_info(pool, attribute, value)) return HSA_STATUS_SUCCESS;
   switch (attribute) {
     case HSA_AMD_MEMORY_POOL_INFO_ACCESSIBLE_BY_ALL:  // ROCr: exactly system memory
-      write_value(value, !is_device_kind(pool.kind));
-      return HSA_STATUS_SUCCESS;
+      return answer(value, !is_device_kind(pool.kind));
     case HSA_AMD_MEMORY_POOL_INFO_ALLOC_MAX_SIZE:
-      write_value(value, size_t(pool_size(pool)));
-      return HSA_STATUS_SUCCESS;
+      return answer(value, size_t(pool_size(pool)));
     default:
       return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }
@@ -569,13 +565,11 @@ hsa_status_t amd_agent_memory_pool_get_info(hsa_agent_t agent, hsa_amd_memory_po
     case HSA_AMD_AGENT_MEMORY_POOL_INFO_ACCESS:
       // ROCr's MemoryRegion::GetAgentPoolInfo: every pair of agents is
       // linked, so NEVER_ALLOWED does not occur.
-      write_value(value, owner || (!is_device_kind(pool.kind) && !is_gpu(index))
-                             ? HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT
-                             : HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, owner || (!is_device_kind(pool.kind) && !is_gpu(index))
+                                ? HSA_AMD_MEMORY_POOL_ACCESS_ALLOWED_BY_DEFAULT
+                                : HSA_AMD_MEMORY_POOL_ACCESS_DISALLOWED_BY_DEFAULT);
     case HSA_AMD_AGENT_MEMORY_POOL_INFO_NUM_LINK_HOPS:
-      write_value(value, owner ? uint32_t{0} : uint32_t{1});
-      return HSA_STATUS_SUCCESS;
+      return answer(value, owner ? uint32_t{0} : uint32_t{1});
     case HSA_AMD_AGENT_MEMORY_POOL_INFO_LINK_INFO: {
       // One entry per hop; ROCr writes a zeroed one for an agent's own pool.
       hsa_amd_memory_pool_link_info_t info{};
@@ -588,8 +582,7 @@ hsa_status_t amd_agent_memory_pool_get_info(hsa_agent_t agent, hsa_amd_memory_po
         info.link_type = gpus ? HSA_AMD_LINK_INFO_TYPE_XGMI : HSA_AMD_LINK_INFO_TYPE_PCIE;
         info.numa_distance = 20;
       }
-      write_value(value, info);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, info);
     }
     default:
       return HSA_STATUS_ERROR_INVALID_ARGUMENT;

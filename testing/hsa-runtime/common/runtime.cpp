@@ -124,61 +124,44 @@ std::string processor_of(const std::string& isa) {
 }
 
 const char* status_text(hsa_status_t status) {
+  // "HSA_STATUS_X: text", as ROCr's hsa_status_string answers.
+#define HSA_RT_STATUS(code, text) {HSA_STATUS_##code, "HSA_STATUS_" #code ": " text}
   static const std::pair<uint32_t, const char*> kTexts[] = {
-      {HSA_STATUS_SUCCESS, "HSA_STATUS_SUCCESS: The function has been executed successfully."},
-      {HSA_STATUS_INFO_BREAK,
-       "HSA_STATUS_INFO_BREAK: A traversal over a list of elements has been interrupted."},
-      {HSA_STATUS_ERROR, "HSA_STATUS_ERROR: A generic error has occurred."},
-      {HSA_STATUS_ERROR_INVALID_ARGUMENT,
-       "HSA_STATUS_ERROR_INVALID_ARGUMENT: One of the actual arguments does not meet a "
-       "precondition stated in the documentation of the corresponding formal argument."},
-      {HSA_STATUS_ERROR_INVALID_QUEUE_CREATION,
-       "HSA_STATUS_ERROR_INVALID_QUEUE_CREATION: The queue cannot be created because of the "
-       "arguments."},
-      {HSA_STATUS_ERROR_INVALID_ALLOCATION,
-       "HSA_STATUS_ERROR_INVALID_ALLOCATION: The requested allocation is not valid."},
-      {HSA_STATUS_ERROR_INVALID_AGENT, "HSA_STATUS_ERROR_INVALID_AGENT: The agent is invalid."},
-      {HSA_STATUS_ERROR_INVALID_REGION,
-       "HSA_STATUS_ERROR_INVALID_REGION: The memory region is invalid."},
-      {HSA_STATUS_ERROR_INVALID_SIGNAL, "HSA_STATUS_ERROR_INVALID_SIGNAL: The signal is invalid."},
-      {HSA_STATUS_ERROR_INVALID_QUEUE, "HSA_STATUS_ERROR_INVALID_QUEUE: The queue is invalid."},
-      {HSA_STATUS_ERROR_OUT_OF_RESOURCES,
-       "HSA_STATUS_ERROR_OUT_OF_RESOURCES: The runtime failed to allocate the necessary "
-       "resources."},
-      {HSA_STATUS_ERROR_INVALID_PACKET_FORMAT,
-       "HSA_STATUS_ERROR_INVALID_PACKET_FORMAT: The AQL packet is malformed."},
-      {HSA_STATUS_ERROR_RESOURCE_FREE,
-       "HSA_STATUS_ERROR_RESOURCE_FREE: An error has been detected while releasing a resource."},
-      {HSA_STATUS_ERROR_NOT_INITIALIZED,
-       "HSA_STATUS_ERROR_NOT_INITIALIZED: The HSA runtime is not initialized."},
-      {HSA_STATUS_ERROR_INVALID_ISA,
-       "HSA_STATUS_ERROR_INVALID_ISA: The instruction set architecture is invalid."},
-      {HSA_STATUS_ERROR_INVALID_ISA_NAME,
-       "HSA_STATUS_ERROR_INVALID_ISA_NAME: The instruction set architecture name is invalid."},
-      {HSA_STATUS_ERROR_INVALID_CODE_OBJECT,
-       "HSA_STATUS_ERROR_INVALID_CODE_OBJECT: The code object is invalid."},
-      {HSA_STATUS_ERROR_INVALID_EXECUTABLE,
-       "HSA_STATUS_ERROR_INVALID_EXECUTABLE: The executable is invalid."},
-      {HSA_STATUS_ERROR_FROZEN_EXECUTABLE,
-       "HSA_STATUS_ERROR_FROZEN_EXECUTABLE: The executable is frozen."},
-      {HSA_STATUS_ERROR_INVALID_SYMBOL_NAME,
-       "HSA_STATUS_ERROR_INVALID_SYMBOL_NAME: There is no symbol with the given name."},
-      {HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS,
-       "HSA_STATUS_ERROR_INCOMPATIBLE_ARGUMENTS: The arguments passed to a functions are not "
-       "compatible."},
-      {HSA_STATUS_ERROR_INVALID_INDEX, "HSA_STATUS_ERROR_INVALID_INDEX: The index is invalid."},
-      {HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL,
-       "HSA_STATUS_ERROR_INVALID_EXECUTABLE_SYMBOL: The executable symbol is invalid."},
-      {HSA_STATUS_ERROR_EXCEPTION,
-       "HSA_STATUS_ERROR_EXCEPTION: An HSAIL operation resulted in a hardware exception."},
-      {HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER,
-       "HSA_STATUS_ERROR_INVALID_CODE_OBJECT_READER: The code object reader is invalid."},
-      {HSA_STATUS_ERROR_INVALID_MEMORY_POOL,
-       "HSA_STATUS_ERROR_INVALID_MEMORY_POOL: The memory pool is invalid."},
-      {HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION,
-       "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The kernel accessed memory beyond its "
-       "aperture."},
+      HSA_RT_STATUS(SUCCESS, "The function has been executed successfully."),
+      HSA_RT_STATUS(INFO_BREAK, "A traversal over a list of elements has been interrupted."),
+      HSA_RT_STATUS(ERROR, "A generic error has occurred."),
+      HSA_RT_STATUS(ERROR_INVALID_ARGUMENT,
+                    "One of the actual arguments does not meet a precondition stated in the "
+                    "documentation of the corresponding formal argument."),
+      HSA_RT_STATUS(ERROR_INVALID_QUEUE_CREATION,
+                    "The queue cannot be created because of the arguments."),
+      HSA_RT_STATUS(ERROR_INVALID_ALLOCATION, "The requested allocation is not valid."),
+      HSA_RT_STATUS(ERROR_INVALID_AGENT, "The agent is invalid."),
+      HSA_RT_STATUS(ERROR_INVALID_REGION, "The memory region is invalid."),
+      HSA_RT_STATUS(ERROR_INVALID_SIGNAL, "The signal is invalid."),
+      HSA_RT_STATUS(ERROR_INVALID_QUEUE, "The queue is invalid."),
+      HSA_RT_STATUS(ERROR_OUT_OF_RESOURCES,
+                    "The runtime failed to allocate the necessary resources."),
+      HSA_RT_STATUS(ERROR_INVALID_PACKET_FORMAT, "The AQL packet is malformed."),
+      HSA_RT_STATUS(ERROR_RESOURCE_FREE, "An error has been detected while releasing a resource."),
+      HSA_RT_STATUS(ERROR_NOT_INITIALIZED, "The HSA runtime is not initialized."),
+      HSA_RT_STATUS(ERROR_INVALID_ISA, "The instruction set architecture is invalid."),
+      HSA_RT_STATUS(ERROR_INVALID_ISA_NAME, "The instruction set architecture name is invalid."),
+      HSA_RT_STATUS(ERROR_INVALID_CODE_OBJECT, "The code object is invalid."),
+      HSA_RT_STATUS(ERROR_INVALID_EXECUTABLE, "The executable is invalid."),
+      HSA_RT_STATUS(ERROR_FROZEN_EXECUTABLE, "The executable is frozen."),
+      HSA_RT_STATUS(ERROR_INVALID_SYMBOL_NAME, "There is no symbol with the given name."),
+      HSA_RT_STATUS(ERROR_INCOMPATIBLE_ARGUMENTS,
+                    "The arguments passed to a functions are not compatible."),
+      HSA_RT_STATUS(ERROR_INVALID_INDEX, "The index is invalid."),
+      HSA_RT_STATUS(ERROR_INVALID_EXECUTABLE_SYMBOL, "The executable symbol is invalid."),
+      HSA_RT_STATUS(ERROR_EXCEPTION, "An HSAIL operation resulted in a hardware exception."),
+      HSA_RT_STATUS(ERROR_INVALID_CODE_OBJECT_READER, "The code object reader is invalid."),
+      HSA_RT_STATUS(ERROR_INVALID_MEMORY_POOL, "The memory pool is invalid."),
+      HSA_RT_STATUS(ERROR_MEMORY_APERTURE_VIOLATION,
+                    "The kernel accessed memory beyond its aperture."),
   };
+#undef HSA_RT_STATUS
   for (const auto& entry : kTexts) {
     if (entry.first == static_cast<uint32_t>(status)) return entry.second;
   }
@@ -335,25 +318,19 @@ hsa_status_t system_get_info(hsa_system_info_t attribute, void* value) {
   switch (attribute) {
     case HSA_SYSTEM_INFO_VERSION_MAJOR:
     case HSA_SYSTEM_INFO_VERSION_MINOR:
-      write_value(value, uint16_t{1});
-      return HSA_STATUS_SUCCESS;
+      return answer(value, uint16_t{1});
     case HSA_SYSTEM_INFO_TIMESTAMP:
-      write_value(value, uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                      std::chrono::steady_clock::now().time_since_epoch())
-                                      .count()));
-      return HSA_STATUS_SUCCESS;
+      return answer(value, uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count()));
     case HSA_SYSTEM_INFO_TIMESTAMP_FREQUENCY:
-      write_value(value, kTimestampHz);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, kTimestampHz);
     case HSA_SYSTEM_INFO_SIGNAL_MAX_WAIT:
-      write_value(value, UINT64_MAX);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, UINT64_MAX);
     case HSA_SYSTEM_INFO_ENDIANNESS:
-      write_value(value, HSA_ENDIANNESS_LITTLE);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, HSA_ENDIANNESS_LITTLE);
     case HSA_SYSTEM_INFO_MACHINE_MODEL:
-      write_value(value, HSA_MACHINE_MODEL_LARGE);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, HSA_MACHINE_MODEL_LARGE);
     default:
       return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }
@@ -385,60 +362,43 @@ hsa_status_t agent_get_info(hsa_agent_t agent, hsa_agent_info_t attribute, void*
   switch (static_cast<uint32_t>(attribute)) {
     case HSA_AGENT_INFO_NAME:
       // ROCr names a GPU agent after its ISA's processor.
-      write_string(value, 64, gpu ? (processor_of(isa).empty() ? "gfx000" : processor_of(isa))
-                                  : d.name);
-      return HSA_STATUS_SUCCESS;
+      if (!gpu) return answer_string(value, 64, d.name);
+      return answer_string(value, 64, processor_of(isa).empty() ? "gfx000" : processor_of(isa));
     case HSA_AGENT_INFO_VENDOR_NAME:
-      write_string(value, 64, d.vendor);
-      return HSA_STATUS_SUCCESS;
+      return answer_string(value, 64, d.vendor);
     case HSA_AMD_AGENT_INFO_PRODUCT_NAME:
-      write_string(value, 64, d.product);
-      return HSA_STATUS_SUCCESS;
+      return answer_string(value, 64, d.product);
     case HSA_AGENT_INFO_FEATURE:
-      write_value(value, gpu ? HSA_AGENT_FEATURE_KERNEL_DISPATCH : hsa_agent_feature_t{});
-      return HSA_STATUS_SUCCESS;
+      return answer(value, gpu ? HSA_AGENT_FEATURE_KERNEL_DISPATCH : hsa_agent_feature_t{});
     case HSA_AGENT_INFO_MACHINE_MODEL:
-      write_value(value, HSA_MACHINE_MODEL_LARGE);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, HSA_MACHINE_MODEL_LARGE);
     case HSA_AGENT_INFO_PROFILE:
-      write_value(value, gpu ? HSA_PROFILE_BASE : HSA_PROFILE_FULL);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, gpu ? HSA_PROFILE_BASE : HSA_PROFILE_FULL);
     case HSA_AGENT_INFO_WAVEFRONT_SIZE:
-      write_value(value, d.wavefront_size);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, d.wavefront_size);
     case HSA_AGENT_INFO_QUEUES_MAX:
-      write_value(value, gpu ? kQueuesMax : uint32_t{0});
-      return HSA_STATUS_SUCCESS;
+      return answer(value, gpu ? kQueuesMax : uint32_t{0});
     case HSA_AGENT_INFO_QUEUE_MIN_SIZE:
-      write_value(value, gpu ? kQueueMinSize : uint32_t{0});
-      return HSA_STATUS_SUCCESS;
+      return answer(value, gpu ? kQueueMinSize : uint32_t{0});
     case HSA_AGENT_INFO_QUEUE_MAX_SIZE:
-      write_value(value, queue_size);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, queue_size);
     case HSA_AGENT_INFO_QUEUE_TYPE:
-      write_value(value, hsa_queue_type32_t{HSA_QUEUE_TYPE_MULTI});
-      return HSA_STATUS_SUCCESS;
+      return answer(value, hsa_queue_type32_t{HSA_QUEUE_TYPE_MULTI});
     case HSA_AGENT_INFO_ISA:
-      write_value(value, hsa_isa_t{isa_handle});
-      return HSA_STATUS_SUCCESS;
+      return answer(value, hsa_isa_t{isa_handle});
     case HSA_AGENT_INFO_NODE:
     case HSA_AMD_AGENT_INFO_DRIVER_NODE_ID:
-      write_value(value, index);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, index);
     case HSA_AGENT_INFO_DEVICE:
-      write_value(value, gpu ? HSA_DEVICE_TYPE_GPU : HSA_DEVICE_TYPE_CPU);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, gpu ? HSA_DEVICE_TYPE_GPU : HSA_DEVICE_TYPE_CPU);
     case HSA_AGENT_INFO_VERSION_MAJOR:
     case HSA_AGENT_INFO_VERSION_MINOR:
-      write_value(value, uint16_t{1});
-      return HSA_STATUS_SUCCESS;
+      return answer(value, uint16_t{1});
     case HSA_AMD_AGENT_INFO_COMPUTE_UNIT_COUNT:
-      write_value(value, d.compute_units);
-      return HSA_STATUS_SUCCESS;
+      return answer(value, d.compute_units);
     case HSA_AMD_AGENT_INFO_UUID:
       if (!d.has_uuid) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
-      write_string(value, 21, d.uuid);
-      return HSA_STATUS_SUCCESS;
+      return answer_string(value, 21, d.uuid);
     case HSA_RT_AGENT_INFO_MEMORY_AVAIL: {
       // Newer ROCr, GPU agents only: free bytes of its local memory.
       if (!gpu || !mode(HSA_RT_MODE_MEMORY_AVAIL_SUPPORTED)) {
@@ -452,8 +412,7 @@ hsa_status_t agent_get_info(hsa_agent_t agent, hsa_agent_info_t attribute, void*
         return status;
       }
       SharedLock lock(memory_mutex());
-      write_value(value, uint64_t{capacity - memory().device_bytes[index]});
-      return HSA_STATUS_SUCCESS;
+      return answer(value, uint64_t{capacity - memory().device_bytes[index]});
     }
     default:
       return HSA_STATUS_ERROR_INVALID_ARGUMENT;
@@ -488,8 +447,7 @@ hsa_status_t isa_get_info_alt(hsa_isa_t isa, hsa_isa_info_t attribute, void* val
   switch (attribute) {
     case HSA_ISA_INFO_NAME_LENGTH:
       // ROCr's Isa::GetInfo counts the terminating NUL, and writes it.
-      write_value(value, uint32_t(name.size() + 1));
-      return HSA_STATUS_SUCCESS;
+      return answer(value, uint32_t(name.size() + 1));
     case HSA_ISA_INFO_NAME:
       std::memcpy(value, name.c_str(), name.size() + 1);
       return HSA_STATUS_SUCCESS;
@@ -508,17 +466,13 @@ hsa_status_t isa_get_info_alt(hsa_isa_t isa, hsa_isa_info_t attribute, void* val
       return HSA_STATUS_SUCCESS;
     }
     case HSA_ISA_INFO_WORKGROUP_MAX_SIZE:
-      write_value(value, uint32_t{1024});
-      return HSA_STATUS_SUCCESS;
+      return answer(value, uint32_t{1024});
     case HSA_ISA_INFO_GRID_MAX_DIM:
-      write_value(value, hsa_dim3_t{UINT32_MAX, UINT32_MAX, UINT32_MAX});
-      return HSA_STATUS_SUCCESS;
+      return answer(value, hsa_dim3_t{UINT32_MAX, UINT32_MAX, UINT32_MAX});
     case HSA_ISA_INFO_GRID_MAX_SIZE:
-      write_value(value, uint32_t{UINT32_MAX});
-      return HSA_STATUS_SUCCESS;
+      return answer(value, uint32_t{UINT32_MAX});
     case HSA_ISA_INFO_FBARRIER_MAX_SIZE:
-      write_value(value, uint32_t{32});
-      return HSA_STATUS_SUCCESS;
+      return answer(value, uint32_t{32});
     default:
       return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }

@@ -69,6 +69,16 @@ void write_value(void* out, const T& value) {
 }
 // A char[capacity] attribute, NUL-padded and truncated.
 void write_string(void* out, size_t capacity, const std::string& text);
+// An attribute query's answer: the value written, SUCCESS.
+template <typename T>
+hsa_status_t answer(void* out, const T& value) {
+  write_value(out, value);
+  return HSA_STATUS_SUCCESS;
+}
+inline hsa_status_t answer_string(void* out, size_t capacity, const std::string& text) {
+  write_string(out, capacity, text);
+  return HSA_STATUS_SUCCESS;
+}
 // Rounds up to a multiple of granule; false on overflow.
 bool round_up(size_t size, size_t granule, size_t* rounded);
 // Calls call(item) in order; the first status other than SUCCESS is returned.

@@ -39,7 +39,6 @@ typedef struct CUmod_st* CUmodule;
 typedef struct CUfunc_st* CUfunction;
 typedef struct CUstream_st* CUstream;
 typedef struct CUevent_st* CUevent;
-typedef void (*CUhostFn)(void* user_data);
 /* Virtual memory management (CUDA 10.2 and later). */
 typedef unsigned long long CUmemGenericAllocationHandle;
 typedef struct CUmemLocation_st {
@@ -69,12 +68,9 @@ typedef struct CUmemAccessDesc_st {
 #define CUDA_ERROR_INVALID_VALUE 1
 #define CUDA_ERROR_OUT_OF_MEMORY 2
 #define CUDA_ERROR_NOT_INITIALIZED 3
-#define CUDA_ERROR_DEINITIALIZED 4
 #define CUDA_ERROR_NO_DEVICE 100
 #define CUDA_ERROR_INVALID_DEVICE 101
-#define CUDA_ERROR_INVALID_IMAGE 200
 #define CUDA_ERROR_INVALID_CONTEXT 201
-#define CUDA_ERROR_NO_BINARY_FOR_GPU 209
 #define CUDA_ERROR_FILE_NOT_FOUND 301
 #define CUDA_ERROR_INVALID_HANDLE 400
 #define CUDA_ERROR_NOT_FOUND 500
@@ -87,31 +83,24 @@ typedef struct CUmemAccessDesc_st {
 /* cuMemHostAlloc flags */
 #define CU_MEMHOSTALLOC_PORTABLE 0x01
 #define CU_MEMHOSTALLOC_DEVICEMAP 0x02
-#define CU_MEMHOSTALLOC_WRITECOMBINED 0x04
 
 /* cuStreamCreate flags */
 #define CU_STREAM_DEFAULT 0x0
 #define CU_STREAM_NON_BLOCKING 0x1
 
 /* cuEventCreate flags */
-#define CU_EVENT_DEFAULT 0x0
-#define CU_EVENT_BLOCKING_SYNC 0x1
 #define CU_EVENT_DISABLE_TIMING 0x2
 
 /* CUdevice_attribute values used by the runtime */
 #define CU_DEVICE_ATTRIBUTE_WARP_SIZE 10
 #define CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT 16
 #define CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY 19
-#define CU_DEVICE_ATTRIBUTE_PCI_BUS_ID 33
 #define CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT 40
-#define CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID 34
 #define CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING 41
-#define CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID 50
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR 75
 #define CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR 76
 
 /* CUpointer_attribute values */
-#define CU_POINTER_ATTRIBUTE_CONTEXT 1
 #define CU_POINTER_ATTRIBUTE_MEMORY_TYPE 2
 #define CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL 9
 
@@ -119,8 +108,6 @@ typedef struct CUmemAccessDesc_st {
  * unsigned int) */
 #define CU_MEMORYTYPE_HOST 1
 #define CU_MEMORYTYPE_DEVICE 2
-#define CU_MEMORYTYPE_ARRAY 3
-#define CU_MEMORYTYPE_UNIFIED 4
 
 /* CUfunction_attribute values (cuFuncGetAttribute) */
 #define CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK 0
@@ -178,7 +165,6 @@ typedef struct CUmemAccessDesc_st {
     (CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream))                          \
   X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", NULL, 1, (CUdeviceptr dst, const void* src, size_t bytes)) \
   X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", NULL, 1, (void* dst, CUdeviceptr src, size_t bytes))       \
-  X(cuMemcpyDtoD, "cuMemcpyDtoD_v2", NULL, 1, (CUdeviceptr dst, CUdeviceptr src, size_t bytes)) \
   X(cuMemsetD8, "cuMemsetD8_v2", NULL, 1,                                                       \
     (CUdeviceptr dst, unsigned char value, size_t count))                                       \
   X(cuMemsetD32, "cuMemsetD32_v2", NULL, 1, (CUdeviceptr dst, unsigned int value, size_t count)) \
@@ -204,11 +190,6 @@ typedef struct CUmemAccessDesc_st {
     (unsigned long long* flags, const CUmemLocation* location, CUdeviceptr ptr))                \
   X(cuMemGetAllocationGranularity, "cuMemGetAllocationGranularity", NULL, 0,                    \
     (size_t * granularity, const CUmemAllocationProp* prop, int option))                        \
-  X(cuMemRetainAllocationHandle, "cuMemRetainAllocationHandle", NULL, 0,                        \
-    (CUmemGenericAllocationHandle * handle, void* addr))                                        \
-  X(cuMemGetAllocationPropertiesFromHandle, "cuMemGetAllocationPropertiesFromHandle", NULL, 0,  \
-    (CUmemAllocationProp * prop, CUmemGenericAllocationHandle handle))                          \
-  X(cuModuleLoad, "cuModuleLoad", NULL, 1, (CUmodule * module, const char* path))               \
   X(cuModuleLoadData, "cuModuleLoadData", NULL, 1, (CUmodule * module, const void* image))      \
   X(cuModuleUnload, "cuModuleUnload", NULL, 1, (CUmodule module))                               \
   X(cuModuleGetGlobal, "cuModuleGetGlobal_v2", NULL, 1,                                         \
@@ -228,17 +209,10 @@ typedef struct CUmemAccessDesc_st {
   X(cuStreamCreate, "cuStreamCreate", NULL, 1, (CUstream * stream, unsigned int flags))         \
   X(cuStreamDestroy, "cuStreamDestroy_v2", "cuStreamDestroy", 1, (CUstream stream))             \
   X(cuStreamSynchronize, "cuStreamSynchronize", NULL, 1, (CUstream stream))                     \
-  X(cuLaunchHostFunc, "cuLaunchHostFunc", NULL, 0,                                              \
-    (CUstream stream, CUhostFn fn, void* user_data))                                            \
   X(cuEventCreate, "cuEventCreate", NULL, 1, (CUevent * event, unsigned int flags))             \
   X(cuEventDestroy, "cuEventDestroy_v2", "cuEventDestroy", 1, (CUevent event))                  \
   X(cuEventRecord, "cuEventRecord", NULL, 1, (CUevent event, CUstream stream))                  \
-  X(cuEventSynchronize, "cuEventSynchronize", NULL, 1, (CUevent event))                         \
-  X(cuEventQuery, "cuEventQuery", NULL, 1, (CUevent event))                                     \
-  /* CUDA 12.8 added cuEventElapsedTime_v2, which cuda.h 13 maps the plain                      \
-   * name to; older drivers only have the original. */                                          \
-  X(cuEventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime", 0,                       \
-    (float* milliseconds, CUevent start, CUevent end))
+  X(cuEventSynchronize, "cuEventSynchronize", NULL, 1, (CUevent event))
 
 #define CUDA_DRIVER_TYPEDEF(name, symbol, fallback, required, parameters) \
   typedef CUresult(*name##_t) parameters;
@@ -259,8 +233,7 @@ static inline int cuda_driver_has_vmm(const cuda_driver_t* d) {
   return d != NULL && d->cuMemAddressReserve != NULL && d->cuMemAddressFree != NULL &&
          d->cuMemCreate != NULL && d->cuMemRelease != NULL && d->cuMemMap != NULL &&
          d->cuMemUnmap != NULL && d->cuMemSetAccess != NULL && d->cuMemGetAccess != NULL &&
-         d->cuMemGetAllocationGranularity != NULL && d->cuMemRetainAllocationHandle != NULL &&
-         d->cuMemGetAllocationPropertiesFromHandle != NULL;
+         d->cuMemGetAllocationGranularity != NULL;
 }
 
 #ifdef __cplusplus

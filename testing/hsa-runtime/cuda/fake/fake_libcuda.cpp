@@ -211,7 +211,7 @@ struct VmmHandle {
   size_t size = 0;
   int device = 0;
   unsigned char* shadow = nullptr;  // the fake's own read-write view
-  unsigned refs = 1;                // cuMemCreate / cuMemRetainAllocationHandle
+  unsigned refs = 1;                // cuMemCreate
   unsigned maps = 0;
 };
 struct VmmMapping {
@@ -798,10 +798,6 @@ FAKE_EXPORT CUresult cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t bytes) {
   return copy(reinterpret_cast<uintptr_t>(dst), uintptr_t(src), bytes, false, true);
 }
 
-FAKE_EXPORT CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
-  return copy(uintptr_t(dst), uintptr_t(src), bytes, true, true);
-}
-
 FAKE_EXPORT CUresult cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t count) {
   Driver& d = driver();
   Lock lock(d.mutex);
@@ -836,20 +832,6 @@ FAKE_EXPORT CUresult cuMemsetD32_v2(CUdeviceptr dst, unsigned int value, size_t 
 }
 
 // ---- modules and launches -------------------------------------------------------------------
-
-FAKE_EXPORT CUresult cuModuleLoad(CUmodule* module, const char* path) {
-  Driver& d = driver();
-  Lock lock(d.mutex);
-  if (CUresult r = need_context(d)) return r;
-  if (module == nullptr || path == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  std::FILE* file = std::fopen(path, "rb");
-  if (file == nullptr) return CUDA_ERROR_FILE_NOT_FOUND;
-  std::fclose(file);
-  auto* loaded = new CUmod_st{t_current->device, 0, {}, {}};
-  d.modules.insert(loaded);
-  *module = loaded;
-  return CUDA_SUCCESS;
-}
 
 FAKE_EXPORT CUresult cuModuleLoadData(CUmodule* module, const void* image) {
   Driver& d = driver();
@@ -1103,18 +1085,6 @@ FAKE_EXPORT CUresult cuStreamSynchronize(CUstream stream) {
   return check_stream(d, stream);
 }
 
-FAKE_EXPORT CUresult cuLaunchHostFunc(CUstream stream, CUhostFn fn, void* user_data) {
-  {
-    Driver& d = driver();
-    Lock lock(d.mutex);
-    if (CUresult r = need_context(d)) return r;
-    if (CUresult r = check_stream(d, stream)) return r;
-  }
-  if (fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  fn(user_data);
-  return CUDA_SUCCESS;
-}
-
 FAKE_EXPORT CUresult cuEventCreate(CUevent* event, unsigned int flags) {
   Driver& d = driver();
   Lock lock(d.mutex);
@@ -1148,17 +1118,6 @@ FAKE_EXPORT CUresult cuEventSynchronize(CUevent event) {
   Lock lock(d.mutex);
   if (!d.initialized) return CUDA_ERROR_NOT_INITIALIZED;
   return d.events.count(event) != 0 ? CUDA_SUCCESS : kInvalidHandle;
-}
-
-FAKE_EXPORT CUresult cuEventQuery(CUevent event) { return cuEventSynchronize(event); }
-
-FAKE_EXPORT CUresult cuEventElapsedTime_v2(float* milliseconds, CUevent start, CUevent end) {
-  if (milliseconds == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (cuEventSynchronize(start) != CUDA_SUCCESS || cuEventSynchronize(end) != CUDA_SUCCESS) {
-    return kInvalidHandle;
-  }
-  *milliseconds = 0.0f;
-  return CUDA_SUCCESS;
 }
 
 // ---- virtual memory management ----------------------------------------------------------------
@@ -1316,7 +1275,7 @@ FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
   if (CUresult r = need_context(d)) return r;
   auto it = d.vmm_handles.find(handle);
   // A released handle is no longer a handle, even while its memory lives on
-  // in other mappings (cuMemRetainAllocationHandle gives a usable one back).
+  // in other mappings.
   if (it == d.vmm_handles.end() || it->second.refs == 0) {
     std::fprintf(stderr, "fake_cuda: cuMemMap of unknown or released handle %#llx\n", handle);
     return CUDA_ERROR_INVALID_VALUE;
@@ -1414,32 +1373,3 @@ FAKE_EXPORT CUresult cuMemGetAccess(unsigned long long* flags, const CUmemLocati
   return CUDA_SUCCESS;
 }
 
-FAKE_EXPORT CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle,
-                                                 void* addr) {
-  Driver& d = driver();
-  Lock lock(d.mutex);
-  if (CUresult r = need_context(d)) return r;
-  if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  auto mapping = containing(d.mappings, reinterpret_cast<uintptr_t>(addr));
-  if (mapping == d.mappings.end()) return CUDA_ERROR_INVALID_VALUE;
-  ++d.vmm_handles.at(mapping->second.handle).refs;
-  *handle = mapping->second.handle;
-  return CUDA_SUCCESS;
-}
-
-FAKE_EXPORT CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
-                                                            CUmemGenericAllocationHandle handle) {
-  Driver& d = driver();
-  Lock lock(d.mutex);
-  if (CUresult r = need_context(d)) return r;
-  auto it = d.vmm_handles.find(handle);
-  if (prop == nullptr || it == d.vmm_handles.end() || it->second.refs == 0) {
-    return CUDA_ERROR_INVALID_VALUE;
-  }
-  std::memset(prop, 0, sizeof(*prop));
-  prop->type = CU_MEM_ALLOCATION_TYPE_PINNED;
-  prop->requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
-  prop->location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  prop->location.id = it->second.device;
-  return CUDA_SUCCESS;
-}
