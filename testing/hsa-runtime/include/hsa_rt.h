@@ -392,7 +392,9 @@ bool hsa_rt_quarantine_intact(void);
  * Both backends give every answer below unless a note says otherwise; the
  * conformance suite (conformance/, CONFORMANCE.md) checks them on both.
  *
- * Agents: the CPU (index 0), then the GPUs. A GPU is named after its ISA's
+ * Agents: the CPU (index 0), then the GPUs (CUDA: one per device in ordinal
+ * order, each in its primary context; every entry makes the context it needs
+ * current and puts the caller's back). A GPU is named after its ISA's
  * processor (host: "gfx942" of "amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-",
  * set with hsa_rt_set_agent_isa; CUDA: "sm_90" of "nvptx-nvidia-cuda--sm_90");
  * the CPU has no ISA (iterate_isas calls nothing, HSA_AGENT_INFO_ISA 0). GPUs:
