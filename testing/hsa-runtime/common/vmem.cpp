@@ -108,7 +108,9 @@ bool vmem_pointer_info_locked(uintptr_t address, hsa_amd_pointer_info_t* info,
 #endif
   *no_alloc = agents->empty();
 #else
-  // ROCr 6.x passes the thunk's address-only object of the reservation through.
+  // ROCr 6.x passes the thunk's address-only object of the reservation
+  // through, accessible by no agent.
+  (void)agents;
   info->type = kPointerTypeReservedAddr;
   info->agentBaseAddress = reinterpret_cast<void*>(reservation->first);
   info->sizeInBytes = reservation->second.size;

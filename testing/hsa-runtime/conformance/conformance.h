@@ -95,11 +95,13 @@ void dev_read(void* dst, const void* src, size_t size);
 void dev_fill(void* dst, int byte, size_t size);
 uint8_t dev_byte(const void* ptr, size_t offset = 0);
 
+#if HSA_RT_HAVE_VMEM
 // A vmem access descriptor, and set_access / get_access of one agent
 // (get_access: the permission, or minus the status when it fails).
 hsa_amd_memory_access_desc_t access_desc(hsa_agent_t agent, uint32_t permission);
 hsa_status_t set_access(void* va, size_t size, hsa_agent_t agent, uint32_t permission);
 long long get_access(void* va, hsa_agent_t agent);
+#endif
 
 // A dispatch's view of a kernel of an executable (get_symbol_by_name).
 struct Kernel {

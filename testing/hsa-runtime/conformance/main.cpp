@@ -136,6 +136,7 @@ uint8_t dev_byte(const void* ptr, size_t offset) {
   return byte;
 }
 
+#if HSA_RT_HAVE_VMEM
 hsa_amd_memory_access_desc_t access_desc(hsa_agent_t agent, uint32_t permission) {
   hsa_amd_memory_access_desc_t desc;
   std::memset(&desc, 0, sizeof(desc));
@@ -155,6 +156,7 @@ long long get_access(void* va, hsa_agent_t agent) {
   return status == HSA_STATUS_SUCCESS ? static_cast<long long>(permission)
                                       : -static_cast<long long>(status);
 }
+#endif
 
 bool find_kernel(hsa_executable_t executable, hsa_agent_t agent, const char* name, Kernel* out) {
   hsa_executable_symbol_t symbol{0};
