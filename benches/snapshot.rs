@@ -179,12 +179,12 @@ fn install(no_copy: bool, memory_signals: bool) {
         );
     }
     extern "C" {
-        fn hsa_sim_iterate_executables(
+        fn hsa_rt_iterate_executables(
             callback: Option<kernel_replay::ExecutableCallback>,
             data: *mut c_void,
         ) -> hsa_status_t;
     }
-    kernel_replay::set_executable_iterator(Some(hsa_sim_iterate_executables));
+    kernel_replay::set_executable_iterator(Some(hsa_rt_iterate_executables));
     // The copy engine's own costs: in this runtime the device kernels run on
     // the CPU (and the memory-signal shims above stand in for every signal,
     // the queue's doorbell included), so their cost here says nothing of a

@@ -1,5 +1,5 @@
 // The HSA include directory for the Rust build scripts (build.rs and
-// c_tests/sim/build.rs include this file): `HSA_INCLUDE_DIR` when set (the
+// testing/hsa-runtime/rust/build.rs include this file): `HSA_INCLUDE_DIR` when set (the
 // CMake build and the test command set it), else what the project's one
 // finder, cmake/kernel_replay_find_hsa.cmake, chooses through
 // `cmake -P cmake/print_hsa_include.cmake` (an installed ROCm, then the

@@ -1,12 +1,13 @@
 /* c_api_test.c: kernel-replay used from plain C (C11), as an HSA tool in
  * the same process as the application it profiles.
  *
- * The "tool" installs the library over the software runtime's API tables and
+ * The "tool" installs the library over the test runtime's API tables and
  * drives snapshots and replays; the "application" allocates, frees and
- * copies through the ordinary HSA entry points (hsa_sim_app.cpp), which call
- * through those tables and so through the library's wrappers. Device memory
- * is host memory in the sim, so the test writes and reads it directly, in
- * place of a kernel's stores and loads.
+ * copies through the ordinary HSA entry points (the runtime's
+ * common/app.cpp), which call through those tables and so through the
+ * library's wrappers. Device memory is host memory on the host backend, so
+ * the test writes and reads it directly, in place of a kernel's stores and
+ * loads.
  *
  * The sections run in order on one runtime and each frees what it
  * allocated, so the library's inventory never holds an allocation the
@@ -26,28 +27,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hsa_sim.h"
+#include "check.h"
+#include "hsa_rt.h"
 #include "kernel_replay.h"
 #include "storage_policy.h"
 
-static int failures = 0;
-
-#define CHECK(condition)                                                                 \
-  do {                                                                                   \
-    if (!(condition)) {                                                                  \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #condition);      \
-      ++failures;                                                                        \
-    }                                                                                    \
-  } while (0)
-
-/* For what the rest of a section cannot do without. */
-#define REQUIRE(condition)                                                               \
-  do {                                                                                   \
-    if (!(condition)) {                                                                  \
-      fprintf(stderr, "%s:%d: required check failed: %s\n", __FILE__, __LINE__,          \
-              #condition);                                                               \
-      exit_with_report();                                                                \
-    }                                                                                    \
+/* REQUIRE: for what the rest of a section cannot do without (prints the
+ * library log before exiting). */
+#undef REQUIRE
+#define REQUIRE(condition)                     \
+  do {                                         \
+    if (!CHECK(condition)) exit_with_report(); \
   } while (0)
 
 static _Noreturn void exit_with_report(void);
@@ -89,7 +79,7 @@ static void print_logs(void) {
 
 static _Noreturn void exit_with_report(void) {
   fprintf(stderr, "c_api_test (%s): %d check(s) failed; library log:\n",
-          kr_test_policy_name(kr_storage_policy()), failures + 1);
+          kr_test_policy_name(kr_storage_policy()), kr_check_failed());
   print_logs();
   exit(1);
 }
@@ -102,22 +92,22 @@ static hsa_agent_t cpu, gpu0, gpu1;
  * headers: HIP allocates its kernarg pools with it, in coarse-grained memory. */
 #define POOL_ALLOCATE_EXECUTABLE_FLAG (1u << 2)
 
-static uint8_t* pool_allocate_with_flags(hsa_agent_t agent, hsa_sim_pool_kind_t kind,
+static uint8_t* pool_allocate_with_flags(hsa_agent_t agent, hsa_rt_pool_kind_t kind,
                                          size_t size, uint32_t flags) {
   void* ptr = NULL;
   const hsa_status_t status =
-      hsa_amd_memory_pool_allocate(hsa_sim_pool(agent, kind), size, flags, &ptr);
+      hsa_amd_memory_pool_allocate(hsa_rt_pool(agent, kind), size, flags, &ptr);
   REQUIRE(status == HSA_STATUS_SUCCESS && ptr != NULL);
   return ptr;
 }
 
-static uint8_t* pool_allocate(hsa_agent_t agent, hsa_sim_pool_kind_t kind, size_t size) {
+static uint8_t* pool_allocate(hsa_agent_t agent, hsa_rt_pool_kind_t kind, size_t size) {
   return pool_allocate_with_flags(agent, kind, size, 0);
 }
 
-static uint8_t* region_allocate(hsa_agent_t agent, hsa_sim_pool_kind_t kind, size_t size) {
+static uint8_t* region_allocate(hsa_agent_t agent, hsa_rt_pool_kind_t kind, size_t size) {
   void* ptr = NULL;
-  const hsa_status_t status = hsa_memory_allocate(hsa_sim_region(agent, kind), size, &ptr);
+  const hsa_status_t status = hsa_memory_allocate(hsa_rt_region(agent, kind), size, &ptr);
   REQUIRE(status == HSA_STATUS_SUCCESS && ptr != NULL);
   return ptr;
 }
@@ -159,13 +149,13 @@ static kr_restore_report_t restore(const kr_snapshot_t* snapshot) {
 static void install_the_tool(void) {
   kr_set_log_callback(capture_log, &logs);
   kr_set_log_level(KR_LOG_WARN);
-  REQUIRE(kr_memory_tracker_init(hsa_sim_core_table(), hsa_sim_amd_ext_table(), 0) ==
+  REQUIRE(kr_memory_tracker_init(hsa_rt_core_table(), hsa_rt_amd_ext_table(), 0) ==
           KR_STATUS_SUCCESS);
-  CHECK(kr_memory_tracker_init(hsa_sim_core_table(), hsa_sim_amd_ext_table(), 0) ==
+  CHECK(kr_memory_tracker_init(hsa_rt_core_table(), hsa_rt_amd_ext_table(), 0) ==
         KR_STATUS_ALREADY_INSTALLED);
-  CHECK(kr_memory_tracker_init(hsa_sim_core_table(), hsa_sim_amd_ext_table(), 1) ==
+  CHECK(kr_memory_tracker_init(hsa_rt_core_table(), hsa_rt_amd_ext_table(), 1) ==
         KR_STATUS_SKIPPED);
-  kr_set_executable_iterator(hsa_sim_iterate_executables);
+  kr_set_executable_iterator(hsa_rt_iterate_executables);
   CHECK(!kr_tracking_enabled());
   CHECK(kr_set_tracking_enabled(true));
   CHECK(kr_tracking_enabled());
@@ -177,16 +167,16 @@ static void install_the_tool(void) {
  * peer GPU's buffer, kernarg, fine-grained memory and executable-flagged
  * allocations are not replay state. */
 static void snapshot_restore_and_skip_after_free(void) {
-  uint8_t* a = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
-  uint8_t* b = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 70000);
-  uint8_t* r = region_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 1000);
-  uint8_t* peer = pool_allocate(gpu1, HSA_SIM_POOL_DEVICE_COARSE, 4096);
-  uint8_t* kernarg = pool_allocate(cpu, HSA_SIM_POOL_SYSTEM_KERNARG, 256);
-  uint8_t* fine = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_FINE, 4096);
-  uint8_t* hip_kernarg = pool_allocate_with_flags(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096,
+  uint8_t* a = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 4096);
+  uint8_t* b = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 70000);
+  uint8_t* r = region_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 1000);
+  uint8_t* peer = pool_allocate(gpu1, HSA_RT_POOL_DEVICE_COARSE, 4096);
+  uint8_t* kernarg = pool_allocate(cpu, HSA_RT_POOL_SYSTEM_KERNARG, 256);
+  uint8_t* fine = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_FINE, 4096);
+  uint8_t* hip_kernarg = pool_allocate_with_flags(gpu0, HSA_RT_POOL_DEVICE_COARSE, 4096,
                                                   POOL_ALLOCATE_EXECUTABLE_FLAG);
-  const hsa_executable_t exe = hsa_sim_executable_create();
-  uint8_t* var = hsa_sim_executable_add_variable(exe, gpu0, "counter", 64, false);
+  const hsa_executable_t exe = hsa_rt_executable_create();
+  uint8_t* var = hsa_rt_executable_add_variable(exe, gpu0, "counter", 64, false);
   REQUIRE(var != NULL);
 
   /* The application uploads a's contents with hsa_memory_copy. */
@@ -218,7 +208,7 @@ static void snapshot_restore_and_skip_after_free(void) {
   CHECK(info.agentBaseAddress == b && info.agentOwner.handle == gpu0.handle);
 
   const kr_storage_policy_t policy = kr_storage_policy();
-  const uint64_t live_before = hsa_sim_live_allocation_count();
+  const uint64_t live_before = hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS);
   uint64_t copies_before = copies();
   kr_snapshot_t* snapshot = kr_snap(gpu0);
   REQUIRE(snapshot != NULL);
@@ -243,7 +233,7 @@ static void snapshot_restore_and_skip_after_free(void) {
   CHECK(kr_snapshot_tier_bytes(NULL, kr_test_tier_of(policy)) == 0);
   /* A device or pinned arena is one allocation of the runtime's, made
    * through the un-wrapped allocator: never tracked. */
-  const uint64_t live_with_snapshot = hsa_sim_live_allocation_count();
+  const uint64_t live_with_snapshot = hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS);
   CHECK(live_with_snapshot == live_before + kr_test_runtime_arenas(policy));
   CHECK(kr_tracked_count(gpu0) == 3);
 
@@ -274,37 +264,37 @@ static void snapshot_restore_and_skip_after_free(void) {
   fill(a, 4096, 0x55);
   CHECK(report_is(restore(snapshot), 2, 2, 0));
   CHECK(all_bytes(a, 4096, 0xA1));
-  CHECK(hsa_sim_quarantine_intact());
-  CHECK(hsa_sim_copy_violations() == 0);
+  CHECK(hsa_rt_quarantine_intact());
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);
 
   /* Freed, the snapshot's arena is retained for the next snapshot (the
    * baseline releases its buffers at once): nothing goes back to the runtime
    * until kr_trim_retained. */
-  const uint64_t live_before_free = hsa_sim_live_allocation_count();
+  const uint64_t live_before_free = hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS);
   CHECK(live_before_free == live_with_snapshot - 2); /* b and r */
   kr_snapshot_free(snapshot);
   CHECK(kr_test_leased() == 0);
-  CHECK(hsa_sim_live_allocation_count() == live_before_free);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS) == live_before_free);
   if (kr_test_is_baseline()) {
     CHECK(kr_test_held() == 0);
   } else {
     CHECK(kr_test_retained() >= captured);
   }
   CHECK_NOTHING_HELD();
-  CHECK(hsa_sim_live_allocation_count() == live_before_free - kr_test_runtime_arenas(policy));
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS) == live_before_free - kr_test_runtime_arenas(policy));
   pool_free(a);
   pool_free(peer);
   pool_free(kernarg);
   pool_free(fine);
   pool_free(hip_kernarg);
-  hsa_sim_executable_destroy(exe);
+  hsa_rt_executable_destroy(exe);
 }
 
 /* A freed address handed out again is another allocation: not written. */
 static void a_reused_address_is_not_written(void) {
-  hsa_sim_set_address_reuse(true);
-  uint8_t* stays = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
-  uint8_t* goes = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 8192);
+  hsa_rt_set_mode(HSA_RT_MODE_ADDRESS_REUSE, true);
+  uint8_t* stays = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 4096);
+  uint8_t* goes = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 8192);
   fill(stays, 4096, 0x11);
   fill(goes, 8192, 0x22);
   kr_snapshot_t* snapshot = kr_snap(gpu0);
@@ -312,7 +302,7 @@ static void a_reused_address_is_not_written(void) {
   CHECK(kr_snapshot_region_count(snapshot) == 2);
 
   pool_free(goes);
-  uint8_t* reused = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 8192);
+  uint8_t* reused = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 8192);
   REQUIRE(reused == goes); /* the runtime handed the address back */
   CHECK(kr_tracked_count(gpu0) == 2);
   fill(reused, 8192, 0x99);
@@ -323,13 +313,13 @@ static void a_reused_address_is_not_written(void) {
   CHECK(all_bytes(reused, 8192, 0x99)); /* the new owner's data is intact */
   CHECK(all_bytes(stays, 4096, 0x11));
   CHECK(log_lines_containing("no longer the captured allocation") == warnings_before + 1);
-  CHECK(hsa_sim_copy_violations() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);
 
   kr_snapshot_free(snapshot);
   CHECK_NOTHING_HELD();
   pool_free(stays);
   pool_free(reused);
-  hsa_sim_set_address_reuse(false);
+  hsa_rt_set_mode(HSA_RT_MODE_ADDRESS_REUSE, false);
 }
 
 /* ---- kr_replay with a C pass function --------------------------------------- */
@@ -362,11 +352,11 @@ static void accumulate(uint32_t pass, void* user_data) {
 }
 
 static void replay_passes_see_identical_inputs(void) {
-  const hsa_executable_t exe = hsa_sim_executable_create();
+  const hsa_executable_t exe = hsa_rt_executable_create();
   accumulating_kernel kernel;
   memset(&kernel, 0, sizeof kernel);
-  kernel.buffer = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, kKernelBytes);
-  kernel.counter = hsa_sim_executable_add_variable(exe, gpu0, "pass_counter", 1, false);
+  kernel.buffer = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, kKernelBytes);
+  kernel.counter = hsa_rt_executable_add_variable(exe, gpu0, "pass_counter", 1, false);
   REQUIRE(kernel.counter != NULL);
   for (int i = 0; i < kKernelBytes; ++i) kernel.buffer[i] = (uint8_t)i;
   kernel.counter[0] = 40;
@@ -407,10 +397,10 @@ static void replay_passes_see_identical_inputs(void) {
    * gives back at once whatever storage it took. The counter's capture
    * fails, whatever the tier and copy engine. */
   kernel.passes = 0;
-  hsa_sim_fail_copies_from(kernel.counter);
+  hsa_rt_inject(HSA_RT_FAULT_COPIES_FROM, (uint64_t)(uintptr_t)(kernel.counter), 0);
   copies_before = copies();
   const kr_replay_result_t declined = kr_replay(gpu0, 5, accumulate, &kernel);
-  hsa_sim_fail_copies_from(NULL);
+  hsa_rt_inject(HSA_RT_FAULT_COPIES_FROM, 0, 0);
   CHECK(!declined.replayed);
   CHECK(declined.passes_run == 1);
   CHECK(declined.decline_reason == KR_DECLINE_COPY_FAILED);
@@ -429,7 +419,7 @@ static void replay_passes_see_identical_inputs(void) {
   CHECK(stats.bytes_captured == 0 && stats.snap_ns == 0 && stats.restore_ns == 0);
 
   pool_free(kernel.buffer);
-  hsa_sim_executable_destroy(exe);
+  hsa_rt_executable_destroy(exe);
 }
 
 static void replay_gate(void) {
@@ -446,10 +436,10 @@ static void replay_gate(void) {
  * had (none set, and a runtime without the AMD loader extension); a declined
  * snapshot writes nothing back. */
 static void a_decline_is_logged_through_the_callback(void) {
-  uint8_t* buffer = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
+  uint8_t* buffer = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 4096);
   fill(buffer, 4096, 3);
   kr_set_executable_iterator(NULL);
-  hsa_sim_fail_loader_extension(true);
+  hsa_rt_inject(HSA_RT_FAULT_LOADER_EXTENSION, 0, true);
   const int lines_before = logs.count;
   kr_snapshot_t* snapshot = kr_snap(gpu0);
   REQUIRE(snapshot != NULL);
@@ -470,7 +460,7 @@ static void a_decline_is_logged_through_the_callback(void) {
   kr_snapshot_free(snapshot);
 
   /* With the loader extension back, no iterator needs to be set. */
-  hsa_sim_fail_loader_extension(false);
+  hsa_rt_inject(HSA_RT_FAULT_LOADER_EXTENSION, 0, false);
   snapshot = kr_snap(gpu0);
   CHECK(kr_snapshot_ok(snapshot));
   kr_snapshot_free(snapshot);
@@ -482,8 +472,8 @@ static void a_decline_is_logged_through_the_callback(void) {
  * The host budget bounds the host tiers, so this runs under each policy that
  * keeps copies in host memory (the device tier has its own budget, below). */
 static void the_host_budget_declines(void) {
-  uint8_t* a = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
-  uint8_t* b = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 8192);
+  uint8_t* a = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 4096);
+  uint8_t* b = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 8192);
   /* Both sizes are multiples of the arenas' region alignment, so an arena
    * holds exactly the footprint too. */
   const uint64_t footprint = 4096 + 8192;
@@ -536,8 +526,8 @@ static void the_host_budget_declines(void) {
  * host budget does not apply to it; and auto spills what does not fit
  * into pinned host memory, region by region. */
 static void the_device_budget_bounds_the_device_tier(void) {
-  uint8_t* a = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
-  uint8_t* b = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 8192);
+  uint8_t* a = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 4096);
+  uint8_t* b = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 8192);
   fill(a, 4096, 0x61);
   fill(b, 8192, 0x62);
   const uint64_t footprint = 4096 + 8192;
@@ -596,16 +586,16 @@ static void the_device_budget_bounds_the_device_tier(void) {
 
   kr_set_device_budget(KR_DEVICE_BUDGET_AUTO);
   REQUIRE(kr_set_storage_policy(process_policy));
-  CHECK(hsa_sim_copy_violations() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);
   pool_free(a);
   pool_free(b);
 }
 
 /* The counters of kr_get_stats for restores that skip and fail regions. */
 static void the_stats_count_skipped_and_failed_regions(void) {
-  uint8_t* a = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
-  uint8_t* b = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 8192);
-  uint8_t* c = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
+  uint8_t* a = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 4096);
+  uint8_t* b = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 8192);
+  uint8_t* c = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 4096);
   fill(a, 4096, 0x71);
   fill(b, 8192, 0x72);
   fill(c, 4096, 0x73);
@@ -628,9 +618,9 @@ static void the_stats_count_skipped_and_failed_regions(void) {
   fill(a, 4096, 0xEE);
   fill(b, 8192, 0xEE);
   fill(c, 4096, 0xEE);
-  hsa_sim_fail_copies_into(b);
+  hsa_rt_inject(HSA_RT_FAULT_COPIES_INTO, (uint64_t)(uintptr_t)(b), 0);
   CHECK(report_is(restore(snapshot), 2, 0, 1));
-  hsa_sim_fail_copies_into(NULL);
+  hsa_rt_inject(HSA_RT_FAULT_COPIES_INTO, 0, 0);
   CHECK(all_bytes(a, 4096, 0x71) && all_bytes(b, 8192, 0xEE) && all_bytes(c, 4096, 0x73));
   /* c is freed: skipped. */
   pool_free(c);
@@ -655,7 +645,7 @@ static void the_stats_count_skipped_and_failed_regions(void) {
 static void the_storage_policy_round_trips(void) {
   const kr_storage_policy_t process_policy = kr_storage_policy();
   CHECK(process_policy == kr_test_policy_from_environment());
-  uint8_t* buffer = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
+  uint8_t* buffer = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 4096);
   fill(buffer, 4096, 0x81);
   const kr_storage_policy_t all[] = {KR_STORAGE_AUTO, KR_STORAGE_DEVICE, KR_STORAGE_PINNED,
                                      KR_STORAGE_PAGEABLE, KR_STORAGE_BASELINE};
@@ -690,7 +680,7 @@ static void the_storage_policy_round_trips(void) {
 
 static void nothing_is_recorded_with_tracking_off(void) {
   CHECK(!kr_set_tracking_enabled(false));
-  uint8_t* untracked = pool_allocate(gpu0, HSA_SIM_POOL_DEVICE_COARSE, 4096);
+  uint8_t* untracked = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 4096);
   CHECK(kr_tracked_count(gpu0) == 0);
   kr_snapshot_t* snapshot = kr_snap(gpu0);
   CHECK(kr_snapshot_ok(snapshot) && kr_snapshot_region_count(snapshot) == 0);
@@ -702,10 +692,10 @@ static void nothing_is_recorded_with_tracking_off(void) {
 }
 
 int main(void) {
-  hsa_sim_reset(2);
-  cpu = hsa_sim_cpu_agent();
-  gpu0 = hsa_sim_gpu_agent(0);
-  gpu1 = hsa_sim_gpu_agent(1);
+  hsa_rt_reset(2);
+  cpu = hsa_rt_cpu_agent();
+  gpu0 = hsa_rt_gpu_agent(0);
+  gpu1 = hsa_rt_gpu_agent(1);
   install_the_tool();
   /* ctest runs this program under each policy: make sure it is this one. */
   const kr_storage_policy_t policy = kr_storage_policy();
@@ -727,16 +717,16 @@ int main(void) {
   /* Everything was freed through the wrappers, and every section trimmed
    * what its snapshots retained: nothing left anywhere. */
   CHECK(kr_tracked_count(gpu0) == 0 && kr_tracked_count(gpu1) == 0);
-  CHECK(hsa_sim_live_allocation_count() == 0);
-  CHECK(hsa_sim_copy_violations() == 0);
-  CHECK(hsa_sim_quarantine_intact());
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS) == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);
+  CHECK(hsa_rt_quarantine_intact());
   CHECK(kr_host_bytes_in_use() == 0 && kr_device_bytes_in_use() == 0);
   CHECK(kr_trim_retained() == 0);
   kr_set_log_callback(NULL, NULL);
 
-  if (failures != 0) {
+  if (kr_check_failed() != 0) {
     fprintf(stderr, "c_api_test (%s): %d check(s) failed; library log:\n",
-            kr_test_policy_name(policy), failures);
+            kr_test_policy_name(policy), kr_check_failed());
     print_logs();
     return 1;
   }

@@ -4,9 +4,9 @@
 //
 // A snapshot may hold regions that are freed, or whose address is handed to
 // a new allocation, before its restore runs. The library must then skip
-// them: the sim counts any copy that touches freed memory or runs past an
-// allocation (hsa_sim_copy_violations) and checks that freed memory still
-// holds its poison (hsa_sim_quarantine_intact). Long-lived buffers must be
+// them: the test runtime counts any copy that touches freed memory or runs past an
+// allocation (HSA_RT_COUNT_COPY_VIOLATIONS) and checks that freed memory still
+// holds its poison (hsa_rt_quarantine_intact). Long-lived buffers must be
 // restored by every restore.
 //
 // A failing check never stops a thread early without telling the others:
@@ -25,21 +25,13 @@
 #include <thread>
 #include <vector>
 
-#include "hsa_sim.h"
+#include "check.h"
+#include "hsa_rt.h"
 #include "kernel_replay.h"
 #include "storage_policy.h"
 
 namespace {
 
-std::atomic<int> failures{0};
-
-void check(bool condition, const char* what, int line) {
-  if (!condition) {
-    std::fprintf(stderr, "concurrency_test.cpp:%d: check failed: %s\n", line, what);
-    failures.fetch_add(1);
-  }
-}
-#define CHECK(condition) check((condition), #condition, __LINE__)
 
 constexpr int kChurnThreads = 4;
 constexpr int kSnapshotThreads = 2;
@@ -82,7 +74,7 @@ void churn(hsa_amd_memory_pool_t pool, int worker, const std::atomic<bool>& keep
     const std::size_t size = 4096 * (1 + round % 3);
     void* ptr = nullptr;
     if (hsa_amd_memory_pool_allocate(pool, size, 0, &ptr) != HSA_STATUS_SUCCESS) {
-      check(false, "hsa_amd_memory_pool_allocate failed", __LINE__);
+      CHECKF(false, "hsa_amd_memory_pool_allocate failed");
       break;
     }
     std::memset(ptr, static_cast<int>((worker * 31 + round) & 0xFF), size);
@@ -147,18 +139,18 @@ void snapshot_and_restore(hsa_agent_t gpu, RestoreTotals& totals) {
 }  // namespace
 
 int main() {
-  hsa_sim_reset(2);
-  const hsa_agent_t gpu = hsa_sim_gpu_agent(0);
-  const hsa_amd_memory_pool_t pool = hsa_sim_pool(gpu, HSA_SIM_POOL_DEVICE_COARSE);
-  if (kr_memory_tracker_init(hsa_sim_core_table(), hsa_sim_amd_ext_table(), 0) !=
+  hsa_rt_reset(2);
+  const hsa_agent_t gpu = hsa_rt_gpu_agent(0);
+  const hsa_amd_memory_pool_t pool = hsa_rt_pool(gpu, HSA_RT_POOL_DEVICE_COARSE);
+  if (kr_memory_tracker_init(hsa_rt_core_table(), hsa_rt_amd_ext_table(), 0) !=
       KR_STATUS_SUCCESS) {
     std::fprintf(stderr, "concurrency_test: kr_memory_tracker_init failed\n");
     return 1;
   }
-  kr_set_executable_iterator(hsa_sim_iterate_executables);
+  kr_set_executable_iterator(hsa_rt_iterate_executables);
   kr_set_tracking_enabled(true);
   kr_set_log_level(KR_LOG_ERROR);  // skipped regions warn by design
-  hsa_sim_set_address_reuse(true);
+  hsa_rt_set_mode(HSA_RT_MODE_ADDRESS_REUSE, true);
   // ctest runs this program under each policy: make sure it is this one.
   const kr_storage_policy_t policy = kr_storage_policy();
   CHECK(policy == kr_test_policy_from_environment());
@@ -200,8 +192,8 @@ int main() {
   gate.open();
   for (std::thread& thread : threads) thread.join();
 
-  CHECK(hsa_sim_copy_violations() == 0);
-  CHECK(hsa_sim_quarantine_intact());
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);
+  CHECK(hsa_rt_quarantine_intact());
   CHECK(totals.restored.load() >=
         static_cast<uint64_t>(kSnapshotThreads) * kSnapshotIterations * kStableBuffers);
   for (int i = 0; i < kStableBuffers; ++i) {
@@ -213,7 +205,7 @@ int main() {
   // nothing held, and nothing of the library's in the runtime.
   CHECK(kr_test_leased() == 0);
   CHECK(kr_test_trim_leaves_nothing_held());
-  CHECK(hsa_sim_live_allocation_count() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS) == 0);
   // The counters saw every snapshot and restore of both threads.
   const kr_stats_t stats = kr_test_stats();
   constexpr uint64_t kSnapshots = static_cast<uint64_t>(kSnapshotThreads) * kSnapshotIterations;
@@ -228,9 +220,9 @@ int main() {
               kr_test_policy_name(policy),
               static_cast<unsigned long long>(totals.restored.load()),
               static_cast<unsigned long long>(totals.skipped.load()));
-  if (failures.load() != 0) {
+  if (kr_check_failed() != 0) {
     std::fprintf(stderr, "concurrency_test (%s): %d check(s) failed\n",
-                 kr_test_policy_name(policy), failures.load());
+                 kr_test_policy_name(policy), kr_check_failed());
     return 1;
   }
   return 0;

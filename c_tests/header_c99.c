@@ -18,20 +18,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "check.h"
+
 #ifndef KR_EXPECTED_VERSION
 #error "KR_EXPECTED_VERSION must be defined by the build"
 #endif
 
-static int failures = 0;
-
-#define CHECK(condition)                                                   \
-  do {                                                                     \
-    if (!(condition)) {                                                    \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__,    \
-              #condition);                                                 \
-      ++failures;                                                          \
-    }                                                                      \
-  } while (0)
 
 /* Every exported function, so that each must be declared by the header and
  * resolved by the linker. The casts to a common type are allowed in C. */
@@ -243,7 +235,7 @@ int main(void) {
   if (version != NULL && strcmp(version, KR_EXPECTED_VERSION) != 0) {
     fprintf(stderr, "kr_version() is \"%s\", the project version is \"%s\"\n", version,
             KR_EXPECTED_VERSION);
-    ++failures;
+    CHECK(0);
   }
   CHECK(kr_version() == version); /* static storage */
 
@@ -251,10 +243,7 @@ int main(void) {
   check_structs();
   check_null_handling();
 
-  if (failures != 0) {
-    fprintf(stderr, "header_c99: %d check(s) failed\n", failures);
-    return 1;
-  }
+  if (kr_check_failed() != 0) return kr_check_summary("header_c99");
   printf("header_c99: all checks passed (kernel-replay %s)\n", version);
   return 0;
 }

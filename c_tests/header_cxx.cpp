@@ -22,6 +22,8 @@
 #include <cstdio>
 #include <cstring>
 #include <type_traits>
+
+#include "check.h"
 #include <utility>
 
 // A global name `kernel_replay` would make every `kernel_replay::` in code
@@ -74,15 +76,6 @@ static_assert(std::is_same<decltype(ms::restore_with_report(
                            kr_restore_report_t>::value,
               "restore_with_report returns the C report");
 
-int failures = 0;
-
-void check(bool condition, const char* what, int line) {
-  if (!condition) {
-    std::fprintf(stderr, "header_cxx.cpp:%d: check failed: %s\n", line, what);
-    ++failures;
-  }
-}
-#define CHECK(condition) check((condition), #condition, __LINE__)
 
 // As the SDK's: a default-constructed snapshot is ok, empty, and restores
 // (nothing) successfully.
@@ -150,9 +143,9 @@ int main() {
   the_tracker_functions_answer_without_a_runtime();
   CHECK(std::strcmp(kr_version(), "") != 0);
   CHECK(kr_host_bytes_in_use() == 0);
-  if (failures != 0) {
+  if (kr_check_failed() != 0) {
     std::fprintf(stderr, "header_cxx (C++%ld): %d check(s) failed\n", __cplusplus / 100 % 100,
-                 failures);
+                 kr_check_failed());
     return 1;
   }
   std::printf("header_cxx (C++%ld): all checks passed\n", __cplusplus / 100 % 100);

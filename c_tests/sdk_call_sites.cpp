@@ -39,7 +39,8 @@
 #include <kernel_replay/memory_snapshot.hpp>
 #include <kernel_replay/memory_tracker.hpp>
 
-#include "hsa_sim.h"
+#include "check.h"
+#include "hsa_rt.h"
 #include "storage_policy.h"
 
 // ---- the SDK's logging macros, as a test shim (glog-style streams) ------------------
@@ -78,15 +79,7 @@ class line {
 #define ROCP_WARNING ::test_log::line("WARNING", __FILE__, __LINE__, false)
 
 namespace {
-int failures = 0;
-void check(bool condition, const char* what, int line) {
-  if (!condition) {
-    std::fprintf(stderr, "sdk_call_sites.cpp:%d: check failed: %s\n", line, what);
-    ++failures;
-  }
-}
 }  // namespace
-#define CHECK(condition) check((condition), #condition, __LINE__)
 
 // ---- the SDK's own rocprofiler::kernel_replay namespace -------------------------------
 
@@ -214,7 +207,7 @@ namespace {
 uint8_t* allocate_coarse(hsa_agent_t gpu, std::size_t size) {
   void* ptr = nullptr;
   const hsa_status_t status = hsa_amd_memory_pool_allocate(
-      hsa_sim_pool(gpu, HSA_SIM_POOL_DEVICE_COARSE), size, 0, &ptr);
+      hsa_rt_pool(gpu, HSA_RT_POOL_DEVICE_COARSE), size, 0, &ptr);
   CHECK(status == HSA_STATUS_SUCCESS && ptr != nullptr);
   return static_cast<uint8_t*>(ptr);
 }
@@ -298,14 +291,14 @@ void every_region_freed_during_the_window(hsa_agent_t gpu) {
     }
   });
   CHECK(outcome.snapshot_ok && outcome.runs == 3);
-  CHECK(hsa_sim_copy_violations() == 0);
-  CHECK(hsa_sim_quarantine_intact());
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);
+  CHECK(hsa_rt_quarantine_intact());
 }
 
 // A buffer freed in the first pass and its address handed to a new
 // allocation: the restore must not write the old bytes into the new owner.
 void a_reused_address_is_left_to_its_new_owner(hsa_agent_t gpu) {
-  hsa_sim_set_address_reuse(true);
+  hsa_rt_set_mode(HSA_RT_MODE_ADDRESS_REUSE, true);
   uint8_t* old_buffer = allocate_coarse(gpu, 4096);
   std::memset(old_buffer, 0x11, 4096);
   uint8_t* new_buffer = nullptr;
@@ -318,7 +311,7 @@ void a_reused_address_is_left_to_its_new_owner(hsa_agent_t gpu) {
     }
     std::memset(new_buffer, 0x22, 4096);
   });
-  hsa_sim_set_address_reuse(false);
+  hsa_rt_set_mode(HSA_RT_MODE_ADDRESS_REUSE, false);
   CHECK(outcome.snapshot_ok && outcome.runs == 3);
   CHECK(all_bytes(new_buffer, 4096, 0x22));
   CHECK(hsa_amd_memory_pool_free(new_buffer) == HSA_STATUS_SUCCESS);
@@ -336,7 +329,7 @@ void window_with_a_failed_restore_copy(hsa_agent_t gpu, uint8_t* counter) {
   rocprofiler::hsa::write_interceptor(gpu, 3, [&] {
     dispatch();
     // After the first pass, copies into the input fail.
-    if (runs++ == 0) hsa_sim_fail_copies_into(dispatch.input);
+    if (runs++ == 0) hsa_rt_inject(HSA_RT_FAULT_COPIES_INTO, reinterpret_cast<uintptr_t>(dispatch.input), 0);
   });
 }
 
@@ -361,9 +354,9 @@ void a_failed_restore_copy_aborts() {
 
 void a_declined_snapshot_runs_the_dispatch_once(hsa_agent_t gpu, uint8_t* counter) {
   AccumulatingDispatch dispatch = make_dispatch(gpu, counter);
-  hsa_sim_fail_copies_from(dispatch.counter);  // its capture fails
+  hsa_rt_inject(HSA_RT_FAULT_COPIES_FROM, reinterpret_cast<uintptr_t>(dispatch.counter), 0);  // its capture fails
   const WindowOutcome outcome = window(gpu, 4, dispatch);
-  hsa_sim_fail_copies_from(nullptr);
+  hsa_rt_inject(HSA_RT_FAULT_COPIES_FROM, 0, 0);
   CHECK(!outcome.snapshot_ok);
   CHECK(outcome.runs == 1 && dispatch.inputs_seen.size() == 1);
   CHECK(hsa_amd_memory_pool_free(dispatch.input) == HSA_STATUS_SUCCESS);
@@ -379,7 +372,7 @@ void re_registration_in_both_orders(HsaApiTable* api, hsa_agent_t gpu, uint8_t* 
   AccumulatingDispatch dispatch = make_dispatch(gpu, counter);  // untracked
   const WindowOutcome declined = window(gpu, 3, dispatch);
   CHECK(!declined.snapshot_ok && declined.runs == 1);
-  CHECK(hsa_sim_copy_violations() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);
   CHECK(hsa_amd_memory_pool_free(dispatch.input) == HSA_STATUS_SUCCESS);
 
   rocprofiler::registration::set_api_table(api, 0);  // restore, then init
@@ -392,7 +385,7 @@ void re_registration_in_both_orders(HsaApiTable* api, hsa_agent_t gpu, uint8_t* 
   CHECK(hsa_amd_memory_pool_free(also_freed) == HSA_STATUS_SUCCESS);  // unseen
   rocprofiler::registration::set_api_table(api, 0);
   every_pass_sees_identical_inputs(gpu, counter);
-  CHECK(hsa_sim_copy_violations() == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);
   CHECK(rocprofiler::kernel_replay::memory_tracker::tracked_count(gpu) == 0);
 }
 
@@ -400,13 +393,13 @@ void re_registration_in_both_orders(HsaApiTable* api, hsa_agent_t gpu, uint8_t* 
 
 int main(int argc, char** argv) {
   const bool failed_restore_copy_case = argc > 1 && std::strcmp(argv[1], kFailedRestoreCopy) == 0;
-  hsa_sim_reset(2);
-  const hsa_agent_t gpu = hsa_sim_gpu_agent(0);
-  const hsa_agent_t other_gpu = hsa_sim_gpu_agent(1);
+  hsa_rt_reset(2);
+  const hsa_agent_t gpu = hsa_rt_gpu_agent(0);
+  const hsa_agent_t other_gpu = hsa_rt_gpu_agent(1);
 
   HsaApiTable api{};
-  api.core_ = hsa_sim_core_table();
-  api.amd_ext_ = hsa_sim_amd_ext_table();
+  api.core_ = hsa_rt_core_table();
+  api.amd_ext_ = hsa_rt_amd_ext_table();
   rocprofiler::registration::set_api_table(&api, 0);
   CHECK(!kernel_replay::memory_tracker::tracking_enabled());  // through `using namespace`
   rocprofiler::callback_tracing::configure_callback_tracing_service(
@@ -415,13 +408,13 @@ int main(int argc, char** argv) {
   kr_set_log_level(KR_LOG_ERROR);  // declines and skips warn by design
   const kr_storage_policy_t policy = kr_storage_policy();
   CHECK(policy == kr_test_policy_from_environment());
-  const uint64_t live_at_start = hsa_sim_live_allocation_count();
+  const uint64_t live_at_start = hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS);
 
   // The kernel's code object, loaded before the first dispatch. No
   // executable iterator is set: the library finds the loader's.
-  const hsa_executable_t exe = hsa_sim_executable_create();
+  const hsa_executable_t exe = hsa_rt_executable_create();
   uint8_t* counter =
-      static_cast<uint8_t*>(hsa_sim_executable_add_variable(exe, gpu, "counter", 1, false));
+      static_cast<uint8_t*>(hsa_rt_executable_add_variable(exe, gpu, "counter", 1, false));
   CHECK(counter != nullptr);
   if (failed_restore_copy_case) {
     window_with_a_failed_restore_copy(gpu, counter);
@@ -438,13 +431,13 @@ int main(int argc, char** argv) {
 
   CHECK(hsa_executable_destroy(exe) == HSA_STATUS_SUCCESS);
   CHECK(rocprofiler::kernel_replay::memory_tracker::tracked_count(gpu) == 0);
-  CHECK(hsa_sim_copy_violations() == 0);
-  CHECK(hsa_sim_quarantine_intact());
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);
+  CHECK(hsa_rt_quarantine_intact());
   CHECK(kr_test_trim_leaves_nothing_held());
-  CHECK(hsa_sim_live_allocation_count() == live_at_start);
-  if (failures != 0) {
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS) == live_at_start);
+  if (kr_check_failed() != 0) {
     std::fprintf(stderr, "sdk_call_sites (%s): %d check(s) failed\n", kr_test_policy_name(policy),
-                 failures);
+                 kr_check_failed());
     return 1;
   }
   std::printf("sdk_call_sites (%s): all checks passed\n", kr_test_policy_name(policy));

@@ -4,7 +4,7 @@
  * ctest runs each behaviour program once per policy (KERNEL_REPLAY_STORAGE
  * unset, i.e. auto, then baseline, device, pinned and pageable), so their
  * checks must not depend on where a snapshot keeps its copies:
- *   - a copy may be device-to-device (device tier; the sim also counts its
+ *   - a copy may be device-to-device (device tier; the test runtime also counts its
  *     pinned pool as device memory) rather than device-to-host and back, so
  *     tests count copies in every direction (one per region per snapshot and
  *     per restore, whatever the policy);
@@ -25,15 +25,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hsa_sim.h"
+#include "hsa_rt.h"
 #include "kernel_replay.h"
 
 /* Every copy the runtime performed or refused, whatever its direction. */
 static inline uint64_t kr_test_copies(void) {
-  return hsa_sim_copy_count(HSA_SIM_COPY_HOST_TO_HOST) +
-         hsa_sim_copy_count(HSA_SIM_COPY_HOST_TO_DEVICE) +
-         hsa_sim_copy_count(HSA_SIM_COPY_DEVICE_TO_HOST) +
-         hsa_sim_copy_count(HSA_SIM_COPY_DEVICE_TO_DEVICE);
+  return hsa_rt_count(HSA_RT_COUNT_COPIES_HOST_TO_HOST) +
+         hsa_rt_count(HSA_RT_COUNT_COPIES_HOST_TO_DEVICE) +
+         hsa_rt_count(HSA_RT_COUNT_COPIES_DEVICE_TO_HOST) +
+         hsa_rt_count(HSA_RT_COUNT_COPIES_DEVICE_TO_DEVICE);
 }
 
 /* Memory the library holds for snapshots, host and device: live snapshots'
@@ -117,7 +117,7 @@ static inline kr_storage_policy_t kr_test_policy_from_environment(void) {
 
 static inline bool kr_test_is_baseline(void) { return kr_storage_policy() == KR_STORAGE_BASELINE; }
 
-/* Where a snapshot of the sim's small test footprints keeps everything
+/* Where a snapshot of the test runtime's small test footprints keeps everything
  * under `policy`: auto has all the room it needs in device memory (16 GiB
  * pools, the default device budget); the baseline's buffers are pageable. */
 static inline kr_storage_tier_t kr_test_tier_of(kr_storage_policy_t policy) {

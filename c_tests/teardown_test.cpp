@@ -22,7 +22,8 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "hsa_sim.h"
+#include "check.h"
+#include "hsa_rt.h"
 #include "kernel_replay/memory_snapshot.hpp"
 #include "kernel_replay/memory_tracker.hpp"
 #include "storage_policy.h"
@@ -30,25 +31,17 @@
 namespace {
 
 // Plain globals: still valid while the static destructors run.
-int failures = 0;
 bool finalize_at_exit = false;
 hsa_agent_t gpu{0};
 uint64_t signals_at_start = 0;
 
-void check(bool condition, const char* what, int line) {
-  if (!condition) {
-    std::fprintf(stderr, "teardown_test.cpp:%d: check failed: %s\n", line, what);
-    ++failures;
-  }
-}
-#define CHECK(condition) check((condition), #condition, __LINE__)
 
 // Device memory an application object owns for the whole run.
 class StaticDeviceBuffer {
  public:
   StaticDeviceBuffer(std::size_t size, uint8_t byte) {
     const hsa_status_t status = hsa_amd_memory_pool_allocate(
-        hsa_sim_pool(gpu, HSA_SIM_POOL_DEVICE_COARSE), size, 0, &ptr_);
+        hsa_rt_pool(gpu, HSA_RT_POOL_DEVICE_COARSE), size, 0, &ptr_);
     CHECK(status == HSA_STATUS_SUCCESS);
     if (ptr_ != nullptr) std::memset(ptr_, byte, size);
   }
@@ -104,18 +97,18 @@ void verdict_at_exit() {
     // snapshot's storage went back when it was freed, after finalize.
     CHECK(kr_test_held() == 0);
     CHECK(kr_trim_retained() == 0);
-    CHECK(hsa_sim_live_signal_count() == signals_at_start);
+    CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_SIGNALS) == signals_at_start);
   } else {
     // The freed snapshot's arena is retained for reuse until trimmed.
     CHECK(kr_test_leased() == 0);
     CHECK(kr_test_trim_leaves_nothing_held());
   }
-  CHECK(hsa_sim_live_allocation_count() == 0);
-  CHECK(hsa_sim_copy_violations() == 0);
-  CHECK(hsa_sim_quarantine_intact());
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS) == 0);
+  CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);
+  CHECK(hsa_rt_quarantine_intact());
   CHECK(kr_tracked_count(gpu) == 0);
-  if (failures != 0) {
-    std::fprintf(stderr, "teardown_test (%s, %s): %d check(s) failed\n", mode, policy, failures);
+  if (kr_check_failed() != 0) {
+    std::fprintf(stderr, "teardown_test (%s, %s): %d check(s) failed\n", mode, policy, kr_check_failed());
     std::_Exit(1);
   }
   std::printf("teardown_test (%s, %s): all checks passed\n", mode, policy);
@@ -131,15 +124,15 @@ int main(int argc, char** argv) {
   }
   finalize_at_exit = std::strcmp(argv[1], "finalize") == 0;
 
-  hsa_sim_reset(1);
-  gpu = hsa_sim_gpu_agent(0);
-  signals_at_start = hsa_sim_live_signal_count();
-  if (kr_memory_tracker_init(hsa_sim_core_table(), hsa_sim_amd_ext_table(), 0) !=
+  hsa_rt_reset(1);
+  gpu = hsa_rt_gpu_agent(0);
+  signals_at_start = hsa_rt_count(HSA_RT_COUNT_LIVE_SIGNALS);
+  if (kr_memory_tracker_init(hsa_rt_core_table(), hsa_rt_amd_ext_table(), 0) !=
       KR_STATUS_SUCCESS) {
     std::fprintf(stderr, "teardown_test: kr_memory_tracker_init failed\n");
     return 1;
   }
-  kr_set_executable_iterator(hsa_sim_iterate_executables);
+  kr_set_executable_iterator(hsa_rt_iterate_executables);
   rocprofiler::kernel_replay::memory_tracker::set_tracking_enabled(true);
   kr_set_log_level(KR_LOG_ERROR);  // skipped regions and the decline warn by design
   // ctest runs this program under each policy: make sure it is this one.
@@ -156,7 +149,7 @@ int main(int argc, char** argv) {
   CHECK(kr_test_tier_total(kept.snapshot.get()) == kept.snapshot.bytes());
   CHECK(kr_test_leased() >= kept.snapshot.bytes());
   // The two buffers, and the snapshot's arena if the runtime holds it.
-  CHECK(hsa_sim_live_allocation_count() == 2 + kr_test_runtime_arenas(kr_storage_policy()));
+  CHECK(hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS) == 2 + kr_test_runtime_arenas(kr_storage_policy()));
 
   if (finalize_at_exit) std::atexit(finalize_the_tool);  // runs before the destructors
   return 0;

@@ -34,18 +34,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "hsa_sim.h"
+#include "check.h"
+#include "hsa_rt.h"
 #include "kernel_replay.h"
 
-static int failures = 0;
-
-#define CHECK(condition)                                                                 \
-  do {                                                                                   \
-    if (!(condition)) {                                                                  \
-      fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #condition);      \
-      ++failures;                                                                        \
-    }                                                                                    \
-  } while (0)
 
 /* ---- one loaded copy, reached through dlsym -------------------------------------- */
 
@@ -134,7 +126,7 @@ static void print_log(const char* name, const captured_log* log) {
 static void* device_allocate(hsa_agent_t gpu, size_t size) {
   void* ptr = NULL;
   const hsa_status_t status = hsa_amd_memory_pool_allocate(
-      hsa_sim_pool(gpu, HSA_SIM_POOL_DEVICE_COARSE), size, 0, &ptr);
+      hsa_rt_pool(gpu, HSA_RT_POOL_DEVICE_COARSE), size, 0, &ptr);
   if (status != HSA_STATUS_SUCCESS || ptr == NULL) {
     fprintf(stderr, "hsa_amd_memory_pool_allocate failed (%d)\n", (int)status);
     exit(1);
@@ -147,10 +139,10 @@ static void* device_allocate(hsa_agent_t gpu, size_t size) {
 static int child(const char* path) {
   const char* inherited = getenv("KERNEL_REPLAY_INSTALLED");
   CHECK(inherited != NULL); /* the parent's marker, naming the parent */
-  hsa_sim_reset(1);
-  const hsa_agent_t gpu = hsa_sim_gpu_agent(0);
+  hsa_rt_reset(1);
+  const hsa_agent_t gpu = hsa_rt_gpu_agent(0);
   copy only = load(path);
-  CHECK(only.memory_tracker_init(hsa_sim_core_table(), hsa_sim_amd_ext_table(), 0) ==
+  CHECK(only.memory_tracker_init(hsa_rt_core_table(), hsa_rt_amd_ext_table(), 0) ==
         KR_STATUS_SUCCESS);
   CHECK(only.set_tracking_enabled(true));
   void* buffer = device_allocate(gpu, 4096);
@@ -158,10 +150,7 @@ static int child(const char* path) {
   CHECK(hsa_amd_memory_pool_free(buffer) == HSA_STATUS_SUCCESS);
   CHECK(only.tracked_count(gpu) == 0);
   only.finalize();
-  if (failures != 0) {
-    fprintf(stderr, "two_copies_test (child): %d check(s) failed\n", failures);
-    return 1;
-  }
+  if (kr_check_failed() != 0) return kr_check_summary("two_copies_test (child)");
   return 0;
 }
 
@@ -194,8 +183,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s <first copy> <second copy>\n", argv[0]);
     return 2;
   }
-  hsa_sim_reset(1);
-  const hsa_agent_t gpu = hsa_sim_gpu_agent(0);
+  hsa_rt_reset(1);
+  const hsa_agent_t gpu = hsa_rt_gpu_agent(0);
 
   copy first = load(argv[1]);
   copy second = load(argv[2]);
@@ -216,20 +205,20 @@ int main(int argc, char** argv) {
   /* The first copy installs; the second finds its marker and touches
    * nothing: the tables are byte for byte what the first left. */
   CHECK(getenv("KERNEL_REPLAY_INSTALLED") == NULL);
-  CHECK(first.memory_tracker_init(hsa_sim_core_table(), hsa_sim_amd_ext_table(), 0) ==
+  CHECK(first.memory_tracker_init(hsa_rt_core_table(), hsa_rt_amd_ext_table(), 0) ==
         KR_STATUS_SUCCESS);
   CHECK(getenv("KERNEL_REPLAY_INSTALLED") != NULL);
-  const size_t core_size = hsa_sim_core_table_size();
-  const size_t amd_size = hsa_sim_amd_ext_table_size();
+  const size_t core_size = hsa_rt_core_table_size();
+  const size_t amd_size = hsa_rt_amd_ext_table_size();
   unsigned char* core_before = malloc(core_size);
   unsigned char* amd_before = malloc(amd_size);
   if (core_before == NULL || amd_before == NULL) return 1;
-  memcpy(core_before, hsa_sim_core_table(), core_size);
-  memcpy(amd_before, hsa_sim_amd_ext_table(), amd_size);
-  CHECK(second.memory_tracker_init(hsa_sim_core_table(), hsa_sim_amd_ext_table(), 0) ==
+  memcpy(core_before, hsa_rt_core_table(), core_size);
+  memcpy(amd_before, hsa_rt_amd_ext_table(), amd_size);
+  CHECK(second.memory_tracker_init(hsa_rt_core_table(), hsa_rt_amd_ext_table(), 0) ==
         KR_STATUS_ALREADY_INSTALLED);
-  CHECK(memcmp(core_before, hsa_sim_core_table(), core_size) == 0);
-  CHECK(memcmp(amd_before, hsa_sim_amd_ext_table(), amd_size) == 0);
+  CHECK(memcmp(core_before, hsa_rt_core_table(), core_size) == 0);
+  CHECK(memcmp(amd_before, hsa_rt_amd_ext_table(), amd_size) == 0);
   free(core_before);
   free(amd_before);
 
@@ -255,14 +244,14 @@ int main(int argc, char** argv) {
 
   /* The first copy still owns the tables once finalized. */
   first.finalize();
-  CHECK(second.memory_tracker_init(hsa_sim_core_table(), hsa_sim_amd_ext_table(), 0) ==
+  CHECK(second.memory_tracker_init(hsa_rt_core_table(), hsa_rt_amd_ext_table(), 0) ==
         KR_STATUS_ALREADY_INSTALLED);
 
   /* A child process inherits the marker but is a process of its own. */
   CHECK(child_installs_its_own_copy(argv[0], argv[1]));
 
-  if (failures != 0) {
-    fprintf(stderr, "two_copies_test: %d check(s) failed\n", failures);
+  if (kr_check_failed() != 0) {
+    kr_check_summary("two_copies_test");
     print_log("first", &first_log);
     print_log("second", &second_log);
     return 1;

@@ -9,7 +9,7 @@
 #
 # Used by the project's CMakeLists.txt, by the installed package
 # (kernel_replayConfig.cmake), and, through print_hsa_include.cmake, by the
-# Rust build scripts (build.rs, c_tests/sim/build.rs): every part of a build
+# Rust build scripts (build.rs, testing/hsa-runtime/rust/build.rs): every part of a build
 # sees the same headers.
 include_guard(GLOBAL)
 

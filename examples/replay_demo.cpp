@@ -26,7 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 
-#include "hsa_sim.h"
+#include "hsa_rt.h"
 #include "kernel_replay.h"
 
 namespace {
@@ -118,27 +118,27 @@ void print_memory_held(const char* when, const char* note) {
 }  // namespace
 
 int main() {
-  hsa_sim_reset(/*gpu_count=*/1);
+  hsa_rt_reset(/*gpu_count=*/1);
   HsaApiTable table{};
-  table.core_ = hsa_sim_core_table();
-  table.amd_ext_ = hsa_sim_amd_ext_table();
+  table.core_ = hsa_rt_core_table();
+  table.amd_ext_ = hsa_rt_amd_ext_table();
   std::printf("kernel-replay %s on the software HSA runtime\n", kr_version());
   if (!tool_on_load(&table)) return 1;
   std::printf("storage policy: %s\n\n", policy_name(kr_storage_policy()));
 
-  const hsa_agent_t gpu = hsa_sim_gpu_agent(0);
-  const hsa_amd_memory_pool_t vram = hsa_sim_pool(gpu, HSA_SIM_POOL_DEVICE_COARSE);
-  const hsa_amd_memory_pool_t kernarg = hsa_sim_pool(hsa_sim_cpu_agent(), HSA_SIM_POOL_SYSTEM_KERNARG);
+  const hsa_agent_t gpu = hsa_rt_gpu_agent(0);
+  const hsa_amd_memory_pool_t vram = hsa_rt_pool(gpu, HSA_RT_POOL_DEVICE_COARSE);
+  const hsa_amd_memory_pool_t kernarg = hsa_rt_pool(hsa_rt_cpu_agent(), HSA_RT_POOL_SYSTEM_KERNARG);
 
   Saxpy k{};
   k.x = device_alloc<float>(vram, kElements);
   k.y = device_alloc<float>(vram, kElements);
   k.a = 2.0f;
   void* args = device_alloc<char>(kernarg, 256);  // kernarg: never captured
-  hsa_executable_t exe = hsa_sim_executable_create();
+  hsa_executable_t exe = hsa_rt_executable_create();
   k.launches = static_cast<uint32_t*>(
-      hsa_sim_executable_add_variable(exe, gpu, "launches", sizeof(uint32_t), false));
-  hsa_sim_executable_add_kernel(exe, gpu, "saxpy");
+      hsa_rt_executable_add_variable(exe, gpu, "launches", sizeof(uint32_t), false));
+  hsa_rt_executable_add_kernel(exe, gpu, "saxpy");
   for (size_t i = 0; i < kElements; ++i) {
     k.x[i] = 1.0f;
     k.y[i] = static_cast<float>(i % 7);
@@ -212,7 +212,7 @@ int main() {
   kr_finalize();
   std::printf("\n");
   print_memory_held("after kr_finalize", "");
-  std::printf("copy violations seen by the runtime: %" PRIu64 "\n", hsa_sim_copy_violations());
+  std::printf("copy violations seen by the runtime: %" PRIu64 "\n", hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS));
   const bool released = kr_host_bytes_in_use() == 0 && kr_device_bytes_in_use() == 0;
-  return hsa_sim_copy_violations() == 0 && released ? 0 : 1;
+  return hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0 && released ? 0 : 1;
 }

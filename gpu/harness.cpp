@@ -15,12 +15,12 @@
 
 namespace harness {
 
-const cuda_driver_t& cu() { return *hsa_cuda_driver(); }
+const cuda_driver_t& cu() { return *hsa_rt_cuda_driver(); }
 
 std::string cuda_error_text(CUresult result) {
   const char* name = nullptr;
   const char* text = nullptr;
-  const cuda_driver_t* driver = hsa_cuda_driver();
+  const cuda_driver_t* driver = hsa_rt_cuda_driver();
   if (driver != nullptr) {
     if (driver->cuGetErrorName(result, &name) != CUDA_SUCCESS) name = nullptr;
     if (driver->cuGetErrorString(result, &text) != CUDA_SUCCESS) text = nullptr;
@@ -56,22 +56,22 @@ bool hsa_ok(hsa_status_t status, const char* call, const char* file, int line) {
 }
 
 int start_runtime(const char* program) {
-  const hsa_cuda_init_status_t status = hsa_cuda_init();
+  const hsa_rt_init_status_t status = hsa_rt_init();
   switch (status) {
-    case HSA_CUDA_INIT_OK:
+    case HSA_RT_INIT_OK:
       return -1;
-    case HSA_CUDA_INIT_NO_DRIVER:
-      // hsa_cuda_init_message() starts with "no CUDA driver: ".
+    case HSA_RT_INIT_NO_DRIVER:
+      // hsa_rt_init_message() starts with "no CUDA driver: ".
       std::printf("%s: %s; nothing to run without a GPU (exit %d)\n", program,
-                  hsa_cuda_init_message(), kExitNoGpu);
+                  hsa_rt_init_message(), kExitNoGpu);
       return kExitNoGpu;
-    case HSA_CUDA_INIT_NO_DEVICE:
+    case HSA_RT_INIT_NO_DEVICE:
       std::printf("%s: %s; nothing to run without a GPU (exit %d)\n", program,
-                  hsa_cuda_init_message(), kExitNoGpu);
+                  hsa_rt_init_message(), kExitNoGpu);
       return kExitNoGpu;
     default:
       std::printf("%s: HSA-on-CUDA failed to start (status %d): %s\n", program,
-                  static_cast<int>(status), hsa_cuda_init_message());
+                  static_cast<int>(status), hsa_rt_init_message());
       return 1;
   }
 }
@@ -79,7 +79,7 @@ int start_runtime(const char* program) {
 bool install_kernel_replay(kr_log_callback_t log, void* user_data) {
   kr_set_log_callback(log, user_data);
   const kr_status_t status =
-      kr_memory_tracker_init(hsa_cuda_core_table(), hsa_cuda_amd_ext_table(), 0);
+      kr_memory_tracker_init(hsa_rt_core_table(), hsa_rt_amd_ext_table(), 0);
   if (status != KR_STATUS_SUCCESS) {
     std::printf("kr_memory_tracker_init refused the HSA-on-CUDA tables: status %d\n",
                 static_cast<int>(status));
@@ -94,8 +94,8 @@ bool install_kernel_replay(kr_log_callback_t log, void* user_data) {
                                                    &loader))) {
     return false;
   }
-  if (loader.hsa_ven_amd_loader_iterate_executables != hsa_cuda_iterate_executables) {
-    std::printf("the loader extension table does not carry hsa_cuda_iterate_executables\n");
+  if (loader.hsa_ven_amd_loader_iterate_executables != hsa_rt_iterate_executables) {
+    std::printf("the loader extension table does not carry hsa_rt_iterate_executables\n");
     return false;
   }
   if (!kr_set_tracking_enabled(true)) {
@@ -105,15 +105,22 @@ bool install_kernel_replay(kr_log_callback_t log, void* user_data) {
   return true;
 }
 
+hsa_status_t register_kernel(hsa_executable_t executable, const char* name, CUfunction* function) {
+  uint64_t object = 0;
+  const hsa_status_t status = hsa_rt_executable_register_kernel(executable, name, &object);
+  if (status == HSA_STATUS_SUCCESS) *function = reinterpret_cast<CUfunction>(object);
+  return status;
+}
+
 std::vector<Gpu> gpus() {
   std::vector<Gpu> list;
-  for (uint32_t i = 0; i < hsa_cuda_gpu_count(); ++i) {
+  for (uint32_t i = 0; i < hsa_rt_gpu_count(); ++i) {
     Gpu gpu;
     gpu.index = i;
-    gpu.agent = hsa_cuda_gpu_agent(i);
-    gpu.context = hsa_cuda_agent_context(gpu.agent);
-    gpu.ordinal = hsa_cuda_agent_device(gpu.agent);
-    gpu.vram = hsa_cuda_pool(gpu.agent, HSA_CUDA_POOL_DEVICE_COARSE);
+    gpu.agent = hsa_rt_gpu_agent(i);
+    gpu.context = hsa_rt_cuda_context(gpu.agent);
+    gpu.ordinal = hsa_rt_cuda_device(gpu.agent);
+    gpu.vram = hsa_rt_pool(gpu.agent, HSA_RT_POOL_DEVICE_COARSE);
     char name[64] = {};
     if (hsa_agent_get_info(gpu.agent, static_cast<hsa_agent_info_t>(HSA_AMD_AGENT_INFO_PRODUCT_NAME),
                            name) == HSA_STATUS_SUCCESS) {
@@ -136,7 +143,7 @@ ContextScope::~ContextScope() {
 uint64_t free_device_memory(hsa_agent_t agent) {
   uint64_t free_bytes = 0;
   if (!KR_HSA(hsa_agent_get_info(
-          agent, static_cast<hsa_agent_info_t>(HSA_CUDA_AGENT_INFO_MEMORY_AVAIL), &free_bytes))) {
+          agent, static_cast<hsa_agent_info_t>(HSA_RT_AGENT_INFO_MEMORY_AVAIL), &free_bytes))) {
     return 0;
   }
   return free_bytes;
@@ -258,7 +265,9 @@ std::string utc_date() {
 
 std::string cuda_driver_api_version() {
   int version = 0;
-  if (hsa_cuda_driver() == nullptr || !KR_CU(cu().cuDriverGetVersion(&version))) return "unknown";
+  if (hsa_rt_cuda_driver() == nullptr || !KR_CU(cu().cuDriverGetVersion(&version))) {
+    return "unknown";
+  }
   return std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
 }
 

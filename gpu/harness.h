@@ -12,7 +12,8 @@
 #include <hsa/hsa.h>
 #include <hsa/hsa_ext_amd.h>
 
-#include "hsa_cuda/hsa_cuda.h"
+#include "cuda_driver.h"
+#include "hsa_rt.h"
 #include "kernel_replay.h"
 
 namespace harness {
@@ -45,6 +46,10 @@ int start_runtime(const char* program);
  * on any failure. */
 bool install_kernel_replay(kr_log_callback_t log, void* user_data);
 
+/* hsa_rt_executable_register_kernel, the kernel object being the CUfunction
+ * on the CUDA backend. */
+hsa_status_t register_kernel(hsa_executable_t executable, const char* name, CUfunction* function);
+
 struct Gpu {
   uint32_t index = 0;  // 0-based GPU index (agent index - 1)
   hsa_agent_t agent{0};
@@ -69,7 +74,7 @@ class ContextScope {
   bool ok_ = false;
 };
 
-/* Free device memory of a GPU agent (HSA_CUDA_AGENT_INFO_MEMORY_AVAIL); 0 on error. */
+/* Free device memory of a GPU agent (HSA_RT_AGENT_INFO_MEMORY_AVAIL); 0 on error. */
 uint64_t free_device_memory(hsa_agent_t agent);
 /* MemAvailable from /proc/meminfo, in bytes; 0 if unknown. */
 uint64_t available_host_memory();

@@ -63,7 +63,6 @@
 #include <hsa/hsa_api_trace.h>
 
 #include "harness.h"
-#include "hsa_common.h"
 
 using harness::bytes_text;
 using harness::cu;
@@ -295,16 +294,16 @@ class Bench {
 
   // Why a VM heap cannot be measured here (rows "skipped"), if it cannot.
   bool vm_heap_available(const Footprint& f, std::string* why) {
-#if HSA_COMMON_HAVE_VMEM
-    const size_t granularity = hsa_cuda_vmem_granularity(gpu_.agent);
+#if HSA_RT_HAVE_VMEM
+    const size_t granularity = hsa_rt_vmem_granularity(gpu_.agent);
     AmdExtTable fresh;
-    hsa_cuda_fill_amd_ext_table(&fresh);
-    if (!hsa_cuda_vmem_supported() || granularity == 0) {
+    hsa_rt_fill_amd_ext_table(&fresh);
+    if (!hsa_rt_vmem_supported() || granularity == 0) {
       *why = "the CUDA driver has no virtual memory management";
     } else if (f.region_bytes % granularity != 0) {
       *why = "chunks of " + bytes_text(f.region_bytes) + " are not whole granules of " +
              bytes_text(granularity);
-    } else if (hsa_cuda_amd_ext_table()->hsa_amd_vmem_map_fn == fresh.hsa_amd_vmem_map_fn) {
+    } else if (hsa_rt_amd_ext_table()->hsa_amd_vmem_map_fn == fresh.hsa_amd_vmem_map_fn) {
       *why = "this libkernel_replay does not track vmem mappings";
     } else {
       return true;
@@ -323,7 +322,7 @@ class Bench {
       // are the tracked regions.
       return KR_HSA(hsa_amd_memory_pool_allocate(gpu_.vram, f.region_bytes, 0, p));
     }
-#if HSA_COMMON_HAVE_VMEM
+#if HSA_RT_HAVE_VMEM
     if (index == 0 && !KR_HSA(hsa_amd_vmem_address_reserve(&heap_, f.bytes(), 0, 0))) {
       heap_ = nullptr;
       return false;
@@ -394,7 +393,7 @@ class Bench {
 
   void release() {
     harness::ContextScope scope(gpu_.context);
-#if HSA_COMMON_HAVE_VMEM
+#if HSA_RT_HAVE_VMEM
     if (vm_heap_) {
       // Unmapping a chunk frees it (its handle was released when mapped).
       for (void* p : regions_) KR_HSA(hsa_amd_vmem_unmap(p, region_bytes_));
@@ -1025,7 +1024,7 @@ class KernelBench {
     // The arenas go back, and the runtime's quarantine of freed blocks with
     // them, so the next row's device budget is what this one's was.
     harness::trim_retained();
-    hsa_cuda_release_quarantine();
+    hsa_rt_release_quarantine();
     finish(rows, row);
   }
 
@@ -1039,7 +1038,7 @@ class KernelBench {
     // CUPTI saves every allocation of the context: nothing of the library's
     // and none of the runtime's quarantined blocks may be there.
     harness::trim_retained();
-    hsa_cuda_release_quarantine();
+    hsa_rt_release_quarantine();
     if (!fill(1)) {
       row.note = "fill failed";
       finish(rows, row);
@@ -1224,7 +1223,7 @@ int main(int argc, char** argv) {
       quick = true;
     } else {
       usage(argv[0]);
-      hsa_cuda_shutdown();
+      hsa_rt_shutdown();
       return 2;
     }
   }
@@ -1232,13 +1231,13 @@ int main(int argc, char** argv) {
   if (csv_path == nullptr || gpu_index >= gpus.size() ||
       (part != "all" && part != "policies" && part != "kernels")) {
     usage(argv[0]);
-    hsa_cuda_shutdown();
+    hsa_rt_shutdown();
     return 2;
   }
   std::FILE* csv = std::fopen(csv_path, "w");
   if (csv == nullptr) {
     std::printf("cannot write %s: %s\n", csv_path, std::strerror(errno));
-    hsa_cuda_shutdown();
+    hsa_rt_shutdown();
     return 1;
   }
   std::fprintf(csv,
@@ -1266,7 +1265,7 @@ int main(int argc, char** argv) {
 
   if (!harness::install_kernel_replay(log_to_stdout, nullptr)) {
     std::fclose(csv);
-    hsa_cuda_shutdown();
+    hsa_rt_shutdown();
     return 1;
   }
   kr_set_log_level(KR_LOG_WARN);
@@ -1297,7 +1296,7 @@ int main(int argc, char** argv) {
   if (configs.empty()) {
     std::printf("no configuration named %s\n", only_config);
     std::fclose(csv);
-    hsa_cuda_shutdown();
+    hsa_rt_shutdown();
     return 2;
   }
   std::printf("configurations:\n");
@@ -1315,12 +1314,12 @@ int main(int argc, char** argv) {
     AppKernels app;
     if (cubin == nullptr) {
       kernels_skipped = "the kernels table needs --cubin (gpu/kernels.cu's cubin)";
-    } else if (!KR_HSA(hsa_cuda_executable_load(gpu.agent, cubin, &app.executable)) ||
-               !KR_HSA(hsa_cuda_executable_register_kernel(app.executable, "fill_pattern",
+    } else if (!KR_HSA(hsa_rt_executable_load_file(gpu.agent, cubin, &app.executable)) ||
+               !KR_HSA(harness::register_kernel(app.executable, "fill_pattern",
                                                            &app.fill)) ||
-               !KR_HSA(hsa_cuda_executable_register_kernel(app.executable, "mutate_blocks",
+               !KR_HSA(harness::register_kernel(app.executable, "mutate_blocks",
                                                            &app.mutate_blocks)) ||
-               !KR_HSA(hsa_cuda_executable_register_kernel(app.executable, "count_mismatches",
+               !KR_HSA(harness::register_kernel(app.executable, "count_mismatches",
                                                            &app.count_mismatches))) {
       kernels_skipped = std::string("cannot load the application's kernels from ") + cubin;
     } else {
@@ -1330,7 +1329,7 @@ int main(int argc, char** argv) {
       KernelBench kernel_bench(gpu, app, cupti, csv);
       kernel_bench.run(quick, &kernel_rows);
     }
-    if (app.executable.handle != 0) hsa_cuda_executable_unload(app.executable);
+    if (app.executable.handle != 0) hsa_rt_executable_destroy(app.executable);
     if (!kernels_skipped.empty()) std::printf("\n%s\n", kernels_skipped.c_str());
   }
   std::fclose(csv);
@@ -1344,8 +1343,8 @@ int main(int argc, char** argv) {
   for (const KernelRow& row : kernel_rows) {
     failed |= row.method.rfind("library", 0) == 0 && row.correct.rfind("NO", 0) == 0;
   }
-  const uint64_t cuda_errors = hsa_cuda_cuda_error_count();
-  const uint64_t violations = hsa_cuda_copy_violations();
+  const uint64_t cuda_errors = hsa_rt_count(HSA_RT_COUNT_BACKEND_ERRORS);
+  const uint64_t violations = hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS);
   failed |= cuda_errors != 0 || violations != 0;
   for (const Row& row : rows) {
     if (row.footprint.regions >= 1000 && row.restore.ok) {
@@ -1360,7 +1359,7 @@ int main(int argc, char** argv) {
               harness::now_seconds() - started, cuda_errors, violations);
 
   kr_finalize();
-  hsa_cuda_shutdown();
+  hsa_rt_shutdown();
 
   std::string table = part != "kernels" ? markdown_table(rows) : std::string();
   if (part != "policies") {

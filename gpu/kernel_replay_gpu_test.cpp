@@ -1,5 +1,6 @@
 // kernel_replay_gpu_test: kernel-replay against real device memory and real
-// kernels, on an NVIDIA GPU through the HSA-on-CUDA runtime.
+// kernels, on an NVIDIA GPU through the test runtime's CUDA backend
+// (testing/hsa-runtime, "HSA-on-CUDA").
 //
 // The program is a tool and an application in one process, like the demo:
 // the tool half installs libkernel_replay.so (unchanged, built on a Rust
@@ -12,6 +13,8 @@
 //   kernel_replay_gpu_test --cubin gpu/out/kernels.cubin [--only TEXT]
 //                          [--storage auto,device,pinned,pageable,baseline]
 //                          [--quick]   (smaller buffers, for the fake driver)
+//   kernel_replay_gpu_test --before-init    (no driver needed: kernel-replay
+//                          installs over the runtime's tables before init)
 //
 // When the library has storage policies (kr_set_storage_policy, resolved at
 // run time), the replay tests run once per policy (all of them unless
@@ -40,8 +43,8 @@
 
 #include <hsa/hsa_api_trace.h>
 
+#include "check.h"
 #include "harness.h"
-#include "hsa_common.h"
 #include "pattern.h"
 
 using harness::bytes_text;
@@ -66,97 +69,73 @@ uint64_t g_expected_violations = 0;
 // largest buffer is 16 MiB instead of 256 MiB.
 bool g_quick = false;
 
+// Copies the runtime refused (HSA_RT_COUNT_COPY_VIOLATIONS).
+uint64_t refused_copies() { return hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS); }
+
 // ---- reporting ----------------------------------------------------------------
 
+// Named tests on check.h's cases (testing/check.h): PASS / FAIL / SKIP per
+// test, the failed and skipped names in the summary.
 class Reporter {
  public:
   void begin(const std::string& name) {
-    name_ = name;
-    state_ = State::kPass;
     started_ = harness::now_seconds();
-    std::printf("[ RUN  ] %s\n", name.c_str());
-    std::fflush(stdout);
+    kr_case_begin(name.c_str());
   }
 
   __attribute__((format(printf, 2, 3))) void note(const char* format, ...) {
     std::va_list args;
     va_start(args, format);
-    print("      ", format, args);
+    std::printf("      ");
+    std::vprintf(format, args);
+    std::printf("\n");
+    std::fflush(stdout);
     va_end(args);
   }
 
   __attribute__((format(printf, 2, 3))) void fail(const char* format, ...) {
     std::va_list args;
     va_start(args, format);
-    print("      FAILED: ", format, args);
+    kr_checkv(0, nullptr, 0, format, args);
     va_end(args);
-    state_ = State::kFail;
   }
 
   __attribute__((format(printf, 3, 4))) bool expect(bool condition, const char* format, ...) {
-    if (condition) return true;
     std::va_list args;
     va_start(args, format);
-    print("      FAILED: ", format, args);
+    kr_checkv(condition, nullptr, 0, format, args);
     va_end(args);
-    state_ = State::kFail;
-    return false;
+    return condition;
   }
 
   __attribute__((format(printf, 2, 3))) void skip(const char* format, ...) {
+    char reason[512];
     std::va_list args;
     va_start(args, format);
-    print("      SKIPPED: ", format, args);
+    std::vsnprintf(reason, sizeof(reason), format, args);
     va_end(args);
-    if (state_ == State::kPass) state_ = State::kSkip;
+    kr_case_skip("%s", reason);
   }
 
   bool cuda(CUresult result, const char* call, int line) {
-    if (harness::cuda_ok(result, call, __FILE__, line)) return true;
-    state_ = State::kFail;
-    return false;
+    return kr_checkf(harness::cuda_ok(result, call, __FILE__, line), __FILE__, line, "%s", call);
   }
 
   bool hsa(hsa_status_t status, const char* call, int line) {
-    if (harness::hsa_ok(status, call, __FILE__, line)) return true;
-    state_ = State::kFail;
-    return false;
+    return kr_checkf(harness::hsa_ok(status, call, __FILE__, line), __FILE__, line, "%s", call);
   }
 
-  bool failed() const { return state_ == State::kFail; }
+  bool failed() const { return kr_case_failed(); }
 
   void end() {
-    const double seconds = harness::now_seconds() - started_;
-    const char* tag = state_ == State::kPass ? "[ PASS ]" : state_ == State::kFail ? "[ FAIL ]"
-                                                                                  : "[ SKIP ]";
-    std::printf("%s %s (%.2f s)\n", tag, name_.c_str(), seconds);
-    std::fflush(stdout);
-    (state_ == State::kPass ? passed_ : state_ == State::kFail ? failed_ : skipped_)
-        .push_back(name_);
+    note("(%.2f s)", harness::now_seconds() - started_);
+    kr_case_end();
   }
 
-  int summary() const {
-    std::printf("\n%zu passed, %zu failed, %zu skipped\n", passed_.size(), failed_.size(),
-                skipped_.size());
-    for (const std::string& name : failed_) std::printf("  FAILED: %s\n", name.c_str());
-    for (const std::string& name : skipped_) std::printf("  skipped: %s\n", name.c_str());
-    return failed_.empty() ? 0 : 1;
-  }
+  int summary() const { return kr_case_summary("kernel_replay_gpu_test"); }
 
  private:
-  enum class State { kPass, kFail, kSkip };
-
-  void print(const char* prefix, const char* format, std::va_list args) {
-    std::printf("%s", prefix);
-    std::vprintf(format, args);
-    std::printf("\n");
-    std::fflush(stdout);
-  }
-
-  std::string name_;
-  State state_ = State::kPass;
   double started_ = 0;
-  std::vector<std::string> passed_, failed_, skipped_;
 };
 
 #define T_CU(r, call) (r).cuda((call), #call, __LINE__)
@@ -235,14 +214,14 @@ std::vector<Module> g_modules;
 
 bool load_module(Reporter& r, const harness::Gpu& gpu, const char* cubin, Module* m) {
   m->gpu = gpu;
-  if (!T_HSA(r, hsa_cuda_executable_load(gpu.agent, cubin, &m->executable))) return false;
+  if (!T_HSA(r, hsa_rt_executable_load_file(gpu.agent, cubin, &m->executable))) return false;
   uint32_t size = 0;
-  if (!T_HSA(r, hsa_cuda_executable_register_variable(m->executable, "pass_counter", false,
+  if (!T_HSA(r, hsa_rt_executable_register_variable(m->executable, "pass_counter", false,
                                                       &m->pass_counter, &size))) {
     return false;
   }
   if (!r.expect(size == 8, "pass_counter is %u bytes, expected 8", size)) return false;
-  if (!T_HSA(r, hsa_cuda_executable_register_variable(m->executable, "const_table", true,
+  if (!T_HSA(r, hsa_rt_executable_register_variable(m->executable, "const_table", true,
                                                       &m->const_table, &size))) {
     return false;
   }
@@ -260,7 +239,7 @@ bool load_module(Reporter& r, const harness::Gpu& gpu, const char* cubin, Module
                  {"mutate", &m->mutate},
                  {"count_mismatches", &m->count_mismatches}};
   for (const auto& kernel : kernels) {
-    if (!T_HSA(r, hsa_cuda_executable_register_kernel(m->executable, kernel.name,
+    if (!T_HSA(r, harness::register_kernel(m->executable, kernel.name,
                                                       kernel.function))) {
       return false;
     }
@@ -281,7 +260,7 @@ bool load_module(Reporter& r, const harness::Gpu& gpu, const char* cubin, Module
 // Test h's queue, kernarg buffer and signal (before the final accounting,
 // which expects none).
 void release_aql(Module& m) {
-  if (m.queue != nullptr) KR_HSA(hsa_cuda_core_table()->hsa_queue_destroy_fn(m.queue));
+  if (m.queue != nullptr) KR_HSA(hsa_rt_core_table()->hsa_queue_destroy_fn(m.queue));
   if (m.kernarg != nullptr) KR_HSA(hsa_amd_memory_pool_free(m.kernarg));
   if (m.completion.handle != 0) KR_HSA(hsa_signal_destroy(m.completion));
   m.queue = nullptr;
@@ -494,7 +473,7 @@ hsa_status_t count_region(hsa_region_t, void* data) {
 
 void test_runtime(Reporter& r, const Module& m) {
   const hsa_agent_t gpu = m.gpu.agent;
-  const hsa_agent_t cpu = hsa_cuda_cpu_agent();
+  const hsa_agent_t cpu = hsa_rt_cpu_agent();
   hsa_device_type_t type = HSA_DEVICE_TYPE_CPU;
   T_HSA_REQUIRE(r, hsa_agent_get_info(gpu, HSA_AGENT_INFO_DEVICE, &type));
   r.expect(type == HSA_DEVICE_TYPE_GPU, "GPU agent reports device type %d", int(type));
@@ -540,9 +519,9 @@ void test_runtime(Reporter& r, const Module& m) {
   const size_t tracked_cpu = kr_tracked_count(cpu);
   PoolBuffer device, fine, kernarg, coarse_host;
   if (!device.allocate(r, m.gpu.vram, MiB + 100) ||
-      !fine.allocate(r, hsa_cuda_pool(cpu, HSA_CUDA_POOL_SYSTEM_FINE), 64 * KiB) ||
-      !kernarg.allocate(r, hsa_cuda_pool(cpu, HSA_CUDA_POOL_SYSTEM_KERNARG), 4 * KiB) ||
-      !coarse_host.allocate(r, hsa_cuda_pool(cpu, HSA_CUDA_POOL_SYSTEM_COARSE), 64 * KiB)) {
+      !fine.allocate(r, hsa_rt_pool(cpu, HSA_RT_POOL_SYSTEM_FINE), 64 * KiB) ||
+      !kernarg.allocate(r, hsa_rt_pool(cpu, HSA_RT_POOL_SYSTEM_KERNARG), 4 * KiB) ||
+      !coarse_host.allocate(r, hsa_rt_pool(cpu, HSA_RT_POOL_SYSTEM_COARSE), 64 * KiB)) {
     return;
   }
   r.expect(kr_tracked_count(gpu) == tracked_gpu + 1, "device block not tracked once");
@@ -579,20 +558,20 @@ void test_runtime(Reporter& r, const Module& m) {
   // hsa_memory_copy both ways, pageable host memory on the host side.
   std::vector<uint32_t> out(MiB / 4), back(MiB / 4, 0);
   for (size_t i = 0; i < out.size(); ++i) out[i] = kr_pattern(7, i);
-  const uint64_t h2d = hsa_cuda_copy_count(HSA_CUDA_COPY_HOST_TO_DEVICE);
-  const uint64_t d2h = hsa_cuda_copy_count(HSA_CUDA_COPY_DEVICE_TO_HOST);
+  const uint64_t h2d = hsa_rt_count(HSA_RT_COUNT_COPIES_HOST_TO_DEVICE);
+  const uint64_t d2h = hsa_rt_count(HSA_RT_COUNT_COPIES_DEVICE_TO_HOST);
   T_HSA_REQUIRE(r, hsa_memory_copy(device.get(), out.data(), MiB));
   T_HSA_REQUIRE(r, hsa_memory_copy(back.data(), device.get(), MiB));
   r.expect(back == out, "hsa_memory_copy round trip through device memory changed the data");
-  r.expect(hsa_cuda_copy_count(HSA_CUDA_COPY_HOST_TO_DEVICE) == h2d + 1 &&
-               hsa_cuda_copy_count(HSA_CUDA_COPY_DEVICE_TO_HOST) == d2h + 1,
+  r.expect(hsa_rt_count(HSA_RT_COUNT_COPIES_HOST_TO_DEVICE) == h2d + 1 &&
+               hsa_rt_count(HSA_RT_COUNT_COPIES_DEVICE_TO_HOST) == d2h + 1,
            "copy counters did not see one H2D and one D2H copy");
-  const uint64_t violations = hsa_cuda_copy_violations();
+  const uint64_t violations = refused_copies();
   r.note("a copy past the end of an allocation must be refused (the runtime prints why):");
   r.expect(hsa_memory_copy(back.data(), device.get(), MiB + 8192) ==
                HSA_STATUS_ERROR_INVALID_ARGUMENT,
            "a copy running past the end of an allocation was not refused");
-  r.expect(hsa_cuda_copy_violations() == violations + 1, "the refused copy was not counted");
+  r.expect(refused_copies() == violations + 1, "the refused copy was not counted");
   ++g_expected_violations;
 
   // An asynchronous copy waits for its dependency and then signals.
@@ -638,12 +617,12 @@ struct SaxpyState {
 // on an AQL queue, the doorbell, a wait on the completion signal.
 CUresult saxpy_through_aql(Module& m, float a, CUdeviceptr x, CUdeviceptr y, unsigned long long n,
                            unsigned int grid) {
-  const CoreApiTable& t = *hsa_cuda_core_table();
+  const CoreApiTable& t = *hsa_rt_core_table();
   if (m.queue == nullptr) {
     if (t.hsa_queue_create_fn(m.gpu.agent, 64, HSA_QUEUE_TYPE_MULTI, nullptr, nullptr, UINT32_MAX,
                               UINT32_MAX, &m.queue) != HSA_STATUS_SUCCESS ||
-        hsa_amd_memory_pool_allocate(hsa_cuda_pool(hsa_cuda_cpu_agent(),
-                                                   HSA_CUDA_POOL_SYSTEM_KERNARG),
+        hsa_amd_memory_pool_allocate(hsa_rt_pool(hsa_rt_cpu_agent(),
+                                                   HSA_RT_POOL_SYSTEM_KERNARG),
                                      64, 0, &m.kernarg) != HSA_STATUS_SUCCESS ||
         hsa_signal_create(0, 0, nullptr, &m.completion) != HSA_STATUS_SUCCESS) {
       return CUDA_ERROR_INVALID_VALUE;
@@ -658,29 +637,10 @@ CUresult saxpy_through_aql(Module& m, float a, CUdeviceptr x, CUdeviceptr y, uns
   std::memcpy(args + 16, &y, sizeof(y));
   std::memcpy(args + 24, &n, sizeof(n));
   t.hsa_signal_store_screlease_fn(m.completion, 1);
-  const uint64_t index = t.hsa_queue_add_write_index_scacq_screl_fn(m.queue, 1);
-  auto* packet = static_cast<hsa_kernel_dispatch_packet_t*>(m.queue->base_address) +
-                 index % m.queue->size;
-  hsa_kernel_dispatch_packet_t body{};
-  body.workgroup_size_x = 256;
-  body.workgroup_size_y = 1;
-  body.workgroup_size_z = 1;
-  body.grid_size_x = grid * 256;
-  body.grid_size_y = 1;
-  body.grid_size_z = 1;
-  body.kernel_object = reinterpret_cast<uint64_t>(m.saxpy);  // its KERNEL_OBJECT
-  body.kernarg_address = m.kernarg;
-  body.completion_signal = m.completion;
-  std::memcpy(reinterpret_cast<unsigned char*>(packet) + 4,
-              reinterpret_cast<const unsigned char*>(&body) + 4, sizeof(body) - 4);
-  const uint32_t header = (HSA_PACKET_TYPE_KERNEL_DISPATCH << HSA_PACKET_HEADER_TYPE) |
-                          (1u << HSA_PACKET_HEADER_BARRIER) |
-                          (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_ACQUIRE_FENCE_SCOPE) |
-                          (HSA_FENCE_SCOPE_SYSTEM << HSA_PACKET_HEADER_RELEASE_FENCE_SCOPE);
-  __atomic_store_n(reinterpret_cast<uint32_t*>(packet),
-                   header | ((1u << HSA_KERNEL_DISPATCH_PACKET_SETUP_DIMENSIONS) << 16),
-                   __ATOMIC_RELEASE);
-  t.hsa_signal_store_screlease_fn(m.queue->doorbell_signal, hsa_signal_value_t(index));
+  // The packet as HIP writes it (the runtime's helper: slot, body, header
+  // with one release store, doorbell), through the live tables.
+  hsa_rt_submit_dispatch(m.queue, reinterpret_cast<uint64_t>(m.saxpy), m.kernarg, grid * 256,
+                         256, 0, m.completion);
   const hsa_signal_value_t left =
       t.hsa_signal_wait_scacquire_fn(m.completion, HSA_SIGNAL_CONDITION_LT, 1,
                                      60ull * 1000 * 1000 * 1000, HSA_WAIT_STATE_BLOCKED);
@@ -894,7 +854,7 @@ void test_buffers(Reporter& r, const Module& m, const Module* peer) {
            bytes_text(free_bytes).c_str(), bytes_text(total + GiB).c_str());
     return;
   }
-  const hsa_agent_t cpu = hsa_cuda_cpu_agent();
+  const hsa_agent_t cpu = hsa_rt_cpu_agent();
   std::vector<PoolBuffer> tracked(std::size(sizes));
   for (size_t k = 0; k < tracked.size(); ++k) {
     if (!tracked[k].allocate(r, m.gpu.vram, sizes[k])) return;
@@ -905,8 +865,8 @@ void test_buffers(Reporter& r, const Module& m, const Module* peer) {
   // CPU agent) and a block on the other GPU.
   PoolBuffer fine, coarse_host, other;
   const uint64_t side = MiB;
-  if (!fine.allocate(r, hsa_cuda_pool(cpu, HSA_CUDA_POOL_SYSTEM_FINE), side) ||
-      !coarse_host.allocate(r, hsa_cuda_pool(cpu, HSA_CUDA_POOL_SYSTEM_COARSE), side)) {
+  if (!fine.allocate(r, hsa_rt_pool(cpu, HSA_RT_POOL_SYSTEM_FINE), side) ||
+      !coarse_host.allocate(r, hsa_rt_pool(cpu, HSA_RT_POOL_SYSTEM_COARSE), side)) {
     return;
   }
   if (!fill(r, m, fine.get(), side, 0x200)) return;
@@ -984,14 +944,14 @@ void test_freed_buffer(Reporter& r, const Module& m) {
   void* freed = b.get();
   b.reset();  // hsa_amd_memory_pool_free: the block goes back to CUDA
   if (!mutate(r, m, a.get(), MiB)) return;
-  const uint64_t violations = hsa_cuda_copy_violations();
+  const uint64_t violations = refused_copies();
   const size_t log_mark = log_size();
   kr_restore_report_t report{};
   kr_restore_with_report(snapshot.s, &report);
   expect_report(r, report, regions - 1, 1);
   // The runtime refuses (and counts) any copy into memory freed through it,
   // whatever the direction or tier the library copies from.
-  r.expect(hsa_cuda_copy_violations() == violations,
+  r.expect(refused_copies() == violations,
            "restore tried to copy into freed memory (%p)", freed);
   r.expect(logged_since(log_mark, "skipped"), "no log line about the skipped region");
   verify(r, m, a.get(), MiB, 0x400, false, "the buffer still allocated");
@@ -1002,8 +962,8 @@ void test_freed_buffer(Reporter& r, const Module& m) {
 // ---- (e) a reused address is not written ---------------------------------------------------------
 
 struct AddressReuse {
-  AddressReuse() { hsa_cuda_set_address_reuse(true); }
-  ~AddressReuse() { hsa_cuda_set_address_reuse(false); }
+  AddressReuse() { hsa_rt_set_mode(HSA_RT_MODE_ADDRESS_REUSE, true); }
+  ~AddressReuse() { hsa_rt_set_mode(HSA_RT_MODE_ADDRESS_REUSE, false); }
 };
 
 void test_address_reuse(Reporter& r, const Module& m) {
@@ -1024,21 +984,22 @@ void test_address_reuse(Reporter& r, const Module& m) {
     return;
   }
   if (!fill(r, m, second.get(), size, 0x501)) return;  // the new owner's data
-  const uint64_t violations = hsa_cuda_copy_violations();
+  const uint64_t violations = refused_copies();
   kr_restore_report_t report{};
   kr_restore_with_report(snapshot.s, &report);
   expect_report(r, report, regions - 1, 1);
-  r.expect(hsa_cuda_copy_violations() == violations, "restore copy refused by the runtime");
+  r.expect(refused_copies() == violations, "restore copy refused by the runtime");
   verify(r, m, second.get(), size, 0x501, false, "the new allocation at the reused address");
   r.note("%p was freed and handed out again; restore left the new owner's data alone",
          old_address);
 }
 
-// Leaving address-reuse mode gives the cached blocks back to CUDA. The runtime
-// remembers freed ranges to refuse copies into them, so it must keep such a
-// range reserved for as long as it remembers it: the H200's driver hands a
-// freed device range back to the process, and malloc may then make it a
-// tool's pageable buffer, whose copies would be refused as use after free.
+// A freed block the runtime gives back to CUDA (its quarantine released) is
+// forgotten with it. The runtime remembers freed ranges to refuse copies into
+// them, so it must keep such a range allocated for as long as it remembers
+// it: the H200's driver hands a freed device range back to the process, and
+// malloc may then make it a tool's pageable buffer, whose copies would be
+// refused as use after free.
 void test_reuse_cache_release(Reporter& r, const Module& m) {
   const uint64_t size = 2 * MiB;
   // First, so that the driver cannot give it the freed block's addresses.
@@ -1050,14 +1011,15 @@ void test_reuse_cache_release(Reporter& r, const Module& m) {
     PoolBuffer block;
     if (!block.allocate(r, m.gpu.vram, size)) return;
     freed_address = block.get();
-  }  // freed into the reuse cache, which leaving the mode empties
+  }  // freed into the quarantine (address-reuse mode changes nothing there)
+  hsa_rt_release_quarantine();  // given back to the driver
   // Claim the range as pageable host memory, as a malloc may once the driver
   // has it back.
   void* host = mmap(freed_address, size, PROT_READ | PROT_WRITE,
                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   if (host == MAP_FAILED) {
     r.expect(errno == EEXIST, "mmap at %p: %s", freed_address, std::strerror(errno));
-    r.note("%p is still reserved after leaving address-reuse mode", freed_address);
+    r.note("%p is still reserved after the quarantine went back to the driver", freed_address);
     return;
   }
   struct Unmap {
@@ -1070,9 +1032,9 @@ void test_reuse_cache_release(Reporter& r, const Module& m) {
     r.note("mmap placed the buffer at %p, not %p: nothing to check", host, freed_address);
     return;
   }
-  const uint64_t violations = hsa_cuda_copy_violations();
+  const uint64_t violations = refused_copies();
   const hsa_status_t status = hsa_memory_copy(host, source.get(), size);
-  if (!r.expect(status == HSA_STATUS_SUCCESS && hsa_cuda_copy_violations() == violations,
+  if (!r.expect(status == HSA_STATUS_SUCCESS && refused_copies() == violations,
                 "a copy into pageable memory at %p, a range the driver gave back, was refused "
                 "(status 0x%x)",
                 freed_address, unsigned(status))) {
@@ -1210,8 +1172,8 @@ void test_declined(Reporter& r, const Module& m) {
 // (it tracks unloads); older libraries restore module variables unchecked.
 bool library_tracks_unloads() {
   CoreApiTable fresh;
-  hsa_cuda_fill_core_table(&fresh);
-  return hsa_cuda_core_table()->hsa_executable_destroy_fn != fresh.hsa_executable_destroy_fn;
+  hsa_rt_fill_core_table(&fresh);
+  return hsa_rt_core_table()->hsa_executable_destroy_fn != fresh.hsa_executable_destroy_fn;
 }
 
 void test_unloaded_executable(Reporter& r, const Module& m, const char* cubin) {
@@ -1224,13 +1186,13 @@ void test_unloaded_executable(Reporter& r, const Module& m, const char* cubin) {
   // library wraps hsa_executable_destroy.
   // A second executable on the same GPU: its own pass_counter and const_table.
   hsa_executable_t second{0};
-  T_HSA_REQUIRE(r, hsa_cuda_executable_load(m.gpu.agent, cubin, &second));
+  T_HSA_REQUIRE(r, hsa_rt_executable_load_file(m.gpu.agent, cubin, &second));
   uint64_t counter = 0;
   uint64_t table = 0;
   bool registered =
-      T_HSA(r, hsa_cuda_executable_register_variable(second, "pass_counter", false, &counter,
+      T_HSA(r, hsa_rt_executable_register_variable(second, "pass_counter", false, &counter,
                                                      nullptr)) &&
-      T_HSA(r, hsa_cuda_executable_register_variable(second, "const_table", true, &table, nullptr));
+      T_HSA(r, hsa_rt_executable_register_variable(second, "const_table", true, &table, nullptr));
   if (!registered) {
     KR_HSA(hsa_executable_destroy(second));
     return;
@@ -1249,11 +1211,11 @@ void test_unloaded_executable(Reporter& r, const Module& m, const char* cubin) {
   // Unloaded through the table, so through the library's wrapper.
   T_HSA(r, hsa_executable_destroy(second));
   if (!complete || !mutate(r, m, buffer.get(), MiB)) return;
-  const uint64_t violations = hsa_cuda_copy_violations();
+  const uint64_t violations = refused_copies();
   kr_restore_report_t report{};
   kr_restore_with_report(snapshot.s, &report);
   expect_report(r, report, regions - kModuleVariables, kModuleVariables);
-  r.expect(hsa_cuda_copy_violations() == violations,
+  r.expect(refused_copies() == violations,
            "restore wrote the unloaded module's variables (0x%" PRIx64 ", 0x%" PRIx64 ")", counter,
            table);
   verify(r, m, buffer.get(), MiB, 0x700, false, "the buffer next to the unloaded module");
@@ -1272,7 +1234,7 @@ bool read_bytes(Reporter& r, const Module& m, const void* p, size_t bytes,
                                reinterpret_cast<CUdeviceptr>(p), bytes));
 }
 
-#if !HSA_COMMON_HAVE_VMEM
+#if !HSA_RT_HAVE_VMEM
 
 // Why the vmem tests cannot run here.
 const char* vmem_unavailable() {
@@ -1285,13 +1247,13 @@ const char* vmem_unavailable() {
 // tracks mappings: built against 6.0+ headers).
 bool library_wraps_vmem() {
   AmdExtTable fresh;
-  hsa_cuda_fill_amd_ext_table(&fresh);
-  return hsa_cuda_amd_ext_table()->hsa_amd_vmem_map_fn != fresh.hsa_amd_vmem_map_fn;
+  hsa_rt_fill_amd_ext_table(&fresh);
+  return hsa_rt_amd_ext_table()->hsa_amd_vmem_map_fn != fresh.hsa_amd_vmem_map_fn;
 }
 
 // Why a vmem test cannot run here, or NULL.
 const char* vmem_unavailable() {
-  if (!hsa_cuda_vmem_supported()) return "the CUDA driver has no virtual memory management";
+  if (!hsa_rt_vmem_supported()) return "the CUDA driver has no virtual memory management";
   if (!library_wraps_vmem()) {
     return "this libkernel_replay does not wrap hsa_amd_vmem_map (built against ROCm 5.2 headers?)";
   }
@@ -1404,7 +1366,7 @@ size_t round_up_to(size_t value, size_t granule) { return (value + granule - 1) 
 // must write every other chunk back byte for byte and never touch the
 // unmapped range, nor a new chunk mapped there later.
 void test_vm_heap(Reporter& r, const Module& m) {
-  const size_t g = hsa_cuda_vmem_granularity(m.gpu.agent);
+  const size_t g = hsa_rt_vmem_granularity(m.gpu.agent);
   const size_t chunk = round_up_to(32 * MiB, g);
   const size_t chunks = g_quick ? 4 : 8;
   Reservation heap;
@@ -1475,7 +1437,7 @@ void test_vm_heap(Reporter& r, const Module& m) {
   if (!mapped[trimmed].unmap(r, trimmed_va) || !mapped[trimmed].release(r)) return;
   r.expect(kr_tracked_count(m.gpu.agent) == tracked + chunks - 1,
            "the unmapped chunk is still tracked");
-  const uint64_t violations = hsa_cuda_copy_violations();
+  const uint64_t violations = refused_copies();
   kr_restore_report_t report{};
   kr_restore_with_report(snapshot.s, &report);
   expect_report(r, report, regions - 1, 1);
@@ -1484,7 +1446,7 @@ void test_vm_heap(Reporter& r, const Module& m) {
     const std::string what = "chunk " + std::to_string(c) + " after the restore";
     same_bytes(r, m, heap.at(c * chunk), before[c], what.c_str());
   }
-  r.expect(hsa_cuda_copy_violations() == violations,
+  r.expect(refused_copies() == violations,
            "the restore copied into the unmapped chunk's range (refused by the runtime)");
   // The pool grows again at the same address with new memory: the held
   // snapshot must skip it too and leave the new chunk's data alone.
@@ -1496,7 +1458,7 @@ void test_vm_heap(Reporter& r, const Module& m) {
   kr_restore_with_report(snapshot.s, &report);
   expect_report(r, report, regions - 1, 1);
   verify(r, m, trimmed_va, chunk, 0x9F00, false, "the new chunk at the trimmed chunk's address");
-  r.expect(hsa_cuda_copy_violations() == violations, "a restore copy was refused by the runtime");
+  r.expect(refused_copies() == violations, "a restore copy was refused by the runtime");
   // The pool grows while a tool has tracking off: that chunk is not
   // captured, and kr_untracked_summary says so.
   const kr_untracked_t untracked_before = kr_untracked_summary(m.gpu.agent);
@@ -1598,7 +1560,7 @@ bool replay_segment(Reporter& r, const Module& m, SegmentPass* s, uint32_t passe
 }
 
 void test_expandable_segments(Reporter& r, const Module& m) {
-  const size_t g = hsa_cuda_vmem_granularity(m.gpu.agent);
+  const size_t g = hsa_rt_vmem_granularity(m.gpu.agent);
   const size_t small = round_up_to(2 * MiB, g);
   const size_t large = round_up_to(20 * MiB, g);
   Reservation segment;
@@ -1639,12 +1601,12 @@ void test_expandable_segments(Reporter& r, const Module& m) {
   end = page_at[5];
   r.expect(kr_tracked_count(m.gpu.agent) == tracked - 1, "the trimmed page is still tracked");
   if (!mutate(r, m, s.tensors[0].first, s.tensors[0].second)) return;
-  const uint64_t violations = hsa_cuda_copy_violations();
+  const uint64_t violations = refused_copies();
   kr_restore_report_t report{};
   kr_restore_with_report(held.s, &report);
   expect_report(r, report, kr_snapshot_region_count(held.s) - 1, 1);
   same_bytes(r, m, segment.at(0), at_snapshot, "the 5 pages left, restored from the held snapshot");
-  r.expect(hsa_cuda_copy_violations() == violations,
+  r.expect(refused_copies() == violations,
            "the restore copied into the trimmed page (refused by the runtime)");
 
   s.tensors.pop_back();
@@ -1663,7 +1625,7 @@ void test_expandable_segments(Reporter& r, const Module& m) {
   expect_report(r, report, kr_snapshot_region_count(held.s) - 1, 1);
   same_bytes(r, m, segment.at(page_at.back()), new_page,
              "the page mapped after the held snapshot, left alone by its restore");
-  r.expect(hsa_cuda_copy_violations() == violations, "a restore copy was refused by the runtime");
+  r.expect(refused_copies() == violations, "a restore copy was refused by the runtime");
   r.note("pages of %s and %s (granularity %s); 3 dispatches, grown and shrunk in between",
          bytes_text(small).c_str(), bytes_text(large).c_str(), bytes_text(g).c_str());
 }
@@ -1705,7 +1667,7 @@ void two_view_pass(uint32_t pass, void* user_data) {
 }
 
 void test_two_views(Reporter& r, const Module& m) {
-  const size_t g = hsa_cuda_vmem_granularity(m.gpu.agent);
+  const size_t g = hsa_rt_vmem_granularity(m.gpu.agent);
   const size_t bytes = round_up_to(4 * MiB, g);
   Reservation first, second;
   if (!first.reserve(r, bytes) || !second.reserve(r, bytes)) return;
@@ -1738,7 +1700,7 @@ void test_two_views(Reporter& r, const Module& m) {
   std::vector<uint8_t> captured;
   if (!read_bytes(r, m, first.at(0), bytes, &captured)) return;
   if (!chunk.unmap(r, second.at(0)) || !mutate(r, m, first.at(0), bytes)) return;
-  const uint64_t violations = hsa_cuda_copy_violations();
+  const uint64_t violations = refused_copies();
   kr_restore_report_t report{};
   kr_restore_with_report(snapshot.s, &report);
   expect_report(r, report, kr_snapshot_region_count(snapshot.s) - 1, 1);
@@ -1748,19 +1710,19 @@ void test_two_views(Reporter& r, const Module& m) {
   kr_restore_with_report(snapshot.s, &report);
   expect_report(r, report, kr_snapshot_region_count(snapshot.s) - 1, 1);
   same_bytes(r, m, first.at(0), captured, "the view of a released handle");
-  r.expect(hsa_cuda_copy_violations() == violations,
+  r.expect(refused_copies() == violations,
            "a restore copy into the unmapped view was refused by the runtime");
 }
 
-#endif  // HSA_COMMON_HAVE_VMEM
+#endif  // HSA_RT_HAVE_VMEM
 
 // ---- (m) an application async copy in flight ---------------------------------------------------
 
 // True when the library wrapped hsa_amd_memory_async_copy (the copy fence).
 bool library_fences_copies() {
   AmdExtTable fresh;
-  hsa_cuda_fill_amd_ext_table(&fresh);
-  return hsa_cuda_amd_ext_table()->hsa_amd_memory_async_copy_fn !=
+  hsa_rt_fill_amd_ext_table(&fresh);
+  return hsa_rt_amd_ext_table()->hsa_amd_memory_async_copy_fn !=
          fresh.hsa_amd_memory_async_copy_fn;
 }
 
@@ -1786,7 +1748,7 @@ struct HeldCopy {
         !T_HSA(r, hsa_signal_create(1, 0, nullptr, &completion))) {
       return false;
     }
-    const hsa_agent_t cpu = hsa_cuda_cpu_agent();
+    const hsa_agent_t cpu = hsa_rt_cpu_agent();
     if (!T_HSA(r, hsa_amd_memory_async_copy(dst, m.gpu.agent, src, cpu, bytes, 1, &dependency,
                                             completion))) {
       return false;
@@ -1874,9 +1836,9 @@ void test_copy_fence(Reporter& r, const Module& m) {
   const size_t bytes = 4 * MiB;
   const size_t copy_bytes = MiB;
   PoolBuffer buffer, source;
-  const hsa_agent_t cpu = hsa_cuda_cpu_agent();
+  const hsa_agent_t cpu = hsa_rt_cpu_agent();
   if (!buffer.allocate(r, m.gpu.vram, bytes) || !fill(r, m, buffer.get(), bytes, 0xC00) ||
-      !source.allocate(r, hsa_cuda_pool(cpu, HSA_CUDA_POOL_SYSTEM_FINE), copy_bytes)) {
+      !source.allocate(r, hsa_rt_pool(cpu, HSA_RT_POOL_SYSTEM_FINE), copy_bytes)) {
     return;
   }
   auto* words = static_cast<uint32_t*>(source.get());
@@ -2023,7 +1985,7 @@ void test_device_nearly_full(Reporter& r, const Module& m) {
   // not see (the runtime's own table), halving the size on each refusal down
   // to a granule.
   AmdExtTable raw;
-  hsa_cuda_fill_amd_ext_table(&raw);
+  hsa_rt_fill_amd_ext_table(&raw);
   std::vector<void*> ballast;
   uint64_t ballast_bytes = 0;
   for (uint64_t chunk = GiB; chunk >= 2 * MiB;) {
@@ -2248,55 +2210,76 @@ void report_kernel_stats(Reporter& r, const S& stats) {
 // (arenas, signals, snapshot buffers) may remain in the runtime, nor any
 // vmem object of the tests'.
 void test_accounting(Reporter& r) {
-  r.expect(hsa_cuda_copy_violations() == g_expected_violations,
+  r.expect(refused_copies() == g_expected_violations,
            "the runtime refused %" PRIu64 " copies (freed or out-of-bounds memory), %" PRIu64
            " on purpose",
-           hsa_cuda_copy_violations(), g_expected_violations);
-  r.expect(hsa_cuda_reuse_cache_bytes() == 0, "the address-reuse cache still holds %s",
-           bytes_text(hsa_cuda_reuse_cache_bytes()).c_str());
-  r.expect(hsa_cuda_cuda_error_count() == 0, "%" PRIu64 " CUDA calls failed inside the runtime",
-           hsa_cuda_cuda_error_count());
+           refused_copies(), g_expected_violations);
+  r.expect(hsa_rt_count(HSA_RT_COUNT_BACKEND_ERRORS) == 0,
+           "%" PRIu64 " CUDA calls failed inside the runtime",
+           hsa_rt_count(HSA_RT_COUNT_BACKEND_ERRORS));
   r.expect(kr_host_bytes_in_use() == 0, "snapshots still hold %" PRIu64 " host bytes",
            kr_host_bytes_in_use());
-  r.expect(hsa_cuda_live_allocation_count() == 0, "%" PRIu64 " allocations still live",
-           hsa_cuda_live_allocation_count());
-  r.expect(hsa_cuda_live_signal_count() == 0, "%" PRIu64 " signals still live",
-           hsa_cuda_live_signal_count());
-  r.expect(hsa_cuda_live_queue_count() == 0, "%" PRIu64 " AQL queues still live",
-           hsa_cuda_live_queue_count());
-  r.expect(hsa_cuda_vmem_mapping_count() == 0 && hsa_cuda_vmem_handle_count() == 0 &&
-               hsa_cuda_vmem_reservation_count() == 0,
+  r.expect(hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS) == 0, "%" PRIu64 " allocations still live",
+           hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS));
+  r.expect(hsa_rt_count(HSA_RT_COUNT_LIVE_SIGNALS) == 0, "%" PRIu64 " signals still live",
+           hsa_rt_count(HSA_RT_COUNT_LIVE_SIGNALS));
+  r.expect(hsa_rt_count(HSA_RT_COUNT_LIVE_QUEUES) == 0, "%" PRIu64 " AQL queues still live",
+           hsa_rt_count(HSA_RT_COUNT_LIVE_QUEUES));
+  r.expect(hsa_rt_count(HSA_RT_COUNT_VMEM_MAPPINGS) == 0 &&
+               hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES) == 0 &&
+               hsa_rt_count(HSA_RT_COUNT_VMEM_RESERVATIONS) == 0,
            "vmem objects left: %" PRIu64 " mappings, %" PRIu64 " handles, %" PRIu64
            " reservations",
-           hsa_cuda_vmem_mapping_count(), hsa_cuda_vmem_handle_count(),
-           hsa_cuda_vmem_reservation_count());
-  r.expect(kr_tracked_count(hsa_cuda_cpu_agent()) == 0, "the CPU agent still has tracked blocks");
+           hsa_rt_count(HSA_RT_COUNT_VMEM_MAPPINGS), hsa_rt_count(HSA_RT_COUNT_VMEM_HANDLES),
+           hsa_rt_count(HSA_RT_COUNT_VMEM_RESERVATIONS));
+  r.expect(kr_tracked_count(hsa_rt_cpu_agent()) == 0, "the CPU agent still has tracked blocks");
   for (const Module& m : g_modules) {
     r.expect(kr_tracked_count(m.gpu.agent) == 0, "%s still has %zu tracked blocks",
              m.gpu.name.c_str(), kr_tracked_count(m.gpu.agent));
   }
   r.note("copies issued by the runtime: H2D %" PRIu64 " (%s), D2H %" PRIu64 " (%s), D2D %" PRIu64
          ", H2H %" PRIu64,
-         hsa_cuda_copy_count(HSA_CUDA_COPY_HOST_TO_DEVICE),
-         bytes_text(hsa_cuda_copy_bytes(HSA_CUDA_COPY_HOST_TO_DEVICE)).c_str(),
-         hsa_cuda_copy_count(HSA_CUDA_COPY_DEVICE_TO_HOST),
-         bytes_text(hsa_cuda_copy_bytes(HSA_CUDA_COPY_DEVICE_TO_HOST)).c_str(),
-         hsa_cuda_copy_count(HSA_CUDA_COPY_DEVICE_TO_DEVICE),
-         hsa_cuda_copy_count(HSA_CUDA_COPY_HOST_TO_HOST));
+         hsa_rt_count(HSA_RT_COUNT_COPIES_HOST_TO_DEVICE),
+         bytes_text(hsa_rt_count(HSA_RT_COUNT_COPY_BYTES_HOST_TO_DEVICE)).c_str(),
+         hsa_rt_count(HSA_RT_COUNT_COPIES_DEVICE_TO_HOST),
+         bytes_text(hsa_rt_count(HSA_RT_COUNT_COPY_BYTES_DEVICE_TO_HOST)).c_str(),
+         hsa_rt_count(HSA_RT_COUNT_COPIES_DEVICE_TO_DEVICE),
+         hsa_rt_count(HSA_RT_COUNT_COPIES_HOST_TO_HOST));
   r.note("AQL dispatches run by the runtime's packet processors: %" PRIu64,
-         hsa_cuda_aql_dispatch_count());
+         hsa_rt_count(HSA_RT_COUNT_DISPATCHES));
   report_kernel_stats(r, stats2());
 }
 
 void usage(const char* program) {
-  std::printf("usage: %s --cubin PATH [--only TEXT] [--storage NAME[,NAME...]] [--quick]\n",
-              program);
+  std::printf("usage: %s --cubin PATH [--only TEXT] [--storage NAME[,NAME...]] [--quick]\n"
+              "       %s --before-init\n",
+              program, program);
+}
+
+// --before-init (no driver needed): kernel-replay installs over fresh copies
+// of the runtime's tables before the runtime is up, and its wrappers chain to
+// the runtime (an allocation answers NOT_INITIALIZED through them).
+int check_before_init() {
+  CoreApiTable core;
+  AmdExtTable amd;
+  hsa_rt_fill_core_table(&core);
+  hsa_rt_fill_amd_ext_table(&amd);
+  kr_set_log_level(KR_LOG_ERROR);
+  CHECK(kr_memory_tracker_init(&core, &amd, 0) == KR_STATUS_SUCCESS);
+  CHECK(core.hsa_memory_allocate_fn != hsa_rt_core_table()->hsa_memory_allocate_fn &&
+        amd.hsa_amd_memory_pool_allocate_fn !=
+            hsa_rt_amd_ext_table()->hsa_amd_memory_pool_allocate_fn);
+  void* ptr = nullptr;
+  CHECK(amd.hsa_amd_memory_pool_allocate_fn(hsa_amd_memory_pool_t{1}, 64, 0, &ptr) ==
+        HSA_STATUS_ERROR_NOT_INITIALIZED);
+  return kr_check_summary("kernel_replay_gpu_test --before-init");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc == 2 && std::strcmp(argv[1], "--before-init") == 0) return check_before_init();
   // First, so that a machine without a GPU exits 77 whatever the arguments.
   const int no_runtime = harness::start_runtime("kernel_replay_gpu_test");
   if (no_runtime >= 0) return no_runtime;
@@ -2315,13 +2298,13 @@ int main(int argc, char** argv) {
       g_quick = true;
     } else {
       usage(argv[0]);
-      hsa_cuda_shutdown();
+      hsa_rt_shutdown();
       return 2;
     }
   }
   if (cubin == nullptr) {
     usage(argv[0]);
-    hsa_cuda_shutdown();
+    hsa_rt_shutdown();
     return 2;
   }
 
@@ -2365,7 +2348,7 @@ int main(int argc, char** argv) {
   r.end();
   if (!ready) {
     for (Module& m : g_modules) unload_module(m);
-    hsa_cuda_shutdown();
+    hsa_rt_shutdown();
     r.summary();
     return 1;
   }
@@ -2379,7 +2362,7 @@ int main(int argc, char** argv) {
   const Module& m0 = g_modules[0];
   // The vmem tests skip, saying why, where the headers, the driver or the
   // library lack the API.
-#if HSA_COMMON_HAVE_VMEM
+#if HSA_RT_HAVE_VMEM
 #define KR_VMEM_TEST(test)                     \
   [&] {                                        \
     if (const char* why = vmem_unavailable()) { \
@@ -2465,6 +2448,6 @@ int main(int argc, char** argv) {
   run("accounting: no refused copies, no CUDA errors, nothing left over",
       [&] { test_accounting(r); });
   for (Module& m : g_modules) unload_module(m);
-  hsa_cuda_shutdown();
+  hsa_rt_shutdown();
   return r.summary();
 }

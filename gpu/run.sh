@@ -11,9 +11,12 @@
 #
 # Steps: print the machine (nvidia-smi, nvcc, g++); compile gpu/kernels.cu
 # (the application's kernels) and kernels/replay_kernels.cu (the library's
-# own) to cubins with nvcc; compile HSA-on-CUDA, the test, the bench and the
-# self-check with g++; run the self-check, the tests once per strategy, then
-# the bench; print the bench's Markdown table last. Raw output goes to $OUT
+# own) to cubins with nvcc; compile the test runtime's CUDA backend
+# (testing/hsa-runtime: common/ and cuda/), its conformance suite, the test
+# and the bench with g++; run the self-check (the conformance suite on this
+# GPU, the test's --before-init check, both programs without a driver), the
+# tests once per strategy, then the bench; print the bench's Markdown table
+# last. Raw output goes to $OUT
 # (or gpu/out): environment.txt, build.log, selfcheck.log,
 # test-<strategy>.log, bench.log, bench.csv, bench_table.md, summary.txt.
 #
@@ -156,9 +159,10 @@ else
   echo "NO_REPLAY_KERNELS=1: the library's kernels are not loaded"
 fi
 
+R=testing/hsa-runtime
 CXXFLAGS=(-std=c++17 -O2 -g -Wall -Wextra -Wpedantic -DAMD_INTERNAL_BUILD
           -isystem "$CARRY/include/hsa" -isystem "$CARRY/include"
-          -I include -I gpu -I gpu/hsa_cuda -I c_tests/hsa_common -I kernels)
+          -I include -I gpu -I testing -I $R/include -I $R/common -I hsa-sys -I kernels)
 [ "${WERROR:-0}" = 1 ] && CXXFLAGS+=(-Werror)
 # The programs load the library by its SONAME (libkernel_replay.so.<major>,
 # build.rs), not by cargo's file name: a link of that name to the carried
@@ -169,18 +173,17 @@ mkdir -p "$BUILD_DIR/lib"
 LDFLAGS=(-L "$CARRY/lib" -lkernel_replay "-Wl,-rpath,$BUILD_DIR/lib:$CARRY/lib" -ldl -pthread)
 
 # Every translation unit compiled once, in parallel; each failure is printed.
-# (c_tests/hsa_common: what HSA-on-CUDA shares with the software runtime.)
-SOURCES=(gpu/hsa_cuda/cuda_driver.cpp gpu/hsa_cuda/hsa_cuda_runtime.cpp
-         gpu/hsa_cuda/hsa_cuda_memory.cpp gpu/hsa_cuda/hsa_cuda_signals.cpp
-         gpu/hsa_cuda/hsa_cuda_vmem.cpp gpu/hsa_cuda/hsa_cuda_loader.cpp
-         gpu/hsa_cuda/hsa_cuda_queues.cpp gpu/hsa_cuda/hsa_cuda_tables.cpp
-         gpu/hsa_cuda/hsa_cuda_app.cpp c_tests/hsa_common/hsa_common.cpp
-         c_tests/hsa_common/hsa_common_signals.cpp c_tests/hsa_common/hsa_common_app.cpp
-         gpu/harness.cpp gpu/kernel_replay_gpu_test.cpp
-         gpu/kernel_replay_gpu_bench.cpp gpu/hsa_cuda_selfcheck.cpp)
+# The runtime: the test runtime's front end and its CUDA backend
+# (testing/hsa-runtime/CMakeLists.txt builds the same list as hsa_rt_cuda).
+RUNTIME=($R/common/runtime.cpp $R/common/memory.cpp $R/common/signals.cpp $R/common/vmem.cpp
+         $R/common/loader.cpp $R/common/queues.cpp $R/common/app.cpp $R/cuda/backend.cpp)
+CONFORMANCE=($R/conformance/*.cpp)
+SOURCES=("${RUNTIME[@]}" "${CONFORMANCE[@]}" gpu/harness.cpp gpu/kernel_replay_gpu_test.cpp
+         gpu/kernel_replay_gpu_bench.cpp)
+object() { local name=${1//\//_}; echo "$BUILD_DIR/${name%.cpp}.o"; }
 declare -A JOBS=()
 for src in "${SOURCES[@]}"; do
-  obj="$BUILD_DIR/$(basename "${src%.cpp}").o"
+  obj=$(object "$src")
   echo "+ $CXX ${CXXFLAGS[*]} -c $src -o $obj" >>"$OUT/build.log"
   "$CXX" "${CXXFLAGS[@]}" -c "$src" -o "$obj" >"$obj.log" 2>&1 &
   JOBS[$!]="$src"
@@ -188,29 +191,27 @@ done
 BUILD_FAILED=0
 for pid in "${!JOBS[@]}"; do
   src=${JOBS[$pid]}
-  obj_log="$BUILD_DIR/$(basename "${src%.cpp}").o.log"
   if ! wait "$pid"; then
     echo "!! compiling $src failed:" | tee -a "$OUT/build.log"
     BUILD_FAILED=1
   fi
-  cat "$obj_log" | tee -a "$OUT/build.log"
+  cat "$(object "$src").log" | tee -a "$OUT/build.log"
 done
 [ "$BUILD_FAILED" = 0 ] || die 2 "g++ could not compile the harness (see above)"
 
 RUNTIME_OBJS=()
-for name in cuda_driver hsa_cuda_runtime hsa_cuda_memory hsa_cuda_signals hsa_cuda_vmem hsa_cuda_loader \
-            hsa_cuda_queues hsa_cuda_tables hsa_cuda_app hsa_common hsa_common_signals hsa_common_app; do
-  RUNTIME_OBJS+=("$BUILD_DIR/$name.o")
-done
+for src in "${RUNTIME[@]}"; do RUNTIME_OBJS+=("$(object "$src")"); done
 link() {
   local program=$1; shift
   echo "+ $CXX -o $BUILD_DIR/$program $* ${RUNTIME_OBJS[*]} ${LDFLAGS[*]}" | tee -a "$OUT/build.log"
   "$CXX" -o "$BUILD_DIR/$program" "$@" "${RUNTIME_OBJS[@]}" "${LDFLAGS[@]}" >>"$OUT/build.log" 2>&1 \
     || { cat "$OUT/build.log"; die 2 "linking $program failed"; }
 }
-link kernel_replay_gpu_test "$BUILD_DIR/kernel_replay_gpu_test.o" "$BUILD_DIR/harness.o"
-link kernel_replay_gpu_bench "$BUILD_DIR/kernel_replay_gpu_bench.o" "$BUILD_DIR/harness.o"
-link hsa_cuda_selfcheck "$BUILD_DIR/hsa_cuda_selfcheck.o"
+link kernel_replay_gpu_test "$(object gpu/kernel_replay_gpu_test.cpp)" "$(object gpu/harness.cpp)"
+link kernel_replay_gpu_bench "$(object gpu/kernel_replay_gpu_bench.cpp)" "$(object gpu/harness.cpp)"
+CONFORMANCE_OBJS=()
+for src in "${CONFORMANCE[@]}"; do CONFORMANCE_OBJS+=("$(object "$src")"); done
+link conformance_cuda "${CONFORMANCE_OBJS[@]}"
 # The library must load here (glibc version, SONAME, rpath): say so now, not
 # as a cryptic loader error in the middle of the tests.
 if ldd "$BUILD_DIR/kernel_replay_gpu_test" 2>&1 | grep -E 'not found|version .* not found'; then
@@ -221,9 +222,22 @@ echo "built in $(( $(date +%s) - STARTED )) s"
 
 # ---- run ---------------------------------------------------------------------------------
 
-banner "self-check (log: $OUT/selfcheck.log)"
-"$BUILD_DIR/hsa_cuda_selfcheck" "$BUILD_DIR/kernel_replay_gpu_test" "$BUILD_DIR/kernel_replay_gpu_bench" \
-  2>&1 | tee "$OUT/selfcheck.log"
+banner "self-check: the runtime's conformance suite on this GPU, the no-GPU checks (log: $OUT/selfcheck.log)"
+{
+  "$BUILD_DIR/conformance_cuda"
+  rc=$?
+  "$BUILD_DIR/kernel_replay_gpu_test" --before-init || rc=1
+  for program in kernel_replay_gpu_test kernel_replay_gpu_bench; do
+    HSA_RT_LIBCUDA=/nonexistent/libcuda.so.1 "$BUILD_DIR/$program" >"$BUILD_DIR/$program.nodriver.log" 2>&1
+    code=$?
+    if [ "$code" = 77 ] && grep -q "no CUDA driver" "$BUILD_DIR/$program.nodriver.log"; then
+      echo "$program without a driver: exit 77, \"no CUDA driver\" (ok)"
+    else
+      echo "!! $program without a driver: exit $code, not 77 saying \"no CUDA driver\""; rc=1
+    fi
+  done
+  exit $rc
+} 2>&1 | tee "$OUT/selfcheck.log"
 SELFCHECK_RC=${PIPESTATUS[0]}
 [ "$SELFCHECK_RC" = 0 ] || echo "!! self-check failed (exit $SELFCHECK_RC); running the tests anyway"
 

@@ -11,13 +11,15 @@
 # copies, the AMD code objects' metadata check (in cargo test),
 # the loom model checks, the fuzzing job (FUZZ_SECONDS, default 120, and
 # FUZZ_THREAD_SECONDS, default 60), the C/C++ tests, valgrind memcheck, the
-# install/package test, the exported-symbol check and the GPU harness's
-# no-GPU checks under ctest, and the C/C++ tests under ASan+UBSan.
+# install/package test, the exported-symbol check, the test runtime's
+# conformance suite on both backends (CUDA: on the stand-in driver) and the
+# GPU harness's no-GPU checks under ctest, and the C/C++ tests under
+# ASan+UBSan.
 #
 # Then, against every other ROCm generation it can obtain (5.2: bookworm,
 # 6.1: trixie, 6.4: sid, 7.2: experimental; scripts/hsa_headers.sh), the
-# library is built again and the Rust and C/C++ tests run against it: both
-# test runtimes fill their tables as that generation of ROCr does.
+# library is built again and the Rust and C/C++ tests run against it: the
+# test runtime's backends fill their tables as that generation of ROCr does.
 # GENERATIONS="bookworm trixie" limits the list; GENERATIONS="" skips it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -55,9 +57,9 @@ for policy in baseline device pinned pageable; do
   step "integration tests under KERNEL_REPLAY_STORAGE=$policy"
   KERNEL_REPLAY_STORAGE=$policy cargo test -p kernel-replay --tests -q
 done
-# And under each forced device-kernel strategy: the software runtime runs
-# the kernels' own source on the CPU, so every test's byte checks hold for
-# the scatter and dirty-block paths too.
+# And under each forced device-kernel strategy: the test runtime's host
+# backend runs the kernels' own source on the CPU, so every test's byte
+# checks hold for the scatter and dirty-block paths too.
 for strategy in scatter dirty; do
   step "integration tests under KERNEL_REPLAY_STRATEGY=$strategy"
   KERNEL_REPLAY_STRATEGY=$strategy cargo test -p kernel-replay --tests -q

@@ -214,7 +214,7 @@ fn unknown_agents_have_nothing_tracked_and_replay_like_any_other() {
     let other = CSnap::of(UNKNOWN);
     assert!(other.ok());
     assert_eq!(other.regions(), 0);
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 }
 
 #[test]
@@ -238,7 +238,7 @@ fn a_snapshot_whose_allocations_are_all_freed_restores_nothing_and_writes_nothin
     }
     // Freed memory is quarantined and poisoned by the runtime: a restore
     // that wrote any of it would break the poison or count a violation.
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
     assert!(sim.quarantine_intact());
     drop(snap);
     assert_nothing_held();
@@ -282,7 +282,7 @@ fn snapshots_of_two_agents_run_concurrently_from_many_threads() {
         }
     });
     assert_nothing_held();
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
     for (_, p) in buffers {
         assert_eq!(pool_free(p as *mut u8), SUCCESS);
     }
@@ -342,7 +342,7 @@ fn every_export_from_many_threads_at_once() {
         0
     );
     assert_nothing_held();
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
     assert!(sim.quarantine_intact());
 }
 
@@ -371,9 +371,9 @@ fn a_declined_snapshot_is_not_ok_through_the_c_abi() {
     let gpu = sim.gpu(0);
     device_buffer(&sim, gpu, 4096, 1);
     // No iterator set and a runtime without the loader extension.
-    sim.fail_loader_extension(true);
+    sim.inject(hsa_sim::Fault::LoaderExtension, 0, 1);
     let snap = CSnap::of(gpu);
-    sim.fail_loader_extension(false);
+    sim.inject(hsa_sim::Fault::LoaderExtension, 0, 0);
     assert!(!snap.ok());
     assert_eq!((snap.regions(), snap.bytes()), (0, 0));
     let report = snap.restore();

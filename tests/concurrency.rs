@@ -25,7 +25,7 @@ const STABLE_SIZE: usize = 8192;
 #[test]
 fn churn_on_two_agents_during_their_replay_windows_never_touches_the_wrong_memory() {
     let sim = session(2);
-    sim.set_address_reuse(true);
+    sim.set_mode(hsa_sim::Mode::AddressReuse, true);
     let gpus = [sim.gpu(0), sim.gpu(1)];
     let pools = gpus.map(|g| sim.pool(g, PoolKind::DeviceCoarse).handle);
     let stop = AtomicBool::new(false);
@@ -57,7 +57,7 @@ fn churn_on_two_agents_during_their_replay_windows_never_touches_the_wrong_memor
                 while !stop.load(Ordering::Relaxed) {
                     round += 1;
                     let tag = match worker.wrapping_mul(61).wrapping_add(round as u8) | 1 {
-                        hsa_sim::HSA_SIM_POISON_BYTE => 0x11,
+                        hsa_sim::POISON_BYTE => 0x11,
                         t => t,
                     };
                     let size = 4096 * (1 + (round as usize % 3));
@@ -108,7 +108,7 @@ fn churn_on_two_agents_during_their_replay_windows_never_touches_the_wrong_memor
     });
 
     assert_eq!(
-        sim.copy_violations(),
+        sim.count(hsa_sim::Counter::CopyViolations),
         0,
         "a copy touched freed memory or ran out of bounds"
     );
@@ -141,7 +141,7 @@ fn churn_on_two_agents_during_their_replay_windows_never_touches_the_wrong_memor
 /// writes without any lock, as a kernel would) captures, and so restores, a
 /// mix of both. Any other value is another allocation's bytes.
 fn assert_only_its_own_bytes(p: usize, size: usize, tag: u8) {
-    let allowed = [tag, 0, hsa_sim::HSA_SIM_POISON_BYTE];
+    let allowed = [tag, 0, hsa_sim::POISON_BYTE];
     let held = bytes(p as *const u8, size);
     if let Some(offset) = held.iter().position(|b| !allowed.contains(b)) {
         panic!(

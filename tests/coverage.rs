@@ -121,10 +121,10 @@ fn little_untracked_memory_is_not_logged_and_unknown_is_said() {
     );
 
     // A runtime that does not report free memory: unknown, not zero-as-fact.
-    sim.set_memory_avail_supported(false);
+    sim.set_mode(hsa_sim::Mode::MemoryAvailSupported, false);
     let untracked = kernel_replay::untracked(agent(gpu));
     assert_eq!(untracked.bytes, None, "unknown, not zero-as-fact");
-    sim.set_memory_avail_supported(true);
+    sim.set_mode(hsa_sim::Mode::MemoryAvailSupported, true);
 }
 
 #[test]

@@ -107,7 +107,7 @@ fn many_small_regions_go_in_one_scatter_dispatch_each_way() {
         assert!(all(p, 4096, (i + 1) as u8), "region {i} restored");
     }
     assert_eq!(counters().scatter_dispatches - before.scatter_dispatches, 2);
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 }
 
 #[test]
@@ -171,7 +171,7 @@ fn dirty_blocks_restore_only_what_a_pass_wrote() {
         2
     );
     assert_eq!(after.blocks_copied - before.blocks_copied, 4);
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 }
 
 #[test]
@@ -179,7 +179,7 @@ fn dirty_blocks_never_touch_a_freed_region_or_its_reused_address() {
     let Some(sim) = kernel_session(Strategy::DirtyBlocks) else {
         return;
     };
-    sim.set_address_reuse(true);
+    sim.set_mode(hsa_sim::Mode::AddressReuse, true);
     let gpu = sim.gpu(0);
     let stays = device_buffer(&sim.sim, gpu, 2 * BLOCK, 0x11);
     let goes = device_buffer(&sim.sim, gpu, 2 * BLOCK, 0x22);
@@ -208,7 +208,7 @@ fn dirty_blocks_never_touch_a_freed_region_or_its_reused_address() {
     let again = snap.restore();
     assert_eq!(again.skipped_not_live, 1);
     assert!(all(reused, 2 * BLOCK, 0x77));
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
     assert!(sim.quarantine_intact());
 }
 
@@ -239,7 +239,7 @@ fn a_queue_the_runtime_refuses_falls_back_to_copies() {
     let Some(sim) = kernel_session(Strategy::DirtyBlocks) else {
         return;
     };
-    sim.fail_next_queue_creations(1);
+    sim.inject(hsa_sim::Fault::NextQueueCreations, 0, 1);
     let regions = buffers(&sim.sim, 10, BLOCK);
     let snap = Snap::of(sim.gpu(0));
     assert!(snap.ok());
@@ -266,7 +266,7 @@ fn a_faulting_dispatch_hands_its_regions_to_the_copies() {
         fill(p, 4096, 0);
     }
     let before = counters();
-    sim.fault_next_dispatches(1);
+    sim.inject(hsa_sim::Fault::NextDispatches, 0, 1);
     let report = snap.restore();
     assert_eq!((report.restored, report.failed), (80, 0));
     assert!(report.device.fell_back);
@@ -289,7 +289,7 @@ fn a_capture_whose_dispatch_faults_restores_with_copies() {
         return;
     };
     let regions = buffers(&sim.sim, 8, 2 * BLOCK);
-    sim.fault_next_dispatches(1);
+    sim.inject(hsa_sim::Fault::NextDispatches, 0, 1);
     let snap = Snap::of(sim.gpu(0));
     assert!(snap.ok(), "the copies captured what the kernel could not");
     for &p in &regions {
@@ -348,11 +348,11 @@ fn verify_mode_counts_a_restore_that_left_bytes_wrong() {
     // A write the runtime's copies cannot see: the copy into this address
     // fails, and the dispatch faults, so nothing restores it.
     fill(p, 2 * BLOCK, 0x43);
-    sim.fault_next_dispatches(1);
-    sim.fail_copies_into(p);
+    sim.inject(hsa_sim::Fault::NextDispatches, 0, 1);
+    sim.inject(hsa_sim::Fault::CopiesInto, p as u64, 0);
     let before = counters();
     let report = snap.restore();
-    sim.fail_copies_into(std::ptr::null());
+    sim.inject(hsa_sim::Fault::CopiesInto, 0, 0);
     let verified = report.verify.expect("verify mode checks the restore");
     assert_eq!(verified.mismatched_regions, 1);
     assert_eq!(verified.mismatched_bytes, (2 * BLOCK) as u64);
@@ -498,7 +498,7 @@ fn consecutive_snapshots_of_the_same_regions_copy_only_changed_blocks() {
         0,
         "nothing changed"
     );
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 }
 
 #[test]
@@ -561,7 +561,7 @@ fn a_changed_region_list_or_a_released_arena_means_a_full_capture() {
     fill(moved, BLOCK, 0);
     assert!(snap.restore_all());
     assert!(all(moved, BLOCK, 0x78));
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
     drop(snap);
     // The retained arenas released: fresh ones hold nothing yet.
     kernel_replay::trim_retained();
@@ -583,7 +583,7 @@ fn a_capture_that_fell_back_to_copies_is_not_a_base_for_the_next() {
     };
     let (regions, sizes) = mixed_regions(&sim.sim);
     drop(Snap::of(sim.gpu(0)));
-    sim.fault_next_dispatches(1);
+    sim.inject(hsa_sim::Fault::NextDispatches, 0, 1);
     let faulted = Snap::of(sim.gpu(0));
     assert_eq!(taken(&faulted).copy_method(), CopyMethod::Copies);
     drop(faulted);

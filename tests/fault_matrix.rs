@@ -170,19 +170,19 @@ fn decline_cases() -> Vec<DeclineCase> {
             applies: any_policy,
             arm: |sim, _| {
                 kernel_replay::set_executable_iterator(None);
-                sim.fail_loader_extension(true);
+                sim.inject(hsa_sim::Fault::LoaderExtension, 0, 1);
             },
             snap: plain_snap,
-            disarm: |sim, _| sim.fail_loader_extension(false),
+            disarm: |sim, _| sim.inject(hsa_sim::Fault::LoaderExtension, 0, 0),
         },
         DeclineCase {
             name: "executable iterator fails",
             reason: DeclineReason::SymbolEnumeration,
             says: "the executable iterator failed with HSA status 0x",
             applies: any_policy,
-            arm: |sim, _| sim.fail_executable_iteration(true),
+            arm: |sim, _| sim.inject(hsa_sim::Fault::ExecutableIteration, 0, 1),
             snap: plain_snap,
-            disarm: |sim, _| sim.fail_executable_iteration(false),
+            disarm: |sim, _| sim.inject(hsa_sim::Fault::ExecutableIteration, 0, 0),
         },
         DeclineCase {
             name: "symbol walk refused",
@@ -191,10 +191,10 @@ fn decline_cases() -> Vec<DeclineCase> {
             applies: any_policy,
             arm: |sim, f| {
                 let exe = fresh_executable(sim, f);
-                sim.refuse_symbol_walk(exe, true);
+                sim.inject(hsa_sim::Fault::SymbolWalk, exe.handle, 1);
             },
             snap: plain_snap,
-            disarm: |sim, f| sim.refuse_symbol_walk(f.late_exe.unwrap(), false),
+            disarm: |sim, f| sim.inject(hsa_sim::Fault::SymbolWalk, f.late_exe.unwrap().handle, 0),
         },
         DeclineCase {
             name: "symbol kind query fails",
@@ -203,10 +203,20 @@ fn decline_cases() -> Vec<DeclineCase> {
             applies: any_policy,
             arm: |sim, f| {
                 fresh_executable(sim, f);
-                sim.fail_symbol_query(HSA_EXECUTABLE_SYMBOL_INFO_TYPE, true);
+                sim.inject(
+                    hsa_sim::Fault::SymbolQuery,
+                    u64::from(HSA_EXECUTABLE_SYMBOL_INFO_TYPE),
+                    1,
+                );
             },
             snap: plain_snap,
-            disarm: |sim, _| sim.fail_symbol_query(HSA_EXECUTABLE_SYMBOL_INFO_TYPE, false),
+            disarm: |sim, _| {
+                sim.inject(
+                    hsa_sim::Fault::SymbolQuery,
+                    u64::from(HSA_EXECUTABLE_SYMBOL_INFO_TYPE),
+                    0,
+                )
+            },
         },
         DeclineCase {
             name: "variable address query fails",
@@ -215,11 +225,19 @@ fn decline_cases() -> Vec<DeclineCase> {
             applies: any_policy,
             arm: |sim, f| {
                 fresh_executable(sim, f);
-                sim.fail_symbol_query(HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS, true);
+                sim.inject(
+                    hsa_sim::Fault::SymbolQuery,
+                    u64::from(HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS),
+                    1,
+                );
             },
             snap: plain_snap,
             disarm: |sim, _| {
-                sim.fail_symbol_query(HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS, false)
+                sim.inject(
+                    hsa_sim::Fault::SymbolQuery,
+                    u64::from(HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_ADDRESS),
+                    0,
+                )
             },
         },
         DeclineCase {
@@ -229,10 +247,20 @@ fn decline_cases() -> Vec<DeclineCase> {
             applies: any_policy,
             arm: |sim, f| {
                 fresh_executable(sim, f);
-                sim.fail_symbol_query(HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, true);
+                sim.inject(
+                    hsa_sim::Fault::SymbolQuery,
+                    u64::from(HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE),
+                    1,
+                );
             },
             snap: plain_snap,
-            disarm: |sim, _| sim.fail_symbol_query(HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE, false),
+            disarm: |sim, _| {
+                sim.inject(
+                    hsa_sim::Fault::SymbolQuery,
+                    u64::from(HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE),
+                    0,
+                )
+            },
         },
         DeclineCase {
             // 2,000 more tracked regions of 64 bytes: the region lists run to
@@ -282,7 +310,7 @@ fn decline_cases() -> Vec<DeclineCase> {
             reason: DeclineReason::HostMemory,
             says: "bytes of host memory for the snapshot cannot be allocated",
             applies: |p| p == StoragePolicy::Pinned,
-            arm: |sim, _| sim.fail_next_allocations(1),
+            arm: |sim, _| sim.inject(hsa_sim::Fault::NextAllocations, 0, 1),
             snap: plain_snap,
             disarm: nothing,
         },
@@ -291,7 +319,7 @@ fn decline_cases() -> Vec<DeclineCase> {
             reason: DeclineReason::DeviceMemory,
             says: "bytes of device memory for the snapshot cannot be allocated",
             applies: |p| p == StoragePolicy::Device,
-            arm: |sim, _| sim.fail_next_allocations(1),
+            arm: |sim, _| sim.inject(hsa_sim::Fault::NextAllocations, 0, 1),
             snap: plain_snap,
             disarm: nothing,
         },
@@ -310,7 +338,7 @@ fn decline_cases() -> Vec<DeclineCase> {
             reason: DeclineReason::CopyFailed,
             says: "failed with HSA status",
             applies: |p| p == StoragePolicy::Baseline,
-            arm: |sim, _| sim.fail_nth_d2h_copy(2),
+            arm: |sim, _| sim.inject(hsa_sim::Fault::NthD2hCopy, 0, 2),
             snap: plain_snap,
             disarm: nothing,
         },
@@ -329,13 +357,16 @@ fn decline_cases() -> Vec<DeclineCase> {
             says: "failed with HSA status",
             applies: any_policy,
             arm: match region {
-                0 => |sim, f| sim.fail_copies_from(f.regions[0].0),
-                1 => |sim, f| sim.fail_copies_from(f.regions[1].0),
-                2 => |sim, f| sim.fail_copies_from(f.regions[2].0),
-                _ => |sim, f| sim.fail_copies_from(f.regions[3].0),
+                0 => |sim, f| sim.inject(hsa_sim::Fault::CopiesFrom, f.regions[0].0 as u64, 0),
+                1 => |sim, f| sim.inject(hsa_sim::Fault::CopiesFrom, f.regions[1].0 as u64, 0),
+                2 => |sim, f| sim.inject(hsa_sim::Fault::CopiesFrom, f.regions[2].0 as u64, 0),
+                _ => |sim, f| sim.inject(hsa_sim::Fault::CopiesFrom, f.regions[3].0 as u64, 0),
             },
             snap: plain_snap,
-            disarm: |sim, _| sim.clear_copy_faults(),
+            disarm: |sim, _| {
+                sim.inject(hsa_sim::Fault::CopiesInto, 0, 0);
+                sim.inject(hsa_sim::Fault::CopiesFrom, 0, 0)
+            },
         });
     }
     cases
@@ -451,7 +482,12 @@ fn decline_matrix(policy: StoragePolicy) {
 
         (case.disarm)(&sim, &f);
         f.assert_recovers();
-        assert_eq!(sim.copy_violations(), 0, "{}", case.name);
+        assert_eq!(
+            sim.count(hsa_sim::Counter::CopyViolations),
+            0,
+            "{}",
+            case.name
+        );
         f.release();
     }
     assert!(ran >= 12, "{policy:?}: only {ran} decline cases ran");
@@ -474,24 +510,30 @@ fn restore_cases() -> Vec<RestoreCase> {
         RestoreCase {
             name: "the copy into a tracked buffer fails",
             arm: |sim, f| {
-                sim.fail_copies_into(f.buffer(1));
+                sim.inject(hsa_sim::Fault::CopiesInto, f.buffer(1) as u64, 0);
                 f.buffer(1)
             },
             failed: 1,
             skipped: 0,
             after: |f, p| all(p, 8192, !0x22) && !f.holds_original(p),
-            disarm: |sim, _| sim.clear_copy_faults(),
+            disarm: |sim, _| {
+                sim.inject(hsa_sim::Fault::CopiesInto, 0, 0);
+                sim.inject(hsa_sim::Fault::CopiesFrom, 0, 0)
+            },
         },
         RestoreCase {
             name: "the copy into a module variable fails",
             arm: |sim, f| {
-                sim.fail_copies_into(f.variable());
+                sim.inject(hsa_sim::Fault::CopiesInto, f.variable() as u64, 0);
                 f.variable()
             },
             failed: 1,
             skipped: 0,
             after: |_, p| all(p, 64, !0x55),
-            disarm: |sim, _| sim.clear_copy_faults(),
+            disarm: |sim, _| {
+                sim.inject(hsa_sim::Fault::CopiesInto, 0, 0);
+                sim.inject(hsa_sim::Fault::CopiesFrom, 0, 0)
+            },
         },
         RestoreCase {
             name: "a tracked buffer was freed",
@@ -507,7 +549,7 @@ fn restore_cases() -> Vec<RestoreCase> {
         RestoreCase {
             name: "a tracked buffer was freed and its address reused",
             arm: |sim, f| {
-                sim.set_address_reuse(true);
+                sim.set_mode(hsa_sim::Mode::AddressReuse, true);
                 assert_eq!(pool_free(f.buffer(0)), SUCCESS);
                 let again =
                     pool_allocate(sim.pool(f.gpu, PoolKind::DeviceCoarse), 4096, 0).unwrap();
@@ -518,7 +560,7 @@ fn restore_cases() -> Vec<RestoreCase> {
             failed: 0,
             skipped: 1,
             after: |_, p| all(p, 4096, 0x77),
-            disarm: |sim, _| sim.set_address_reuse(false),
+            disarm: |sim, _| sim.set_mode(hsa_sim::Mode::AddressReuse, false),
         },
     ]
 }
@@ -571,7 +613,12 @@ fn restore_matrix(policy: StoragePolicy) {
             "{}",
             case.name
         );
-        assert_eq!(sim.copy_violations(), 0, "{}", case.name);
+        assert_eq!(
+            sim.count(hsa_sim::Counter::CopyViolations),
+            0,
+            "{}",
+            case.name
+        );
         assert!(
             sim.quarantine_intact(),
             "{}: nothing freed was written",
@@ -645,5 +692,5 @@ fn finalize_declines_snapshots_and_stops_restores() {
     assert_nothing_held();
     // The process keeps working: allocations and frees still go through.
     f.release();
-    assert_eq!(sim.live_allocation_count(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::LiveAllocations), 0);
 }

@@ -164,7 +164,7 @@ fn failed_and_refused_copies_reach_the_application_as_without_the_library() {
 
     // Refused at submission: the status comes back, the signal is untouched,
     // and no count is left behind.
-    sim.fail_nth_async_copy(1);
+    sim.inject(hsa_sim::Fault::NthAsyncCopy, 0, 1);
     assert_ne!(
         async_copy(dst, gpu, src, sim.cpu(), SIZE, &[], done),
         SUCCESS
@@ -172,7 +172,7 @@ fn failed_and_refused_copies_reach_the_application_as_without_the_library() {
     assert_eq!(signal_load(done), 1);
 
     // Failing while executing: the runtime's negative value is carried over.
-    sim.fail_nth_async_copy_completion(1);
+    sim.inject(hsa_sim::Fault::NthAsyncCopyCompletion, 0, 1);
     assert_eq!(
         async_copy(dst, gpu, src, sim.cpu(), SIZE, &[], done),
         SUCCESS
@@ -182,7 +182,7 @@ fn failed_and_refused_copies_reach_the_application_as_without_the_library() {
 
     let _timeout = FenceTimeout::set(Duration::from_millis(50));
     wait_until(|| Snap::of(gpu).ok());
-    assert_eq!(sim.invalid_signal_uses(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::InvalidSignalUses), 0);
     signal_destroy(done);
 }
 
@@ -320,7 +320,7 @@ fn proxy_signals_and_handlers_do_not_pile_up() {
     let gpu = sim.gpu(0);
     let (dst, src) = buffers(&sim, gpu);
     let done = signal_create(1);
-    let signals = sim.live_signal_count();
+    let signals = sim.count(hsa_sim::Counter::LiveSignals);
     for _ in 0..50 {
         signal_store(done, 1);
         assert_eq!(
@@ -329,11 +329,11 @@ fn proxy_signals_and_handlers_do_not_pile_up() {
         );
         assert_eq!(signal_wait_below(done, 1, LONG), 0);
     }
-    wait_until(|| sim.signal_handler_count() == 0);
+    wait_until(|| sim.count(hsa_sim::Counter::SignalHandlers) == 0);
     assert!(
-        sim.live_signal_count() <= signals + 2,
+        sim.count(hsa_sim::Counter::LiveSignals) <= signals + 2,
         "proxies are reused: {} signals more",
-        sim.live_signal_count() - signals
+        sim.count(hsa_sim::Counter::LiveSignals) - signals
     );
     signal_destroy(done);
 }

@@ -363,7 +363,7 @@ fn wrappers_chain_to_the_runtime_with_its_answers() {
     // Errors pass through unchanged, tracking on or off.
     for tracking in [false, true] {
         kernel_replay::set_tracking(tracking);
-        sim.fail_next_allocations(1);
+        sim.inject(hsa_sim::Fault::NextAllocations, 0, 1);
         assert_eq!(
             pool_allocate(pool, 4096, 0),
             Err(kernel_replay::hsa::sys::HSA_STATUS_ERROR_OUT_OF_RESOURCES)
@@ -374,9 +374,9 @@ fn wrappers_chain_to_the_runtime_with_its_answers() {
         );
         assert_eq!(kernel_replay::tracked(agent(sim.gpu(0))).regions, 0);
         let p = pool_allocate(pool, 100, 0).unwrap();
-        assert_eq!(sim.live_allocation_count(), 1);
+        assert_eq!(sim.count(hsa_sim::Counter::LiveAllocations), 1);
         assert_eq!(pool_free(p), SUCCESS);
-        assert_eq!(sim.live_allocation_count(), 0);
+        assert_eq!(sim.count(hsa_sim::Counter::LiveAllocations), 0);
         assert_ne!(pool_free(p), SUCCESS, "double free is the runtime's error");
     }
 }

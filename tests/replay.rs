@@ -107,7 +107,7 @@ fn one_pass_or_none_runs_once_without_a_snapshot() {
 fn a_declined_snapshot_runs_the_dispatch_exactly_once() {
     let sim = session(1);
     let mut k = kernel(&sim);
-    sim.fail_copies_from(k.counter);
+    sim.inject(hsa_sim::Fault::CopiesFrom, k.counter as u64, 0);
     let result = replay(sim.gpu(0), 5, &mut k);
     assert_eq!(
         (result.replayed, result.passes_run, result.decline),
@@ -125,7 +125,7 @@ fn a_declined_snapshot_runs_the_dispatch_exactly_once() {
 fn restore_failures_are_counted_across_the_window() {
     let sim = session(1);
     let mut k = kernel(&sim);
-    sim.fail_copies_into(k.counter);
+    sim.inject(hsa_sim::Fault::CopiesInto, k.counter as u64, 0);
     let result = replay(sim.gpu(0), 4, &mut k);
     assert!(result.replayed);
     assert_eq!(

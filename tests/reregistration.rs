@@ -94,7 +94,11 @@ fn a_snapshot_after_the_tables_were_restored_declines_and_drops_the_inventory() 
     // SAFETY: a live snapshot.
     assert!(!before.restore_all(), "not a complete restore");
     assert!(all(kept, 4096, 9));
-    assert_eq!(sim.copy_violations(), 0, "no copy touched the freed buffer");
+    assert_eq!(
+        sim.count(hsa_sim::Counter::CopyViolations),
+        0,
+        "no copy touched the freed buffer"
+    );
     assert!(sim.quarantine_intact());
 
     // The SDK calls init again: the wrappers go back in.
@@ -149,7 +153,7 @@ fn init_after_the_tables_were_restored_installs_again_before_any_snapshot() {
     let sim = installed_session();
     let gpu = sim.gpu(0);
     let freed = device_buffer(&sim, gpu, 4096, 2);
-    sim.set_address_reuse(true);
+    sim.set_mode(hsa_sim::Mode::AddressReuse, true);
 
     restore_original_tables();
     assert_eq!(pool_free(freed), SUCCESS);
@@ -178,7 +182,7 @@ fn init_after_the_tables_were_restored_installs_again_before_any_snapshot() {
     assert_eq!(snapshot.restore().restored, 1);
     assert!(all(reused, 4096, 7));
     assert_eq!(pool_free(reused), SUCCESS);
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 }
 
 /// Another tool's wrapper layered over ours, as the SDK's API tracing puts
@@ -225,6 +229,6 @@ fn a_wrapper_layered_over_ours_keeps_ours_in_place_and_is_never_chained_to() {
         "the free was seen"
     );
     assert_eq!(snapshot.restore().skipped_not_live, 1);
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
     let _ = sim.pool(gpu, PoolKind::DeviceCoarse);
 }

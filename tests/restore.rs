@@ -13,9 +13,9 @@ fn declined_snapshots_restore_nothing() {
     let gpu = sim.gpu(0);
     let p = device_buffer(&sim, gpu, 4096, 1);
     // No iterator set and a runtime without the loader extension: declined.
-    sim.fail_loader_extension(true);
+    sim.inject(hsa_sim::Fault::LoaderExtension, 0, 1);
     let declined = Snap::of(gpu);
-    sim.fail_loader_extension(false);
+    sim.inject(hsa_sim::Fault::LoaderExtension, 0, 0);
     assert!(!declined.ok());
     fill(p, 4096, 2);
     assert_eq!(declined.restore(), RestoreReport::default());
@@ -30,7 +30,7 @@ fn declined_snapshots_restore_nothing() {
 #[test]
 fn a_reused_address_is_another_allocation_and_is_not_written() {
     let sim = session(1);
-    sim.set_address_reuse(true);
+    sim.set_mode(hsa_sim::Mode::AddressReuse, true);
     let gpu = sim.gpu(0);
     let pool = sim.pool(gpu, PoolKind::DeviceCoarse);
     let stays = device_buffer(&sim, gpu, 4096, 0x11);
@@ -79,7 +79,7 @@ fn a_freed_region_is_skipped_and_freed_memory_is_never_touched() {
         (1, 1, 0)
     );
     assert!(all(a, 4096, 1));
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
     assert!(sim.quarantine_intact());
     pool_free(a);
     let report = snap.restore();
@@ -106,8 +106,8 @@ fn a_failed_copy_is_reported_and_the_other_regions_are_still_restored() {
     for (p, n) in [(a, 4096), (b, 4096), (v, 16), (w, 16)] {
         fill(p, n, 0xEE);
     }
-    sim.fail_copies_into(a);
-    sim.fail_copies_into(v);
+    sim.inject(hsa_sim::Fault::CopiesInto, a as u64, 0);
+    sim.inject(hsa_sim::Fault::CopiesInto, v as u64, 0);
     let report = snap.restore();
     assert_eq!(
         (report.restored, report.skipped_not_live, report.failed),
@@ -119,7 +119,8 @@ fn a_failed_copy_is_reported_and_the_other_regions_are_still_restored() {
     );
     assert!(all(b, 4096, 2) && all(w, 16, 4));
     assert_eq!(logs_containing("failed with HSA status").len(), 2);
-    sim.clear_copy_faults();
+    sim.inject(hsa_sim::Fault::CopiesInto, 0, 0);
+    sim.inject(hsa_sim::Fault::CopiesFrom, 0, 0);
     assert_eq!(snap.restore().restored, 4, "a later restore succeeds");
     assert!(all(a, 4096, 1) && all(v, 16, 3));
 }
@@ -129,7 +130,7 @@ fn a_region_shrunk_below_the_captured_size_is_not_written() {
     // The same base handed back for a smaller allocation must not receive
     // the larger captured copy.
     let sim = session(1);
-    sim.set_address_reuse(true);
+    sim.set_mode(hsa_sim::Mode::AddressReuse, true);
     let gpu = sim.gpu(0);
     let pool = sim.pool(gpu, PoolKind::DeviceCoarse);
     let p = device_buffer(&sim, gpu, 8192, 1);
@@ -138,7 +139,7 @@ fn a_region_shrunk_below_the_captured_size_is_not_written() {
     let q = pool_allocate(pool, 100, 0).unwrap();
     assert_eq!(q, p);
     assert_eq!(snap.restore().skipped_not_live, 1);
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
     pool_free(q);
 }
 
@@ -206,7 +207,7 @@ fn the_first_eight_failed_regions_are_named_and_the_rest_counted() {
     let snap = Snap::of(gpu);
     assert_eq!(snap.regions(), 9);
     for &p in &buffers[..8] {
-        sim.fail_copies_into(p);
+        sim.inject(hsa_sim::Fault::CopiesInto, p as u64, 0);
     }
     logs_clear();
     assert_eq!(snap.restore().failed, 8);
@@ -216,7 +217,7 @@ fn the_first_eight_failed_regions_are_named_and_the_rest_counted() {
         Vec::<String>::new(),
         "eight are all named"
     );
-    sim.fail_copies_into(buffers[8]);
+    sim.inject(hsa_sim::Fault::CopiesInto, buffers[8] as u64, 0);
     logs_clear();
     assert_eq!(snap.restore().failed, 9);
     assert_eq!(logs_containing("failed with HSA status").len(), 8);
@@ -224,7 +225,8 @@ fn the_first_eight_failed_regions_are_named_and_the_rest_counted() {
         logs_containing("more region(s)"),
         ["restore failed for 1 more region(s)"]
     );
-    sim.clear_copy_faults();
+    sim.inject(hsa_sim::Fault::CopiesInto, 0, 0);
+    sim.inject(hsa_sim::Fault::CopiesFrom, 0, 0);
     for p in buffers {
         assert_eq!(pool_free(p), SUCCESS);
     }

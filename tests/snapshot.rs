@@ -64,7 +64,7 @@ fn captures_the_agents_tracked_allocations_and_module_variables() {
         all(other, 4096, 0xEE) && all(other_var, 8, 0xEE),
         "another agent's state is left alone"
     );
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 
     drop(snap);
     assert_nothing_held();
@@ -152,7 +152,7 @@ fn a_variable_of_exactly_the_cap_is_not_skipped() {
         "{:?}",
         snap.reason()
     );
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 }
 
 #[test]
@@ -162,9 +162,9 @@ fn a_snapshot_names_the_agent_it_captured() {
     let snap = Snap::of(gpu1);
     let taken = snap.0.as_ref().map(|s| s.agent().handle);
     assert_eq!(taken.ok(), Some(agent(gpu1).handle));
-    sim.fail_loader_extension(true);
+    sim.inject(hsa_sim::Fault::LoaderExtension, 0, 1);
     let declined = Snap::of(gpu1);
-    sim.fail_loader_extension(false);
+    sim.inject(hsa_sim::Fault::LoaderExtension, 0, 0);
     let declined = declined.0.as_ref().err().map(|d| d.agent().handle);
     assert_eq!(declined, Some(agent(gpu1).handle));
 }
@@ -274,7 +274,11 @@ fn a_region_freed_while_the_snapshot_runs_is_dropped_not_a_failure() {
     assert!(snap.ok());
     assert_eq!(snap.regions(), 1);
     assert_eq!(snap.bytes(), 4096);
-    assert_eq!(sim.copy_violations(), 0, "the freed region was never read");
+    assert_eq!(
+        sim.count(hsa_sim::Counter::CopyViolations),
+        0,
+        "the freed region was never read"
+    );
     if copies_move_everything() {
         assert_eq!(copies(&sim), 1);
     }
@@ -313,9 +317,9 @@ fn the_runtime_loaders_iterator_is_used_unless_the_tool_sets_one() {
     // Unset again: back to the loader's.
     assert_eq!(Snap::of(gpu).regions(), 1);
     // A runtime without the loader extension, and no iterator set.
-    sim.fail_loader_extension(true);
+    sim.inject(hsa_sim::Fault::LoaderExtension, 0, 1);
     let declined = Snap::of(gpu);
-    sim.fail_loader_extension(false);
+    sim.inject(hsa_sim::Fault::LoaderExtension, 0, 0);
     assert_eq!(
         declined.reason(),
         Some(kernel_replay::DeclineReason::NoExecutableIterator)
@@ -371,14 +375,14 @@ fn batched_copies_reuse_their_completion_signals() {
     let first = Snap::of(gpu);
     assert!(first.restore_all());
     drop(first);
-    let signals = sim.live_signal_count();
+    let signals = sim.count(hsa_sim::Counter::LiveSignals);
     assert!(signals > 0, "the copies were batched");
     for _ in 0..20 {
         let snap = Snap::of(gpu);
         assert!(snap.restore_all());
     }
     assert_eq!(
-        sim.live_signal_count(),
+        sim.count(hsa_sim::Counter::LiveSignals),
         signals,
         "no snapshot or restore keeps signals of its own"
     );

@@ -4,7 +4,7 @@
 mod common;
 
 use common::*;
-use hsa_sim::{CopyDirection, PoolKind};
+use hsa_sim::PoolKind;
 
 /// Two buffers and a module variable on gpu0, filled with known bytes.
 fn workload(sim: &hsa_sim::SimSession) -> Vec<(*mut u8, usize, u8)> {
@@ -56,7 +56,7 @@ fn auto_keeps_everything_in_device_memory_when_it_fits() {
     if copies_move_everything() {
         assert_eq!(
             copies(&sim),
-            sim.copy_count(CopyDirection::DeviceToDevice),
+            sim.count(hsa_sim::Counter::CopiesDeviceToDevice),
             "device-to-device only"
         );
     }
@@ -113,7 +113,7 @@ fn auto_falls_back_when_a_tier_cannot_be_allocated() {
     let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Auto);
     let regions = workload(&sim);
     // The device arena allocation fails, then the pinned one: pageable.
-    sim.fail_next_allocations(2);
+    sim.inject(hsa_sim::Fault::NextAllocations, 0, 2);
     let snap = Snap::of(sim.gpu(0));
     assert!(snap.ok());
     assert_eq!(snap.tier_bytes(kernel_replay::Tier::Pageable), TOTAL);
@@ -127,7 +127,7 @@ fn auto_falls_back_when_a_tier_cannot_be_allocated() {
 fn a_runtime_without_the_free_memory_query_sizes_the_device_tier_by_the_pool() {
     let sim = session(1);
     let _p = PolicyGuard::set(kernel_replay::StoragePolicy::Auto);
-    sim.set_memory_avail_supported(false);
+    sim.set_mode(hsa_sim::Mode::MemoryAvailSupported, false);
     workload(&sim);
     let snap = Snap::of(sim.gpu(0));
     assert_eq!(snap.tier_bytes(kernel_replay::Tier::Device), TOTAL);
@@ -166,7 +166,7 @@ fn each_forced_policy_keeps_copies_in_its_own_tier() {
         assert!(restored(&regions), "{policy:?}");
         if policy == kernel_replay::StoragePolicy::Baseline {
             assert_eq!(
-                sim.async_copy_count(),
+                sim.count(hsa_sim::Counter::AsyncCopies),
                 0,
                 "the baseline copies one blocking copy at a time"
             );
@@ -235,7 +235,7 @@ fn steady_replay_reuses_its_arenas_and_allocates_nothing() {
         let regions = workload(&sim);
         // The first window allocates its arena; later windows reuse it.
         drop(Snap::of(sim.gpu(0)));
-        let live = sim.live_allocation_count();
+        let live = sim.count(hsa_sim::Counter::LiveAllocations);
         let held_after_first = held();
         for _ in 0..10 {
             let snap = Snap::of(sim.gpu(0));
@@ -244,7 +244,7 @@ fn steady_replay_reuses_its_arenas_and_allocates_nothing() {
             assert!(restored(&regions));
         }
         assert_eq!(
-            sim.live_allocation_count(),
+            sim.count(hsa_sim::Counter::LiveAllocations),
             live,
             "{policy:?}: no runtime allocation per window"
         );
@@ -266,7 +266,7 @@ fn steady_replay_reuses_its_arenas_and_allocates_nothing() {
         if copies_move_everything() {
             // (Trimming also releases the device kernels' buffers.)
             assert_eq!(
-                sim.live_allocation_count(),
+                sim.count(hsa_sim::Counter::LiveAllocations),
                 live - u64::from(policy != kernel_replay::StoragePolicy::Pageable)
             );
         }
@@ -312,19 +312,23 @@ fn batched_copies_go_through_async_copy_unless_turned_off() {
     assert!(restored(&regions));
     if copies_move_everything() {
         assert_eq!(
-            sim.async_copy_count(),
+            sim.count(hsa_sim::Counter::AsyncCopies),
             6,
             "three regions captured, three restored"
         );
     }
     drop(snap);
     kernel_replay::set_batched_copies(false);
-    let before = sim.async_copy_count();
+    let before = sim.count(hsa_sim::Counter::AsyncCopies);
     let snap = Snap::of(sim.gpu(0));
     mutate(&regions);
     snap.restore();
     assert!(restored(&regions));
-    assert_eq!(sim.async_copy_count(), before, "blocking copies only");
+    assert_eq!(
+        sim.count(hsa_sim::Counter::AsyncCopies),
+        before,
+        "blocking copies only"
+    );
 }
 
 #[test]
@@ -335,7 +339,7 @@ fn a_refused_async_submission_falls_back_to_a_blocking_copy() {
     let regions = workload(&sim);
     let snap = Snap::of(sim.gpu(0));
     mutate(&regions);
-    sim.fail_nth_async_copy(2);
+    sim.inject(hsa_sim::Fault::NthAsyncCopy, 0, 2);
     let report = snap.restore();
     assert_eq!((report.restored, report.failed), (3, 0));
     assert!(restored(&regions));
@@ -360,7 +364,7 @@ fn more_regions_than_the_copy_window_are_all_copied_and_checked() {
         fill(p, 512, 0xEE);
     }
     // One failure deep in the batch is attributed to its region.
-    sim.fail_copies_into(buffers[200]);
+    sim.inject(hsa_sim::Fault::CopiesInto, buffers[200] as u64, 0);
     let report = snap.restore();
     assert_eq!((report.restored, report.failed), (299, 1));
     for (i, &p) in buffers.iter().enumerate() {
@@ -369,7 +373,7 @@ fn more_regions_than_the_copy_window_are_all_copied_and_checked() {
             "region {i}"
         );
     }
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 }
 
 #[test]
@@ -383,9 +387,10 @@ fn discovery_walks_each_executable_once_while_it_stays_loaded() {
     assert_eq!(Snap::of(gpu).regions(), 1);
     // Symbol queries now fail, but the executable was walked completely:
     // the cache answers.
-    sim.fail_symbol_query(
-        kernel_replay::hsa::sys::HSA_EXECUTABLE_SYMBOL_INFO_TYPE,
-        true,
+    sim.inject(
+        hsa_sim::Fault::SymbolQuery,
+        u64::from(kernel_replay::hsa::sys::HSA_EXECUTABLE_SYMBOL_INFO_TYPE),
+        1,
     );
     let cached = Snap::of(gpu);
     assert!(cached.ok(), "{:?}", logs());
@@ -398,16 +403,18 @@ fn discovery_walks_each_executable_once_while_it_stays_loaded() {
         Snap::of(gpu).reason(),
         Some(kernel_replay::DeclineReason::SymbolEnumeration)
     );
-    sim.fail_symbol_query(
-        kernel_replay::hsa::sys::HSA_EXECUTABLE_SYMBOL_INFO_TYPE,
-        false,
+    sim.inject(
+        hsa_sim::Fault::SymbolQuery,
+        u64::from(kernel_replay::hsa::sys::HSA_EXECUTABLE_SYMBOL_INFO_TYPE),
+        0,
     );
     assert_eq!(Snap::of(gpu).regions(), 2);
     // The baseline walks everything every time.
     let _b = PolicyGuard::set(kernel_replay::StoragePolicy::Baseline);
-    sim.fail_symbol_query(
-        kernel_replay::hsa::sys::HSA_EXECUTABLE_SYMBOL_INFO_TYPE,
-        true,
+    sim.inject(
+        hsa_sim::Fault::SymbolQuery,
+        u64::from(kernel_replay::hsa::sys::HSA_EXECUTABLE_SYMBOL_INFO_TYPE),
+        1,
     );
     assert_eq!(
         Snap::of(gpu).reason(),
@@ -489,7 +496,7 @@ fn an_unloaded_executable_is_forgotten_and_its_variables_not_written() {
     ] {
         let sim = session(1);
         let _p = PolicyGuard::set(policy);
-        sim.set_address_reuse(true);
+        sim.set_mode(hsa_sim::Mode::AddressReuse, true);
         let gpu = sim.gpu(0);
         let exe = sim.executable_create();
         let v = sim.add_variable(exe, gpu, "v", 4096, false);
@@ -514,7 +521,7 @@ fn an_unloaded_executable_is_forgotten_and_its_variables_not_written() {
             "{policy:?}: the unloaded variable's memory is not written"
         );
         assert!(all(keep, 4096, 2));
-        assert_eq!(sim.copy_violations(), 0);
+        assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
         assert!(sim.quarantine_intact());
         // A new executable, whatever handle it gets, is walked anew.
         let again = sim.executable_create();
@@ -533,7 +540,7 @@ fn counters_add_up() {
     mutate(&regions);
     snap.restore();
     snap.restore();
-    sim.fail_copies_from(regions[0].0);
+    sim.inject(hsa_sim::Fault::CopiesFrom, regions[0].0 as u64, 0);
     assert_eq!(
         Snap::of(sim.gpu(0)).reason(),
         Some(kernel_replay::DeclineReason::CopyFailed)
@@ -648,15 +655,15 @@ fn pinned_arenas_are_made_reachable_by_the_replayed_agent() {
     let _b = BatchGuard::set(true);
     // As on hardware: an async copy whose agent cannot reach both sides is
     // a violation.
-    sim.set_strict_async_access(true);
+    sim.set_mode(hsa_sim::Mode::StrictAsyncAccess, true);
     let regions = workload(&sim);
     let snap = Snap::of(sim.gpu(0));
     assert_eq!(snap.tier_bytes(kernel_replay::Tier::Pinned), TOTAL);
     mutate(&regions);
     assert!(snap.restore_all());
     assert!(restored(&regions));
-    sim.set_strict_async_access(false);
-    assert_eq!(sim.copy_violations(), 0);
+    sim.set_mode(hsa_sim::Mode::StrictAsyncAccess, false);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 }
 
 #[test]
@@ -676,11 +683,11 @@ fn kernel_replay_copy_blocking_turns_batching_off_and_anything_else_leaves_it_on
     // setting, and this runs in a child of its own).
     kernel_replay::set_strategy(kernel_replay::Strategy::Copies);
     let regions = workload(&sim);
-    let before = sim.async_copy_count();
+    let before = sim.count(hsa_sim::Counter::AsyncCopies);
     let snap = Snap::of(sim.gpu(0));
     assert!(snap.ok());
     assert_eq!(
-        sim.async_copy_count() > before,
+        sim.count(hsa_sim::Counter::AsyncCopies) > before,
         !blocking,
         "KERNEL_REPLAY_COPY={}",
         std::env::var("KERNEL_REPLAY_COPY").unwrap_or_default()

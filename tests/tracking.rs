@@ -104,10 +104,10 @@ fn hsa_memory_allocate_is_tracked_by_region_kind() {
 fn a_failed_pointer_query_leaves_the_allocation_untracked() {
     let sim = session(1);
     let gpu = sim.gpu(0);
-    sim.fail_pointer_info(true);
+    sim.inject(hsa_sim::Fault::PointerInfo, 0, 1);
     let p = pool_allocate(sim.pool(gpu, PoolKind::DeviceCoarse), 4096, 0).unwrap();
     let q = memory_allocate(sim.region(gpu, PoolKind::DeviceCoarse), 4096).unwrap();
-    sim.fail_pointer_info(false);
+    sim.inject(hsa_sim::Fault::PointerInfo, 0, 0);
     assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);
     assert_eq!(pool_free(p), SUCCESS);
     assert_eq!(memory_free(q), SUCCESS);
@@ -117,7 +117,7 @@ fn a_failed_pointer_query_leaves_the_allocation_untracked() {
 fn a_failed_allocation_records_nothing() {
     let sim = session(1);
     let gpu = sim.gpu(0);
-    sim.fail_next_allocations(2);
+    sim.inject(hsa_sim::Fault::NextAllocations, 0, 2);
     assert!(pool_allocate(sim.pool(gpu, PoolKind::DeviceCoarse), 4096, 0).is_err());
     assert!(memory_allocate(sim.region(gpu, PoolKind::DeviceCoarse), 4096).is_err());
     assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);
@@ -134,7 +134,7 @@ fn free_retires_and_a_failed_free_reinstates_the_same_allocation() {
 
     // The free fails: the memory is still that allocation, so the entry comes
     // back with its generation and the snapshot still restores it.
-    sim.fail_next_frees(1);
+    sim.inject(hsa_sim::Fault::NextFrees, 0, 1);
     assert_ne!(pool_free(p), SUCCESS);
     assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 1);
     fill(p, 4096, 0x22);
@@ -149,7 +149,7 @@ fn free_retires_and_a_failed_free_reinstates_the_same_allocation() {
         (report.restored, report.skipped_not_live, report.failed),
         (0, 1, 0)
     );
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
     assert!(sim.quarantine_intact());
 }
 
@@ -163,7 +163,7 @@ fn a_recorded_allocation_is_retired_even_after_tracking_was_turned_off() {
     assert_eq!(pool_free(p), SUCCESS);
     assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);
     assert_eq!(snap.restore().skipped_not_live, 1);
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
     assert!(sim.quarantine_intact());
 }
 
@@ -220,7 +220,7 @@ fn after_finalize_wrappers_only_chain_and_nothing_is_captured() {
     // the device kernels' runner, and its completion signal with it, until
     // it is dropped.
     assert_eq!(
-        sim.live_signal_count(),
+        sim.count(hsa_sim::Counter::LiveSignals),
         u64::from(!copies_move_everything()),
         "the copy engine's and the fence's signals are destroyed"
     );
@@ -238,13 +238,13 @@ fn after_finalize_wrappers_only_chain_and_nothing_is_captured() {
 
     // Allocation and free still work, through to the runtime, unrecorded.
     // (The live snapshot may hold an arena in the runtime's memory too.)
-    let live = sim.live_allocation_count();
+    let live = sim.count(hsa_sim::Counter::LiveAllocations);
     let after = pool_allocate(coarse, 4096, 0).unwrap();
     assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);
-    assert_eq!(sim.live_allocation_count(), live + 1);
+    assert_eq!(sim.count(hsa_sim::Counter::LiveAllocations), live + 1);
     assert_eq!(pool_free(after), SUCCESS);
     assert_eq!(pool_free(before), SUCCESS);
-    assert_eq!(sim.live_allocation_count(), live - 1);
+    assert_eq!(sim.count(hsa_sim::Counter::LiveAllocations), live - 1);
 
     // Snapshots decline; an earlier snapshot writes nothing.
     let late = Snap::of(gpu);
@@ -275,7 +275,7 @@ fn after_finalize_wrappers_only_chain_and_nothing_is_captured() {
     drop(late);
     drop(empty);
     assert_eq!(
-        sim.live_allocation_count(),
+        sim.count(hsa_sim::Counter::LiveAllocations),
         0,
         "nothing of the library's left in the runtime"
     );
@@ -291,23 +291,23 @@ fn after_finalize_wrappers_only_chain_and_nothing_is_captured() {
 fn the_executable_flag_is_checked_before_any_pointer_query() {
     let sim = session(1);
     let pool = sim.pool(sim.gpu(0), PoolKind::DeviceCoarse);
-    let queries = sim.pointer_info_count();
+    let queries = sim.count(hsa_sim::Counter::PointerInfoQueries);
     let exec = pool_allocate(pool, 4096, POOL_ALLOCATE_EXECUTABLE_FLAG).unwrap();
     assert_eq!(
-        sim.pointer_info_count(),
+        sim.count(hsa_sim::Counter::PointerInfoQueries),
         queries,
         "no query for an executable allocation"
     );
     let plain = pool_allocate(pool, 4096, 0).unwrap();
     assert_eq!(
-        sim.pointer_info_count(),
+        sim.count(hsa_sim::Counter::PointerInfoQueries),
         queries + 1,
         "one query for a plain one"
     );
     assert!(!kernel_replay::set_tracking(false));
     let untracked = pool_allocate(pool, 4096, 0).unwrap();
     assert_eq!(
-        sim.pointer_info_count(),
+        sim.count(hsa_sim::Counter::PointerInfoQueries),
         queries + 1,
         "no query while tracking is off"
     );

@@ -53,7 +53,7 @@ fn snapshots_never_touch_an_executable_whose_destroy_has_begun() {
 
     assert!(windows.load(Ordering::Relaxed) > 0);
     assert_eq!(
-        sim.copy_violations(),
+        sim.count(hsa_sim::Counter::CopyViolations),
         0,
         "a capture or restore touched an unloaded executable's storage"
     );

@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use hsa_sim::{Agent, PoolKind, SimSession, VmemOp};
+use hsa_sim::{Agent, PoolKind, SimSession};
 
 /// One physical chunk (HIP's stream-ordered heap uses 32 MiB; the software
 /// runtime commits memory only when touched, but tests fill what they map,
@@ -85,7 +85,7 @@ fn a_mapping_is_tracked_once_its_owner_may_write_it_and_restores_byte_exact() {
         (1, 0, 0)
     );
     assert!(all(va, CHUNK, 0x11));
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 }
 
 #[test]
@@ -112,7 +112,7 @@ fn a_chunk_unmapped_while_a_snapshot_is_held_is_skipped_never_written() {
         assert!(all(at(va, i), CHUNK, 0x10 + i as u8), "chunk {i} restored");
     }
     assert_eq!(
-        sim.copy_violations(),
+        sim.count(hsa_sim::Counter::CopyViolations),
         0,
         "the unmapped chunk was never touched"
     );
@@ -125,7 +125,7 @@ fn a_chunk_unmapped_while_a_snapshot_is_held_is_skipped_never_written() {
     let report = snap.restore();
     assert_eq!((report.restored, report.skipped_not_live), (3, 1));
     assert!(all(at(va, 2), CHUNK, 0x33));
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 }
 
 #[test]
@@ -153,7 +153,7 @@ fn one_handle_mapped_at_two_addresses_restores_both_views() {
     let report = snap.restore();
     assert_eq!((report.restored, report.skipped_not_live), (1, 1));
     assert!(all(second, CHUNK, 0x44));
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 }
 
 #[test]
@@ -169,7 +169,7 @@ fn a_partial_unmap_is_refused_and_the_mapping_stays_tracked() {
     // ROCr unmaps whole mappings only.
     assert_ne!(unmap(va, CHUNK / 2), SUCCESS);
     assert_ne!(unmap(at(va, 0).wrapping_add(CHUNK / 2), CHUNK / 2), SUCCESS);
-    assert_eq!(sim.vmem_mapping_count(), 1);
+    assert_eq!(sim.count(hsa_sim::Counter::VmemMappings), 1);
     fill(va, CHUNK, 0x22);
     let report = snap.restore();
     assert_eq!(
@@ -186,7 +186,7 @@ fn a_failed_unmap_leaves_the_mapping_tracked_with_its_generation() {
     let gpu = sim.gpu(0);
     let (va, _) = heap(&sim, gpu, 2);
     let snap = Snap::of(gpu);
-    sim.fail_nth_vmem(VmemOp::Unmap, 1);
+    sim.inject(hsa_sim::Fault::NthVmemUnmap, 0, 1);
     assert_ne!(unmap(at(va, 1), CHUNK), SUCCESS);
     fill(at(va, 1), CHUNK, 0x77);
     let report = snap.restore();
@@ -200,10 +200,10 @@ fn a_failed_map_or_set_access_tracks_nothing_new() {
     let gpu = sim.gpu(0);
     let va = reserve(2 * CHUNK).unwrap();
     let handle = handle_create(sim.pool(gpu, PoolKind::DeviceCoarse), CHUNK).unwrap();
-    sim.fail_nth_vmem(VmemOp::Map, 1);
+    sim.inject(hsa_sim::Fault::NthVmemMap, 0, 1);
     assert_ne!(map(va, CHUNK, handle), SUCCESS);
     assert_eq!(map(va, CHUNK, handle), SUCCESS);
-    sim.fail_nth_vmem(VmemOp::SetAccess, 1);
+    sim.inject(hsa_sim::Fault::NthVmemSetAccess, 0, 1);
     assert_ne!(
         set_access(va, CHUNK, &[(gpu, RW), (sim.cpu(), RW)]),
         SUCCESS
@@ -216,7 +216,7 @@ fn a_failed_map_or_set_access_tracks_nothing_new() {
     // keeps its generation, so a held snapshot still restores it.
     fill(va, CHUNK, 0x11);
     let snap = Snap::of(gpu);
-    sim.fail_nth_vmem(VmemOp::SetAccess, 1);
+    sim.inject(hsa_sim::Fault::NthVmemSetAccess, 0, 1);
     assert_ne!(
         set_access(va, CHUNK, &[(gpu, NONE), (sim.cpu(), RW)]),
         SUCCESS
@@ -297,7 +297,7 @@ fn a_later_descriptor_that_takes_the_owners_access_away_retires_the_mapping() {
         all(va, CHUNK, 0x22),
         "not written while the owner had no access"
     );
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 }
 
 #[test]
@@ -329,7 +329,7 @@ fn granting_a_peer_keeps_the_mapping_exactly_when_the_runtime_keeps_the_owner() 
         assert_eq!(report.skipped_not_live, 1);
         assert!(all(va, CHUNK, 0x22));
     }
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 }
 
 #[test]
@@ -434,7 +434,7 @@ fn the_vmem_wrappers_pass_the_runtimes_errors_through() {
     assert_ne!(set_access(va, CHUNK, &[(gpu, RW)]), SUCCESS);
     assert_eq!(footprint(gpu).0, 0);
     assert_eq!(address_free(va, CHUNK), SUCCESS);
-    assert_eq!(sim.vmem_reservation_count(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::VmemReservations), 0);
 }
 
 #[test]
@@ -480,7 +480,7 @@ fn a_mapping_unmapped_behind_the_wrappers_back_is_dropped_when_its_address_is_ma
     fill(va, CHUNK, 0x33);
     assert!(fresh.restore_all());
     assert!(all(va, CHUNK, 0x22));
-    assert_eq!(sim.copy_violations(), 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 }
 
 #[test]

@@ -156,8 +156,8 @@ impl Interp {
     pub fn new() -> Interp {
         let sim = clean_session();
         let agents = [sim.gpu(0), sim.gpu(1), sim.cpu()];
-        let violations_before = sim.copy_violations();
-        let invalid_signals_before = sim.invalid_signal_uses();
+        let violations_before = sim.count(hsa_sim::Counter::CopyViolations);
+        let invalid_signals_before = sim.count(hsa_sim::Counter::InvalidSignalUses);
         Interp {
             sim,
             agents,
@@ -283,10 +283,10 @@ impl Interp {
                         // released arena rather than the block just freed.
                         let retries = self.model.faults.failing_allocations > 0
                             && competing_retained(owner, pool) > 0;
-                        self.sim.set_address_reuse(true);
+                        self.sim.set_mode(hsa_sim::Mode::AddressReuse, true);
                         let new =
                             self.allocate(op, owner, pool, size, executable, via_region, true);
-                        self.sim.set_address_reuse(false);
+                        self.sim.set_mode(hsa_sim::Mode::AddressReuse, false);
                         if let Some(new) = new {
                             self.freed.retain(|&(base, _)| base != new as usize);
                             stats::bump(&stats::REUSED_ADDRESSES, u64::from(new == ptr));
@@ -501,7 +501,7 @@ impl Interp {
                     // The device-to-host countdown is modelled for the
                     // baseline only.
                     if policy.arenas() {
-                        self.sim.fail_nth_d2h_copy(0);
+                        self.sim.inject(hsa_sim::Fault::NthD2hCopy, 0, 0);
                         self.model.faults.d2h_countdown = None;
                     }
                 }
@@ -607,13 +607,13 @@ impl Interp {
     /// device-to-host ones. Such faults are disarmed before each library op.
     fn quiesce_faults(&mut self) {
         if self.model.policy.arenas() || self.arenas_held() {
-            self.sim.fail_next_allocations(0);
-            self.sim.fail_next_frees(0);
+            self.sim.inject(hsa_sim::Fault::NextAllocations, 0, 0);
+            self.sim.inject(hsa_sim::Fault::NextFrees, 0, 0);
             self.model.faults.failing_allocations = 0;
             self.model.faults.failing_frees = 0;
         }
         if self.model.policy.arenas() {
-            self.sim.fail_nth_d2h_copy(0);
+            self.sim.inject(hsa_sim::Fault::NthD2hCopy, 0, 0);
             self.model.faults.d2h_countdown = None;
         }
     }
@@ -653,7 +653,7 @@ impl Interp {
             && prediction.host_memory_possible
             && prediction.expected.reason() != reason
         {
-            self.sim.fail_nth_d2h_copy(0);
+            self.sim.inject(hsa_sim::Fault::NthD2hCopy, 0, 0);
             self.model.faults.d2h_countdown = None;
             return Expected::Declined(DeclineReason::HostMemory);
         }
@@ -697,7 +697,7 @@ impl Interp {
         if reuse {
             // SAFETY: the fresh allocation of `size` bytes.
             let old = unsafe { app::view(ptr, size) };
-            if old.iter().any(|&b| b != hsa_sim::HSA_SIM_POISON_BYTE) {
+            if old.iter().any(|&b| b != hsa_sim::POISON_BYTE) {
                 self.fail(op, format_args!("a reused block was written while freed"));
             }
         }
@@ -744,7 +744,7 @@ impl Interp {
         if retried {
             // The release frees arenas through the runtime: an armed free
             // failure would be the library's (as in `quiesce_faults`).
-            self.sim.fail_next_frees(0);
+            self.sim.inject(hsa_sim::Fault::NextFrees, 0, 0);
             self.model.faults.failing_frees = 0;
         }
         let before = app::stats2();
@@ -818,14 +818,15 @@ impl Interp {
         let faults = &mut self.model.faults;
         match *fault {
             Fault::PointerInfo(on) => {
-                self.sim.fail_pointer_info(on);
+                self.sim
+                    .inject(hsa_sim::Fault::PointerInfo, 0, u64::from(on));
                 faults.pointer_info = on;
             }
             Fault::NthD2hCopy(n) => {
                 // Modelled for the baseline's blocking copies only.
                 if !self.model.policy.arenas() {
                     let n = u64::from(n % 8);
-                    self.sim.fail_nth_d2h_copy(n);
+                    self.sim.inject(hsa_sim::Fault::NthD2hCopy, 0, n);
                     faults.d2h_countdown = (n != 0).then_some(n);
                 }
             }
@@ -859,25 +860,29 @@ impl Interp {
                 }
             }
             Fault::ClearH2d => {
-                self.sim.clear_h2d_copy_faults();
-                self.sim.clear_copy_faults();
+                self.sim.inject(hsa_sim::Fault::H2dCopyInto, 0, 0);
+                self.sim.inject(hsa_sim::Fault::CopiesInto, 0, 0);
+                self.sim.inject(hsa_sim::Fault::CopiesFrom, 0, 0);
                 faults.h2d.clear();
                 faults.from.clear();
             }
             Fault::RefuseSymbolWalk { exe, refuse } => {
                 if !self.model.exes.is_empty() {
                     let e = usize::from(exe) % self.model.exes.len();
-                    self.sim
-                        .refuse_symbol_walk(self.model.exes[e].handle, refuse);
+                    self.sim.inject(
+                        hsa_sim::Fault::SymbolWalk,
+                        self.model.exes[e].handle.handle,
+                        u64::from(refuse),
+                    );
                     self.model.exes[e].refused = refuse;
                 }
             }
             Fault::FreeFailsOnce => {
-                self.sim.fail_next_frees(1);
+                self.sim.inject(hsa_sim::Fault::NextFrees, 0, 1);
                 faults.failing_frees = 1;
             }
             Fault::AllocationFailsOnce => {
-                self.sim.fail_next_allocations(1);
+                self.sim.inject(hsa_sim::Fault::NextAllocations, 0, 1);
                 faults.failing_allocations = 1;
             }
             Fault::HostBudget(n) => {
@@ -894,18 +899,23 @@ impl Interp {
                 faults.host_budget = bytes;
             }
             Fault::ExecutableIteration(on) => {
-                self.sim.fail_executable_iteration(on);
+                self.sim
+                    .inject(hsa_sim::Fault::ExecutableIteration, 0, u64::from(on));
                 faults.iteration = on;
             }
             Fault::SymbolQuery { attribute, fail } => {
                 let a = usize::from(attribute % 3);
-                self.sim.fail_symbol_query(QUERY_ATTRIBUTES[a], fail);
+                self.sim.inject(
+                    hsa_sim::Fault::SymbolQuery,
+                    u64::from(QUERY_ATTRIBUTES[a]),
+                    u64::from(fail),
+                );
                 faults.query[a] = fail;
             }
             Fault::Vmem { op } => {
                 if app::vmem_api().is_some() {
                     let op = usize::from(op % 5);
-                    self.sim.fail_nth_vmem(VMEM_OPS[op], 1);
+                    self.sim.inject(VMEM_OPS[op], 0, 1);
                     self.model.vmem.failing[op] = true;
                 }
             }
@@ -917,7 +927,8 @@ impl Interp {
                 } else {
                     None
                 });
-                self.sim.fail_loader_extension(!set);
+                self.sim
+                    .inject(hsa_sim::Fault::LoaderExtension, 0, u64::from(!set));
                 faults.iterator_set = set;
             }
         }
@@ -1256,7 +1267,7 @@ impl Interp {
         for &(base, len) in &self.freed {
             // SAFETY: a quarantined block: still mapped (see `freed`).
             let now = unsafe { app::view(base as *const u8, len) };
-            if let Some(at) = now.iter().position(|&b| b != hsa_sim::HSA_SIM_POISON_BYTE) {
+            if let Some(at) = now.iter().position(|&b| b != hsa_sim::POISON_BYTE) {
                 self.fail(
                     op,
                     format_args!("freed memory at {base:#x} (+{at}) was written"),
@@ -1264,12 +1275,12 @@ impl Interp {
             }
         }
         self.check_vmem(op);
-        if self.sim.copy_violations() != self.violations_before {
+        if self.sim.count(hsa_sim::Counter::CopyViolations) != self.violations_before {
             self.fail(
                 op,
                 format_args!(
                     "{} copies touched freed or out-of-bounds memory",
-                    self.sim.copy_violations() - self.violations_before
+                    self.sim.count(hsa_sim::Counter::CopyViolations) - self.violations_before
                 ),
             );
         }
@@ -1305,7 +1316,7 @@ impl Interp {
         // Device and pinned arenas are runtime allocations too, and so are
         // the device kernels' buffers (a snapshot may hold a runner after a
         // trim).
-        let live = self.sim.live_allocation_count();
+        let live = self.sim.count(hsa_sim::Counter::LiveAllocations);
         let model = self.model.allocs.len() as u64;
         let library_held = self.arenas_held()
             || kernel_replay::testing::device_kernels_set_up()
@@ -1376,7 +1387,7 @@ impl Interp {
             "host memory held with no snapshot"
         );
         self.check_memory(&end);
-        assert_eq!(self.sim.live_allocation_count(), 0);
+        assert_eq!(self.sim.count(hsa_sim::Counter::LiveAllocations), 0);
         for agent in self.agents {
             assert_eq!(
                 kernel_replay::untracked(app::agent(agent)).mappings,
@@ -1385,7 +1396,7 @@ impl Interp {
             );
         }
         assert_eq!(
-            self.sim.invalid_signal_uses(),
+            self.sim.count(hsa_sim::Counter::InvalidSignalUses),
             self.invalid_signals_before,
             "a signal was used after it was destroyed"
         );
@@ -1408,12 +1419,12 @@ impl Default for Interp {
 }
 
 /// The runtime's vmem operations, in the model's order (`model::VMEM_*`).
-const VMEM_OPS: [hsa_sim::VmemOp; 5] = [
-    hsa_sim::VmemOp::HandleCreate,
-    hsa_sim::VmemOp::HandleRelease,
-    hsa_sim::VmemOp::Map,
-    hsa_sim::VmemOp::Unmap,
-    hsa_sim::VmemOp::SetAccess,
+const VMEM_OPS: [hsa_sim::Fault; 5] = [
+    hsa_sim::Fault::NthVmemHandleCreate,
+    hsa_sim::Fault::NthVmemHandleRelease,
+    hsa_sim::Fault::NthVmemMap,
+    hsa_sim::Fault::NthVmemUnmap,
+    hsa_sim::Fault::NthVmemSetAccess,
 ];
 
 /// Bytes of the retained arenas the library releases when an allocation
@@ -1463,7 +1474,7 @@ pub fn clean_session() -> hsa_sim::SimSession {
     clear_faults(&sim);
     assert_eq!(sim.gpu_count(), 2, "the runtime was reset by someone else");
     assert_eq!(
-        sim.live_allocation_count(),
+        sim.count(hsa_sim::Counter::LiveAllocations),
         0,
         "an earlier input left runtime allocations"
     );
@@ -1487,9 +1498,9 @@ pub fn clean_session() -> hsa_sim::SimSession {
     );
     assert_eq!(
         (
-            sim.vmem_mapping_count(),
-            sim.vmem_handle_count(),
-            sim.vmem_reservation_count()
+            sim.count(hsa_sim::Counter::VmemMappings),
+            sim.count(hsa_sim::Counter::VmemHandles),
+            sim.count(hsa_sim::Counter::VmemReservations)
         ),
         (0, 0, 0),
         "an earlier input left virtual memory"
@@ -1528,22 +1539,23 @@ pub fn clean_session() -> hsa_sim::SimSession {
 }
 
 fn clear_faults(sim: &hsa_sim::SimSession) {
-    sim.fail_next_frees(0);
-    sim.fail_next_allocations(0);
-    sim.fail_pointer_info(false);
-    sim.fail_nth_d2h_copy(0);
-    sim.clear_h2d_copy_faults();
-    sim.clear_copy_faults();
-    sim.fail_executable_iteration(false);
-    sim.fail_loader_extension(false);
+    sim.inject(hsa_sim::Fault::NextFrees, 0, 0);
+    sim.inject(hsa_sim::Fault::NextAllocations, 0, 0);
+    sim.inject(hsa_sim::Fault::PointerInfo, 0, 0);
+    sim.inject(hsa_sim::Fault::NthD2hCopy, 0, 0);
+    sim.inject(hsa_sim::Fault::H2dCopyInto, 0, 0);
+    sim.inject(hsa_sim::Fault::CopiesInto, 0, 0);
+    sim.inject(hsa_sim::Fault::CopiesFrom, 0, 0);
+    sim.inject(hsa_sim::Fault::ExecutableIteration, 0, 0);
+    sim.inject(hsa_sim::Fault::LoaderExtension, 0, 0);
     for attribute in QUERY_ATTRIBUTES {
-        sim.fail_symbol_query(attribute, false);
+        sim.inject(hsa_sim::Fault::SymbolQuery, u64::from(attribute), 0);
     }
-    sim.set_address_reuse(false);
-    sim.fail_nth_async_copy(0);
-    sim.fail_nth_async_copy_completion(0);
+    sim.set_mode(hsa_sim::Mode::AddressReuse, false);
+    sim.inject(hsa_sim::Fault::NthAsyncCopy, 0, 0);
+    sim.inject(hsa_sim::Fault::NthAsyncCopyCompletion, 0, 0);
     for op in VMEM_OPS {
-        sim.fail_nth_vmem(op, 0);
+        sim.inject(op, 0, 0);
     }
 }
 
@@ -1551,7 +1563,7 @@ fn clear_faults(sim: &hsa_sim::SimSession) {
 /// where the runtime can (storage tiers restore device-to-device), else
 /// host-to-device copies (all the baseline's restores are).
 fn add_h2d(sim: &hsa_sim::SimSession, faults: &mut crate::model::Faults, address: usize) {
-    sim.fail_copies_into(address as *const u8);
+    sim.inject(hsa_sim::Fault::CopiesInto, address as *const u8 as u64, 0);
     if faults.h2d.len() < MAX_H2D_FAULTS && !faults.h2d.contains(&address) {
         faults.h2d.push(address);
     }
@@ -1559,7 +1571,7 @@ fn add_h2d(sim: &hsa_sim::SimSession, faults: &mut crate::model::Faults, address
 
 /// Makes captures out of `address` fail.
 fn add_from(sim: &hsa_sim::SimSession, faults: &mut crate::model::Faults, address: usize) {
-    sim.fail_copies_from(address as *const u8);
+    sim.inject(hsa_sim::Fault::CopiesFrom, address as *const u8 as u64, 0);
     if faults.from.len() < MAX_H2D_FAULTS && !faults.from.contains(&address) {
         faults.from.push(address);
     }

@@ -1,6 +1,6 @@
 //! The model: what MUST be true of the library and of device memory after
 //! each op, computed independently of the library from the documented
-//! behaviour (README, `kernel_replay.h`, `hsa_sim.h`).
+//! behaviour (README, `kernel_replay.h`, `hsa_rt.h`).
 //!
 //! It holds the application's view (live allocations and module variables
 //! with the bytes each must hold), which allocations the inventory must
@@ -291,7 +291,7 @@ pub struct Vmem {
     pub reservations: Vec<Reservation>,
     pub handles: Vec<Handle>,
     pub mappings: Vec<Mapping>,
-    /// Armed `hsa_sim_fail_nth_vmem(op, 1)` per operation (create, release,
+    /// Armed `inject(Fault::NthVmem*, 0, 1)` per operation (create, release,
     /// map, unmap, set_access).
     pub failing: [bool; 5],
     /// Whether the runtime takes one set_access over several contiguous

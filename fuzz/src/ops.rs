@@ -108,7 +108,7 @@ pub enum Fault {
     /// Copies into `base + offset` of live allocation `index` fail: a
     /// restore of it fails (up to 16 addresses in all, as the runtime
     /// keeps). Host-to-device copies only with the original runtime, every
-    /// direction with one that has `hsa_sim_fail_copies_into`.
+    /// direction with one that has `Fault::CopiesInto`.
     H2dIntoAllocation { index: u8, offset: u16 },
     /// Copies into module variable `index` fail.
     H2dIntoVariable { index: u8 },
@@ -135,13 +135,13 @@ pub enum Fault {
     /// none can be found (false).
     Iterator(bool),
     /// Copies out of `base + offset` of live allocation `index` fail: a
-    /// capture of it fails (needs `hsa_sim_fail_copies_from`; else no-op).
+    /// capture of it fails (needs `Fault::CopiesFrom`; else no-op).
     CopyFromAllocation { index: u8, offset: u16 },
     /// Copies out of module variable `index` fail.
     CopyFromVariable { index: u8 },
     /// The next `hsa_amd_vmem_*` call of one kind (`op % 5`: handle create,
     /// handle release, map, unmap, set_access) that passes the runtime's
-    /// argument checks fails and changes nothing (`hsa_sim_fail_nth_vmem`;
+    /// argument checks fails and changes nothing (`Fault::NthVmem*`;
     /// a handle create with OUT_OF_RESOURCES, which the library may retry).
     /// A no-op without the vmem API.
     Vmem { op: u8 },
@@ -309,11 +309,11 @@ pub enum CopyKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CopyFault {
     None,
-    /// Refused at submission (`hsa_sim_fail_nth_async_copy(1)`): the
+    /// Refused at submission (`inject(Fault::NthAsyncCopy, 0, 1)`): the
     /// completion signal is never touched.
     Refuse,
     /// Accepted, then fails while executing
-    /// (`hsa_sim_fail_nth_async_copy_completion(1)`): nothing copied, the
+    /// (`inject(Fault::NthAsyncCopyCompletion, 0, 1)`): nothing copied, the
     /// completion signal set to -1.
     FailCompletion,
 }

@@ -70,7 +70,7 @@ const MAX_LIVE: usize = 12;
 const TOOL_BUFFERS: usize = 3;
 const TOOL_BUFFER_SIZE: usize = 8192;
 const SIZES: [usize; 4] = [256, 4096, 20_000, 65_536];
-const POISON: u8 = hsa_sim::HSA_SIM_POISON_BYTE;
+const POISON: u8 = hsa_sim::POISON_BYTE;
 
 /// What the application thread does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -715,11 +715,11 @@ pub fn run_bytes(data: &[u8]) {
 pub fn run(input: &Input) {
     let sim = clean_session();
     assert!(kr_set_storage_policy(input.policy as u32));
-    sim.set_address_reuse(input.address_reuse);
+    sim.set_mode(hsa_sim::Mode::AddressReuse, input.address_reuse);
     assert!(kernel_replay::set_tracking(true));
     let gpu = sim.gpu(0);
     let pool = sim.pool(gpu, hsa_sim::PoolKind::DeviceCoarse);
-    let violations_before = sim.copy_violations();
+    let violations_before = sim.count(hsa_sim::Counter::CopyViolations);
     let mut app_state = App {
         gpu,
         pool,
@@ -783,7 +783,7 @@ pub fn run(input: &Input) {
         });
         // Quiescent: every thread joined.
         assert_eq!(
-            sim.copy_violations(),
+            sim.count(hsa_sim::Counter::CopyViolations),
             violations_before,
             "a copy touched freed, unloaded or unmapped memory, or ran out of bounds"
         );
@@ -829,14 +829,17 @@ pub fn run(input: &Input) {
         assert_eq!(app::pool_free(p), SUCCESS);
     }
     assert!(sim.quarantine_intact(), "freed memory was written");
-    assert_eq!(sim.copy_violations(), violations_before);
+    assert_eq!(
+        sim.count(hsa_sim::Counter::CopyViolations),
+        violations_before
+    );
     kernel_replay::trim_retained();
     assert_eq!(kernel_replay::device_bytes_in_use(), 0);
     assert_eq!(kernel_replay::host_bytes_in_use(), 0);
     assert!(kr_set_storage_policy(
         kernel_replay::StoragePolicy::Baseline as u32
     ));
-    sim.set_address_reuse(false);
+    sim.set_mode(hsa_sim::Mode::AddressReuse, false);
     kernel_replay::set_tracking(false);
 }
 

@@ -137,7 +137,7 @@ pub fn executable_destroy(exe: hsa_sim::Executable) -> hsa_status_t {
 extern "C" {
     // The runtime's loader-style iterator, declared with the library's types
     // (the sim crate declares it with its own, layout-identical ones).
-    fn hsa_sim_iterate_executables(
+    fn hsa_rt_iterate_executables(
         callback: Option<kernel_replay::ExecutableCallback>,
         data: *mut c_void,
     ) -> hsa_status_t;
@@ -145,7 +145,7 @@ extern "C" {
 
 /// The loader-style executable iterator, as a tool passes it.
 pub fn sim_iterator() -> Option<kernel_replay::IterateExecutablesFn> {
-    Some(hsa_sim_iterate_executables)
+    Some(hsa_rt_iterate_executables)
 }
 
 // ---- asynchronous copies ------------------------------------------------------

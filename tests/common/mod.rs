@@ -294,11 +294,16 @@ pub fn is_baseline() -> bool {
 /// Every copy the runtime performed or refused, whatever its direction (a
 /// snapshot may keep its copy in device, pinned or pageable memory).
 pub fn copies(sim: &hsa_sim::SimSession) -> u64 {
-    use hsa_sim::CopyDirection::*;
-    [HostToHost, HostToDevice, DeviceToHost, DeviceToDevice]
-        .into_iter()
-        .map(|d| sim.copy_count(d))
-        .sum()
+    use hsa_sim::Counter::*;
+    [
+        CopiesHostToHost,
+        CopiesHostToDevice,
+        CopiesDeviceToHost,
+        CopiesDeviceToDevice,
+    ]
+    .into_iter()
+    .map(|d| sim.count(d))
+    .sum()
 }
 
 /// Whether snapshots move their bytes by the runtime's copies alone, so

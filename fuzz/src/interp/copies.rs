@@ -164,8 +164,11 @@ impl Interp {
         let completion = app::signal_create(1);
         let deps: Vec<hsa_signal_t> = dependency.into_iter().collect();
         match fault {
-            CopyFault::Refuse => self.sim.fail_nth_async_copy(1),
-            CopyFault::FailCompletion => self.sim.fail_nth_async_copy_completion(1),
+            CopyFault::Refuse => self.sim.inject(hsa_sim::Fault::NthAsyncCopy, 0, 1),
+            CopyFault::FailCompletion => {
+                self.sim
+                    .inject(hsa_sim::Fault::NthAsyncCopyCompletion, 0, 1)
+            }
             CopyFault::None => {}
         }
         let before = app::stats2().fenced_copies;
@@ -221,8 +224,9 @@ impl Interp {
                 )
             }
         };
-        self.sim.fail_nth_async_copy(0);
-        self.sim.fail_nth_async_copy_completion(0);
+        self.sim.inject(hsa_sim::Fault::NthAsyncCopy, 0, 0);
+        self.sim
+            .inject(hsa_sim::Fault::NthAsyncCopyCompletion, 0, 0);
         let counted = app::stats2().fenced_copies - before;
         if counted != u64::from(!fenced.is_empty()) {
             self.fail(

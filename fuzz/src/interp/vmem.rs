@@ -498,18 +498,18 @@ impl Interp {
     /// Runs the harness's own vmem calls with the application's armed vmem
     /// faults paused (the runtime counts every call), armed again after.
     fn outside_faults<R>(&self, body: impl FnOnce() -> R) -> R {
-        let armed: Vec<hsa_sim::VmemOp> = super::VMEM_OPS
+        let armed: Vec<hsa_sim::Fault> = super::VMEM_OPS
             .iter()
             .zip(self.model.vmem.failing)
             .filter(|(_, armed)| *armed)
             .map(|(&op, _)| op)
             .collect();
         for &op in &armed {
-            self.sim.fail_nth_vmem(op, 0);
+            self.sim.inject(op, 0, 0);
         }
         let result = body();
         for &op in &armed {
-            self.sim.fail_nth_vmem(op, 1);
+            self.sim.inject(op, 0, 1);
         }
         result
     }
@@ -552,9 +552,9 @@ impl Interp {
                 "cleanup address free"
             );
         }
-        assert_eq!(self.sim.vmem_mapping_count(), 0);
-        assert_eq!(self.sim.vmem_handle_count(), 0);
-        assert_eq!(self.sim.vmem_reservation_count(), 0);
+        assert_eq!(self.sim.count(hsa_sim::Counter::VmemMappings), 0);
+        assert_eq!(self.sim.count(hsa_sim::Counter::VmemHandles), 0);
+        assert_eq!(self.sim.count(hsa_sim::Counter::VmemReservations), 0);
     }
 
     /// Device memory and the runtime's counts of what the application holds.
@@ -596,9 +596,9 @@ impl Interp {
             (v.reservations.len() + v.handles.len()) as u64,
         );
         let got = (
-            self.sim.vmem_mapping_count(),
-            self.sim.vmem_handle_count(),
-            self.sim.vmem_reservation_count(),
+            self.sim.count(hsa_sim::Counter::VmemMappings),
+            self.sim.count(hsa_sim::Counter::VmemHandles),
+            self.sim.count(hsa_sim::Counter::VmemReservations),
         );
         if got != want {
             self.fail(
