@@ -22,6 +22,7 @@ use crate::hsa::entries::CoreEntries;
 use crate::hsa::hsa_agent_t;
 use crate::memory_snapshot::storage::{PerTier, Tier};
 use crate::memory_tracker::inventory::TrackedRegion;
+use crate::support::fallible::retain_kept;
 
 /// Captures the replay state of `agent`.
 ///
@@ -296,11 +297,9 @@ fn copy_in(cx: Context, captured: &mut Captured, agent: hsa_agent_t) -> Result<(
             status,
         });
     }
-    let mut index = 0;
-    captured.regions.retain(|_| {
-        index += 1;
-        kept[index - 1]
-    });
+    retain_kept(&mut captured.regions, &kept);
+    // The device plan knows regions by index: it drops the same ones.
+    captured.device.keep_regions(&kept);
     if captured.device.ran.incremental && cx.state.verify() {
         // Verify mode checks what an incremental capture skipped, too.
         super::verify::verify(cx, captured, true);

@@ -73,6 +73,17 @@ pub(crate) struct DeviceUse {
     pub(crate) ran: super::batch::DeviceOutcome,
 }
 
+impl DeviceUse {
+    /// The capture dropped the regions whose `kept` is false (freed while
+    /// it ran): the plan's per-region data drops the same, so the region
+    /// indices still match. (Their blocks were disabled in the table.)
+    pub(crate) fn keep_regions(&mut self, kept: &[bool]) {
+        if let Some(plan) = self.plan.as_mut() {
+            crate::support::fallible::retain_kept(&mut plan.first_blocks, kept);
+        }
+    }
+}
+
 impl Drop for DevicePlan {
     /// The block table goes back to the runner for the next snapshot (a
     /// steady replay allocates nothing per window).
