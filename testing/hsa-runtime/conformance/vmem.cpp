@@ -466,15 +466,21 @@ CASE("vmem: one handle mapped at several addresses shows the same bytes", kBoth)
     CHECK(std::memcmp(second + 5000, "alias", 6) == 0);
     std::memcpy(data.data() + 5000, "alias", 6);
   }
-  // A mapping of part of a handle shows its first bytes.
+  // A mapping of part of a handle shows its first bytes (ROCr); CUDA's
+  // driver maps only a whole allocation: refused, nothing changed.
   char* third = static_cast<char*>(reserve(g));
-  CHECK_STATUS(map(third, g, handle), HSA_STATUS_SUCCESS);
-  CHECK_STATUS(set_access(third, g, gpu(0), kReadWrite), HSA_STATUS_SUCCESS);
-  CHECK(read_back(third, 64) == std::vector<uint8_t>(data.begin(), data.begin() + 64));
+  if (on_host()) {
+    CHECK_STATUS(map(third, g, handle), HSA_STATUS_SUCCESS);
+    CHECK_STATUS(set_access(third, g, gpu(0), kReadWrite), HSA_STATUS_SUCCESS);
+    CHECK(read_back(third, 64) == std::vector<uint8_t>(data.begin(), data.begin() + 64));
+  } else {
+    CHECK_STATUS(map(third, g, handle), HSA_STATUS_ERROR);
+    CHECK(count(HSA_RT_COUNT_VMEM_MAPPINGS) == 2);
+  }
   // Released, the handle lives until its last mapping goes.
   CHECK_STATUS(amd().hsa_amd_vmem_handle_release_fn(handle), HSA_STATUS_SUCCESS);
   CHECK_STATUS(unmap(first, 2 * g), HSA_STATUS_SUCCESS);
-  CHECK_STATUS(unmap(third, g), HSA_STATUS_SUCCESS);
+  if (on_host()) CHECK_STATUS(unmap(third, g), HSA_STATUS_SUCCESS);
   CHECK(count(HSA_RT_COUNT_VMEM_HANDLES) == 1 && read_back(second, 2 * g) == data);
   // Revoking and granting again on a released handle's last mapping keeps
   // its bytes (CUDA remaps the handle to revoke).

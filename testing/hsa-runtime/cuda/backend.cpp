@@ -25,7 +25,8 @@
 //              A handle holds its one CUDA reference until the front end drops
 //              it (its last reference and mapping gone). CUDA cannot map
 //              cuMemCreate memory for the host nor write-only: set_access
-//              refuses both (HSA_STATUS_ERROR, nothing changed). A GPU losing
+//              refuses both (HSA_STATUS_ERROR, nothing changed); nor part of
+//              a handle: map refuses a size other than the handle's (the same). A GPU losing
 //              access is revoked by mapping the handle afresh (the bytes are
 //              the handle's), then granting what remains.
 //   modules    cuModuleLoadData in the agent's context; symbols by name
@@ -642,6 +643,14 @@ void vmem_destroy(const VmemHandle& handle) {
 }
 
 bool vmem_map(uintptr_t va, size_t size, const VmemHandle& handle) {
+  // ROCr maps the first bytes of a handle; CUDA's driver maps only a whole
+  // allocation (an H200's driver: CUDA_ERROR_NOT_SUPPORTED), so refused
+  // here, nothing changed, rather than counted as a driver error.
+  if (size != handle.size) {
+    std::fprintf(stderr, "hsa_rt: hsa_amd_vmem_map(%#zx, %zu): CUDA maps only a whole handle (%zu)\n",
+                 size_t(va), size, handle.size);
+    return false;
+  }
   Scoped scope(handle.pool.agent);
   return scope.ok() && CU_CHECK(cu().cuMemMap(va, size, 0, cuda_handle(handle), 0));
 }

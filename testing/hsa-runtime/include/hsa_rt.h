@@ -562,7 +562,9 @@ bool hsa_rt_quarantine_intact(void);
  *     a mapping, or not on the granularity, or an unknown handle
  *     INVALID_ARGUMENT; more than the handle holds OUT_OF_RESOURCES; offset
  *     and flags ignored; no agent has access yet. One handle mapped at two
- *     addresses shows the same bytes at both. unmap: NULL or size 0
+ *     addresses shows the same bytes at both. CUDA: the driver maps only a
+ *     whole handle, so a size other than the handle's is HSA_STATUS_ERROR
+ *     with nothing changed (ROCr maps its first bytes). unmap: NULL or size 0
  *     INVALID_ARGUMENT, not a mapping's start INVALID_ALLOCATION, not its
  *     size INVALID_ARGUMENT; the handle keeps its bytes.
  *   set_access(va, size, desc, count): NULL va or desc, count 0

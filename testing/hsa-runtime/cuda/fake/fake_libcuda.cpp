@@ -1293,6 +1293,8 @@ FAKE_EXPORT CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     std::fprintf(stderr, "fake_cuda: cuMemMap(%#llx, %zu) refused\n", ptr, size);
     return CUDA_ERROR_INVALID_VALUE;
   }
+  // As an H200's driver answers a mapping of part of an allocation.
+  if (size != it->second.size) return CUDA_ERROR_NOT_SUPPORTED;
   void* mapped = mmap(reinterpret_cast<void*>(base), size, PROT_NONE, MAP_SHARED | MAP_FIXED,
                       it->second.fd, 0);
   if (mapped == MAP_FAILED) {
