@@ -97,8 +97,9 @@ typedef enum kr_decline_reason_t {
   /**
    * The allocation wrappers were taken out of the HSA tables they were
    * installed into (a tool restored the runtime's entries): frees may have
-   * gone unseen, so what was tracked is dropped. Snapshots decline until
-   * `kr_memory_tracker_init` installs the wrappers again.
+   * gone unseen, so what was tracked is set aside. Snapshots decline until
+   * `kr_memory_tracker_init` installs the wrappers again and re-validates
+   * it.
    */
   KR_DECLINE_WRAPPERS_REMOVED = 9,
   /**
@@ -571,7 +572,10 @@ extern "C" {
  * tool's wrapper layered over them) is left untouched; one they were taken
  * out of (the runtime's entries written back, as rocprofiler-sdk's
  * re-registration does) gets them again, and what was tracked before is
- * dropped, since frees made meanwhile went unseen. `lib_instance > 0` installs
+ * re-validated, since frees made meanwhile went unseen: each allocation or
+ * mapping the runtime still reports as the same one is tracked again under
+ * a new generation (no earlier snapshot writes it), the rest is dropped.
+ * `lib_instance > 0` installs
  * nothing (a later instance would chain our wrapper to itself). One copy of
  * the library per process: if another copy (the same library loaded again
  * under another path, or linked statically) installed first, this copy
@@ -868,10 +872,9 @@ struct kr_untracked_t kr_untracked_summary(hsa_agent_t agent);
 
 /**
  * The bytes and regions a snapshot of `agent` would take now: its tracked
- * allocations and mappings and the module variables of loaded executables
- * discovered for it so far (by an earlier snapshot; none under the baseline
- * policy, which keeps no discovery cache), so that a tool can admit or
- * refuse a replay before capturing.
+ * allocations and mappings and the module variables of every loaded
+ * executable (one no snapshot walked yet is walked now), so that a tool can
+ * admit or refuse a replay before capturing.
  */
 struct kr_footprint_t kr_estimate_footprint(hsa_agent_t agent);
 

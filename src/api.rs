@@ -876,9 +876,9 @@ pub fn untracked(agent: hsa_agent_t) -> Untracked {
 }
 
 /// The bytes and regions a snapshot of `agent` would take now: its tracked
-/// allocations and mappings and the module variables an earlier snapshot
-/// discovered for it (none under the baseline policy, which keeps no
-/// discovery cache).
+/// allocations and mappings and the module variables of every loaded
+/// executable (an executable no snapshot walked yet is walked now, under
+/// every storage policy).
 ///
 /// # Example
 ///

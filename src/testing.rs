@@ -5,10 +5,16 @@ use crate::memory_tracker::TRACKER;
 
 /// The software runtime was reset behind the wrappers' back (every
 /// allocation, mapping and executable gone, as after a runtime restart):
-/// drops what the tracker recorded, as it does when it finds its wrappers
-/// taken out of the tables.
+/// drops everything the tracker recorded.
 pub fn forget_tracked() {
-    crate::memory_tracker::forget_unseen(&TRACKER);
+    crate::memory_tracker::forget_all(&TRACKER);
+}
+
+/// What the tracker does when it finds its wrappers taken out of the
+/// tables: sets what it recorded aside until a re-installation
+/// re-validates it.
+pub fn set_aside_tracked() {
+    crate::memory_tracker::revalidate::set_aside(&TRACKER);
 }
 
 /// Whether the inventory holds no region.

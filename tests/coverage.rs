@@ -13,35 +13,51 @@ const MIB: usize = 1 << 20;
 #[test]
 fn the_footprint_is_what_the_next_snapshot_takes() {
     let sim = session(2);
-    // The baseline policy keeps no discovery cache: variables are counted
-    // only by the policies that cache what a snapshot walked.
-    let _policy = PolicyGuard::set(kernel_replay::StoragePolicy::Auto);
     let (gpu, other) = (sim.gpu(0), sim.gpu(1));
     device_buffer(&sim, gpu, 3 * MIB, 1);
     device_buffer(&sim, gpu, 4096, 2);
     device_buffer(&sim, other, MIB, 3);
     let exe = sim.executable_create();
-    sim.add_variable(exe, gpu, "counter", 256, false);
+    sim.add_variable(exe, gpu, "counter", 64, false);
+    sim.add_variable(exe, gpu, "table", 2 << 20, false);
 
-    // Variables are counted once a snapshot has walked their executable.
-    let before_walk = kernel_replay::estimate_footprint(agent(gpu));
+    // Before any snapshot walked the executable (under every storage
+    // policy, the baseline's included): the estimate walks it.
+    let estimate = kernel_replay::estimate_footprint(agent(gpu));
     assert_eq!(
-        (before_walk.regions, before_walk.bytes),
-        (2, (3 * MIB + 4096) as u64)
+        (estimate.regions, estimate.bytes),
+        (4, (5 * MIB + 4096 + 64) as u64)
     );
     let snap = Snap::of(gpu);
-    let footprint = kernel_replay::estimate_footprint(agent(gpu));
     assert_eq!(
-        (footprint.regions, footprint.bytes),
+        (estimate.regions, estimate.bytes),
         (snap.regions(), snap.bytes()),
         "the estimate matches what was taken"
     );
-    assert_eq!(footprint.regions, 3);
+    let again = kernel_replay::estimate_footprint(agent(gpu));
+    assert_eq!(
+        (again.regions, again.bytes),
+        (estimate.regions, estimate.bytes)
+    );
     assert_eq!(kernel_replay::estimate_footprint(agent(other)).regions, 1);
     assert_eq!(
         kernel_replay::estimate_footprint(agent(sim.cpu())).regions,
         0
     );
+}
+
+#[test]
+fn an_executable_loaded_after_a_snapshot_is_in_the_next_estimate() {
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    device_buffer(&sim, gpu, 4096, 1);
+    drop(Snap::of(gpu));
+    let exe = sim.executable_create();
+    sim.add_variable(exe, gpu, "late", 512, false);
+    let estimate = kernel_replay::estimate_footprint(agent(gpu));
+    assert_eq!((estimate.regions, estimate.bytes), (2, 4096 + 512));
+    let snap = Snap::of(gpu);
+    assert_eq!((snap.regions(), snap.bytes()), (2, 4096 + 512));
 }
 
 #[test]

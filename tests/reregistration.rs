@@ -2,8 +2,10 @@
 //! runtime's original entries are written back into the live tables (taking
 //! the wrappers out) and `memory_tracker_init` is called again. While the
 //! wrappers are out, frees go unseen: a snapshot must notice, decline and
-//! drop the inventory rather than copy from freed memory, and the second
-//! init must put the wrappers back, chaining to what the table holds now.
+//! set the inventory aside rather than copy from freed memory, and the
+//! second init must put the wrappers back, chaining to what the table holds
+//! now, and keep each recorded allocation the runtime still reports as the
+//! same one (new generation), dropping those freed meanwhile.
 //! Each test runs in its own process (installation is process-global).
 
 mod common;
@@ -59,8 +61,8 @@ fn installed_session() -> hsa_sim::SimSession {
 }
 
 #[test]
-fn a_snapshot_after_the_tables_were_restored_declines_and_drops_the_inventory() {
-    if !in_child("a_snapshot_after_the_tables_were_restored_declines_and_drops_the_inventory") {
+fn a_snapshot_after_the_tables_were_restored_declines_until_init_revalidates() {
+    if !in_child("a_snapshot_after_the_tables_were_restored_declines_until_init_revalidates") {
         return;
     }
     let sim = installed_session();
@@ -84,7 +86,7 @@ fn a_snapshot_after_the_tables_were_restored_declines_and_drops_the_inventory() 
     assert_eq!(
         kernel_replay::tracked(agent(gpu)).regions,
         0,
-        "the stale inventory is dropped"
+        "the unvouched inventory is set aside"
     );
     assert!(!logs_containing("taken out of the HSA tables").is_empty());
     // An older snapshot's restore writes nothing it cannot vouch for.
@@ -101,16 +103,29 @@ fn a_snapshot_after_the_tables_were_restored_declines_and_drops_the_inventory() 
     );
     assert!(sim.quarantine_intact());
 
-    // The SDK calls init again: the wrappers go back in.
+    // The SDK calls init again: the wrappers go back in, and the buffer
+    // still allocated is tracked again; the freed one is not (its block may
+    // now be `unseen`'s, allocated behind the wrappers' back: not tracked).
     assert_eq!(init(), Ok(kernel_replay::Installed::Installed));
     let fresh = device_buffer(&sim, gpu, 8192, 4);
+    fill(kept, 4096, 6);
     let after = Snap::of(gpu);
     assert!(after.ok(), "{:?}", after.reason());
-    assert_eq!(after.regions(), 1, "only what was allocated since");
+    assert_eq!(
+        after.regions(),
+        2,
+        "the kept buffer and the one allocated since"
+    );
     fill(fresh, 8192, 5);
+    fill(kept, 4096, 7);
     // SAFETY: a live snapshot.
     assert!(after.restore_all());
     assert!(all(fresh, 8192, 4));
+    assert!(all(kept, 4096, 6));
+    // The snapshot from before the re-registration holds the old generation:
+    // it writes nothing, not even into the buffer kept.
+    assert_eq!(before.restore().restored, 0);
+    assert!(all(kept, 4096, 6));
     for p in [kept, unseen, fresh] {
         assert_eq!(pool_free(p), SUCCESS);
     }
@@ -170,7 +185,7 @@ fn init_after_the_tables_were_restored_installs_again_before_any_snapshot() {
     assert_eq!(
         kernel_replay::tracked(agent(gpu)).regions,
         0,
-        "what was recorded before the re-install is dropped"
+        "the allocation freed while the wrappers were out is dropped"
     );
     // The freed block comes back to a new, tracked allocation.
     let reused = device_buffer(&sim, gpu, 4096, 7);
@@ -231,4 +246,109 @@ fn a_wrapper_layered_over_ours_keeps_ours_in_place_and_is_never_chained_to() {
     assert_eq!(snapshot.restore().skipped_not_live, 1);
     assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
     let _ = sim.pool(gpu, PoolKind::DeviceCoarse);
+}
+
+#[test]
+fn re_registration_keeps_every_buffer_still_allocated() {
+    if !in_child("re_registration_keeps_every_buffer_still_allocated") {
+        return;
+    }
+    // As a new user would: allocate, restore the tables, register again,
+    // allocate again: both buffers are replay state.
+    let sim = installed_session();
+    let gpu = sim.gpu(0);
+    let first = device_buffer(&sim, gpu, 4096, 1);
+    let also_kept = device_buffer(&sim, gpu, 3000, 2);
+    let freed = device_buffer(&sim, gpu, 4096, 3);
+    restore_original_tables();
+    assert_eq!(pool_free(freed), SUCCESS);
+    assert_eq!(init(), Ok(kernel_replay::Installed::Installed));
+    let second = device_buffer(&sim, gpu, 4096, 4);
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 3);
+    let snapshot = Snap::of(gpu);
+    assert_eq!(snapshot.regions(), 3);
+    assert_eq!(snapshot.bytes(), 4096 + 3000 + 4096);
+    fill(first, 4096, 9);
+    fill(also_kept, 3000, 9);
+    fill(second, 4096, 9);
+    // SAFETY: a live snapshot.
+    assert!(snapshot.restore_all());
+    assert!(all(first, 4096, 1) && all(also_kept, 3000, 2) && all(second, 4096, 4));
+    // Frees of the kept buffers are seen (retired before the runtime frees).
+    assert_eq!(pool_free(first), SUCCESS);
+    assert_eq!(snapshot.restore().skipped_not_live, 1);
+    for p in [also_kept, second] {
+        assert_eq!(pool_free(p), SUCCESS);
+    }
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
+}
+
+#[test]
+fn a_buffer_freed_and_replaced_unseen_by_a_different_one_is_dropped() {
+    if !in_child("a_buffer_freed_and_replaced_unseen_by_a_different_one_is_dropped") {
+        return;
+    }
+    let sim = installed_session();
+    let gpu = sim.gpu(0);
+    sim.set_mode(hsa_sim::Mode::AddressReuse, true);
+    let replaced = device_buffer(&sim, gpu, 8192, 1);
+    restore_original_tables();
+    assert_eq!(pool_free(replaced), SUCCESS);
+    // The same block, handed out again behind the wrappers' back to a
+    // smaller allocation (and then one from the fine-grained pool would be
+    // another kind: a different allocation either way).
+    let smaller = pool_allocate(sim.pool(gpu, PoolKind::DeviceCoarse), 4096, 0).unwrap();
+    assert_eq!(smaller, replaced, "address reuse");
+    assert_eq!(init(), Ok(kernel_replay::Installed::Installed));
+    assert_eq!(
+        kernel_replay::tracked(agent(gpu)).regions,
+        0,
+        "not the allocation that was recorded"
+    );
+    assert_eq!(pool_free(smaller), SUCCESS);
+}
+
+#[cfg(hsa_vmem)]
+#[test]
+fn re_registration_keeps_the_mappings_still_mapped() {
+    if !in_child("re_registration_keeps_the_mappings_still_mapped") {
+        return;
+    }
+    const CHUNK: usize = 64 << 10;
+    let sim = installed_session();
+    let gpu = sim.gpu(0);
+    let pool = sim.pool(gpu, PoolKind::DeviceCoarse);
+    let mapped = |va: *mut u8| {
+        let handle = handle_create(pool, CHUNK).unwrap();
+        assert_eq!(map(va, CHUNK, handle), SUCCESS);
+        assert_eq!(
+            set_access(va, CHUNK, &[(gpu, RW), (sim.cpu(), RW)]),
+            SUCCESS
+        );
+        fill(va, CHUNK, 1);
+        handle
+    };
+    let (kept_va, gone_va) = (reserve(CHUNK).unwrap(), reserve(CHUNK).unwrap());
+    let kept = mapped(kept_va);
+    let gone = mapped(gone_va);
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 2);
+    restore_original_tables();
+    // Unmapped behind the wrappers' back; the other stays mapped.
+    assert_eq!(unmap(gone_va, CHUNK), SUCCESS);
+    assert_eq!(init(), Ok(kernel_replay::Installed::Installed));
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 1);
+    let snapshot = Snap::of(gpu);
+    assert_eq!((snapshot.regions(), snapshot.bytes()), (1, CHUNK as u64));
+    fill(kept_va, CHUNK, 2);
+    // SAFETY: a live snapshot.
+    assert!(snapshot.restore_all());
+    assert!(all(kept_va, CHUNK, 1));
+    // Its unmap is seen again.
+    assert_eq!(unmap(kept_va, CHUNK), SUCCESS);
+    assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);
+    for handle in [kept, gone] {
+        assert_eq!(handle_release(handle), SUCCESS);
+    }
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
 }

@@ -317,20 +317,20 @@ fn the_executable_flag_is_checked_before_any_pointer_query() {
 }
 
 #[test]
-fn dropping_what_was_tracked_warns_only_when_there_was_something() {
+fn setting_aside_what_was_tracked_warns_only_when_there_was_something() {
     let sim = session(1);
     let gpu = sim.gpu(0);
-    const WARNING: &str = "no longer trusted and were dropped";
-    kernel_replay::testing::forget_tracked();
+    const WARNING: &str = "are set aside (not captured, not restored)";
+    kernel_replay::testing::set_aside_tracked();
     assert_eq!(
         logs_containing(WARNING),
         Vec::<String>::new(),
-        "nothing to drop"
+        "nothing to set aside"
     );
 
     // Allocations only.
     let p = device_buffer(&sim, gpu, 4096, 1);
-    kernel_replay::testing::forget_tracked();
+    kernel_replay::testing::set_aside_tracked();
     let warned = logs_containing(WARNING);
     assert_eq!(warned.len(), 1, "{:?}", logs());
     assert!(
@@ -344,7 +344,7 @@ fn dropping_what_was_tracked_warns_only_when_there_was_something() {
     sim.add_variable(exe, gpu, "v", 16, false);
     assert!(Snap::of(gpu).ok());
     logs_clear();
-    kernel_replay::testing::forget_tracked();
+    kernel_replay::testing::set_aside_tracked();
     let warned = logs_containing(WARNING);
     assert_eq!(warned.len(), 1, "{:?}", logs());
     assert!(
@@ -352,10 +352,10 @@ fn dropping_what_was_tracked_warns_only_when_there_was_something() {
         "{warned:?}"
     );
     logs_clear();
-    kernel_replay::testing::forget_tracked();
+    kernel_replay::testing::set_aside_tracked();
     assert_eq!(
         logs_containing(WARNING),
         Vec::<String>::new(),
-        "all dropped"
+        "all set aside"
     );
 }

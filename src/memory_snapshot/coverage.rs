@@ -16,6 +16,7 @@ use std::sync::Mutex;
 
 use log::warn;
 
+use super::discovery;
 use super::storage::pools::memory_available;
 use super::storage::Tier;
 use crate::hsa::hsa_agent_t;
@@ -80,15 +81,29 @@ pub fn untracked(cx: Context, agent: hsa_agent_t) -> Untracked {
 }
 
 /// The bytes and regions a snapshot of `agent` would take now: its tracked
-/// allocations and mappings, and the module variables already discovered
-/// for it (an executable loaded since the last snapshot is not counted
-/// until a snapshot walks it; one unloaded since is no longer counted).
+/// allocations and mappings, and the module variables of every loaded
+/// executable, found as the snapshot finds them (an executable the
+/// discovery cache has not seen is walked now, and stays cached for the
+/// snapshot). Should the walk fail (no iterator, no host memory, an
+/// iterator error), the snapshot would decline; the estimate then counts
+/// what the cache holds.
 pub fn estimate_footprint(cx: Context, agent: hsa_agent_t) -> Footprint {
     let (regions, bytes) = cx.tracker.inventory.agent_totals(agent.handle);
-    let (variables, variable_bytes) = cx
-        .state
-        .discovery_cache
-        .agent_totals(agent.handle, &cx.tracker.executables.live_view());
+    let walked = cx
+        .core()
+        .zip(cx.executable_iterator())
+        .and_then(|(core, iterate)| {
+            discovery::module_variables(cx, core, iterate, agent, true).ok()
+        });
+    let (variables, variable_bytes) = match walked {
+        Some(found) => found.iter().fold((0, 0), |(count, bytes), v| {
+            (count + 1, bytes + v.variable.size as u64)
+        }),
+        None => cx
+            .state
+            .discovery_cache
+            .agent_totals(agent.handle, &cx.tracker.executables.live_view()),
+    };
     Footprint {
         bytes: bytes + variable_bytes,
         regions: regions + variables,

@@ -39,8 +39,9 @@ crate::c_enum! {
         DeviceMemory = 8 => "DEVICE_MEMORY",
         /// The allocation wrappers were taken out of the HSA tables they were
         /// installed into (a tool restored the runtime's entries): frees may have
-        /// gone unseen, so what was tracked is dropped. Snapshots decline until
-        /// `kr_memory_tracker_init` installs the wrappers again.
+        /// gone unseen, so what was tracked is set aside. Snapshots decline until
+        /// `kr_memory_tracker_init` installs the wrappers again and re-validates
+        /// it.
         WrappersRemoved = 9 => "WRAPPERS_REMOVED",
         /// Application async copies (`hsa_amd_memory_async_copy` and its
         /// variants) touching the agent's tracked memory were still in flight

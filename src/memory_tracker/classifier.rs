@@ -47,7 +47,7 @@ pub fn classify(amd: &AmdEntries, base: usize, pool_flags: Option<u32>) -> Resul
 }
 
 /// The decision on a pointer-info answer.
-fn verdict(info: &hsa_amd_pointer_info_t) -> Result<u64, Untracked> {
+pub(crate) fn verdict(info: &hsa_amd_pointer_info_t) -> Result<u64, Untracked> {
     if info.type_ != HSA_EXT_POINTER_TYPE_HSA {
         return Err(Untracked::NotHsaAllocation);
     }

@@ -26,7 +26,7 @@ use crate::hsa::tables::{self, TableError};
 use crate::hsa::{AmdExtTable, CoreApiTable};
 use crate::memory_tracker::hooks::{Hooked, Hooks, Placement};
 use crate::memory_tracker::process_marker::{self, Owner};
-use crate::memory_tracker::{forget_unseen, wrappers};
+use crate::memory_tracker::{revalidate, wrappers};
 
 /// What an installation attempt did.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,8 +223,8 @@ impl<T: ApiTable> Chain<T> {
     }
 }
 
-/// Records the installation, drops what a re-installation can no longer
-/// trust, and writes our wrappers into the table.
+/// Records the installation, writes our wrappers into the table and, on a
+/// re-installation, re-validates what was recorded before.
 ///
 /// # Safety
 /// `table` passed `tables::validate`; every hooked offset is an entry the
@@ -244,9 +244,6 @@ unsafe fn put_in<E, T: ApiTable>(
         warn!("no host memory to record the installation; not installed");
         return Kind::Refused;
     }
-    if reinstall {
-        forget_unseen(&TRACKER);
-    }
     for hooked in &chain.hooked {
         // SAFETY: the caller's promise; the entries are recorded first, so
         // the wrappers never run without a next pointer. A tool's OnLoad may
@@ -259,6 +256,9 @@ unsafe fn put_in<E, T: ApiTable>(
         };
     }
     if reinstall {
+        // After the wrappers are in: from here on every free is seen, so a
+        // record kept below is retired by its free like any other.
+        revalidate::revalidate(&TRACKER);
         Kind::Reinstalled
     } else {
         Kind::Installed

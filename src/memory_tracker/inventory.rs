@@ -77,6 +77,17 @@ impl Inventory {
             .record(base, Allocation { size, agent, kind })
     }
 
+    /// Tracks again a region recorded before the wrappers were out, if
+    /// `still_valid` (see [`Registry::readmit`]); true if it is tracked.
+    pub fn readmit(
+        &self,
+        base: usize,
+        region: Allocation,
+        still_valid: impl FnOnce() -> bool,
+    ) -> bool {
+        self.allocations.readmit(base, region, still_valid)
+    }
+
     /// Retire before free for the regions at several bases released by one
     /// runtime call (an unmap spanning mappings); see [`Inventory::retire_then_free`].
     // Only the virtual-memory wrappers need it (ROCm 6.0+ headers).
@@ -180,13 +191,21 @@ impl Inventory {
         })
     }
 
-    /// Number of tracked allocations (those being freed included), all agents.
-    pub fn len(&self) -> usize {
-        self.allocations.len()
+    /// Takes every live region out (see [`Registry::drain_live`]); without
+    /// host memory for the list, drops them.
+    pub fn drain(&self) -> Result<Vec<(usize, Allocation)>, TryReserveError> {
+        self.allocations.drain_live().inspect_err(|_| self.clear())
     }
 
     pub fn is_empty(&self) -> bool {
         self.allocations.is_empty()
+    }
+
+    /// Number of tracked allocations (those being freed included), all
+    /// agents (its tests look).
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.allocations.len()
     }
 
     /// Drops every entry (the teardown guard): afterwards a free wrapper

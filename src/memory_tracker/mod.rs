@@ -19,6 +19,7 @@ pub mod install;
 pub mod inventory;
 pub mod process_marker;
 pub mod registry;
+pub mod revalidate;
 pub mod tracker;
 #[cfg(hsa_vmem)]
 pub mod vmem;
@@ -61,41 +62,26 @@ pub fn record_allocation(
 /// retained arenas back itself.)
 pub fn finalize(tracker: &Tracker) {
     tracker.gate.finalize();
-    tracker.inventory.clear();
-    tracker.executables.clear();
-    #[cfg(hsa_vmem)]
-    tracker.mappings.clear();
+    forget_all(tracker);
     if let Some(core) = tracker.core() {
         tracker.signals.destroy(core);
     }
 }
 
-/// Drops what the inventory and the executable registry recorded: the
-/// wrappers were taken out of the tables for a while, so frees and unloads
-/// may have gone unseen, and no entry can be trusted any more. (What the
-/// snapshot layer cached of executables is keyed by their generations, so
-/// it goes unused from here on.)
-pub fn forget_unseen(tracker: &Tracker) {
-    let dropped = tracker.inventory.len();
-    let had_executables = !tracker.executables.is_empty();
+/// Drops everything the tracker recorded, set-aside records included (a
+/// runtime reset: every allocation, mapping and executable is gone).
+pub fn forget_all(tracker: &Tracker) {
     tracker.inventory.clear();
     tracker.executables.clear();
+    tracker.set_aside.clear();
     #[cfg(hsa_vmem)]
     tracker.mappings.clear();
-    if dropped == 0 && !had_executables {
-        return;
-    }
-    log::warn!(
-        "the allocation wrappers were taken out of the HSA tables: allocations and frees \
-         made meanwhile were not seen, so the {dropped} tracked allocation(s) recorded \
-         before are no longer trusted and were dropped"
-    );
 }
 
 /// Whether the wrappers are still in the call path of every table they were
 /// installed into (see `hooks.rs`). When they are not, what was recorded is
-/// dropped ([`forget_unseen`]) and the answer is false until a new
-/// `kr_memory_tracker_init` puts them back.
+/// set aside ([`revalidate::set_aside`]) and the answer is false until a new
+/// `kr_memory_tracker_init` puts them back (and re-validates it).
 pub fn wrappers_in_place(tracker: &Tracker) -> bool {
     use hooks::Placement::TakenOut;
     // SAFETY: the tables the wrappers went into are the runtime's, which
@@ -106,7 +92,7 @@ pub fn wrappers_in_place(tracker: &Tracker) -> bool {
             || tracker.amd_hooks.placement() == Some(TakenOut)
     };
     if taken_out {
-        forget_unseen(tracker);
+        revalidate::set_aside(tracker);
     }
     !taken_out
 }

@@ -163,6 +163,43 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
         }
     }
 
+    /// Registers a thing recorded before whose identity must be checked
+    /// again (`revalidate.rs`): admitted under a new generation unless
+    /// something is registered under `key` already (left alone: false), then
+    /// dropped again unless `still_valid`. Admitting before the check means
+    /// a free that starts meanwhile finds the entry and retires it, as any
+    /// free does. True if it stays.
+    pub fn readmit(&self, key: K, value: V, still_valid: impl FnOnce() -> bool) -> bool {
+        let generation = {
+            let mut entries = self.write();
+            let btree_map::Entry::Vacant(slot) = entries.entry(key) else {
+                return false;
+            };
+            let generation = self.fresh_generation();
+            slot.insert(Entry {
+                value,
+                generation,
+                retiring: false,
+            });
+            self.len.store(entries.len(), Ordering::Release);
+            generation
+        };
+        if still_valid() {
+            return true;
+        }
+        let mut entries = self.write();
+        // Unless a free retired it meanwhile (its end drops it) or the key
+        // was handed out again.
+        if entries
+            .get(&key)
+            .is_some_and(|e| e.generation == generation && !e.retiring)
+        {
+            entries.remove(&key);
+        }
+        self.len.store(entries.len(), Ordering::Release);
+        false
+    }
+
     /// Retire before free: marks the entry under `key` retiring, runs `free`
     /// (the runtime's free or destroy), then drops the entry if `succeeded`
     /// says the runtime released it, or makes it live again, with its
@@ -327,6 +364,23 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
             .values()
             .filter(|e| !e.retiring)
             .fold(init, |acc, e| step(acc, &e.value))
+    }
+
+    /// Takes every live entry out (retiring ones stay: their free in flight
+    /// ends them), in key order. Fails without changing anything if the
+    /// list cannot be reserved.
+    pub fn drain_live(&self) -> Result<Vec<(K, V)>, TryReserveError> {
+        let mut entries = self.write();
+        let mut live = Vec::new();
+        live.try_reserve_exact(entries.len())?;
+        entries.retain(|&key, e| {
+            if !e.retiring {
+                live.push((key, e.value));
+            }
+            e.retiring
+        });
+        self.len.store(entries.len(), Ordering::Release);
+        Ok(live)
     }
 
     /// Entries, retiring ones included.

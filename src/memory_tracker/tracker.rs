@@ -11,6 +11,7 @@ use super::fence::Fences;
 use super::gate::Gate;
 use super::hooks::Hooks;
 use super::inventory::Inventory;
+use super::revalidate::SetAside;
 #[cfg(hsa_vmem)]
 use super::vmem::Mappings;
 use crate::hsa::entries::{AmdEntries, CoreEntries};
@@ -42,6 +43,9 @@ pub struct Tracker {
     /// Live virtual-memory mappings the wrappers saw.
     #[cfg(hsa_vmem)]
     pub mappings: Mappings,
+    /// What was recorded before the wrappers were found out of the tables,
+    /// until they are back (`revalidate.rs`).
+    pub set_aside: SetAside,
     /// The library's counters (every layer counts here).
     pub counters: AtomicCounters,
     /// Set by the snapshot layer: releases retained arenas for a refused
@@ -65,6 +69,7 @@ impl Tracker {
             signals: SignalPool::new(),
             #[cfg(hsa_vmem)]
             mappings: Mappings::new(),
+            set_aside: SetAside::new(),
             counters: AtomicCounters::new(),
             make_room: OnceLock::new(),
         }

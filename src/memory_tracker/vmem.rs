@@ -36,7 +36,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use log::trace;
 
-use super::inventory::RegionKind;
+use super::inventory::{Allocation, RegionKind};
 use super::Tracker;
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::query::{pool_info, pool_owner};
@@ -74,6 +74,9 @@ pub struct Mappings {
 
 struct State {
     mappings: BTreeMap<usize, Mapping>,
+    /// Mappings noted before the wrappers were found out of the tables,
+    /// until a re-installation re-validates them (`revalidate.rs`).
+    set_aside: BTreeMap<usize, Mapping>,
     /// Pool handle → its backing (a pool's owner and flags never change).
     pools: Vec<(u64, Option<Backing>)>,
 }
@@ -83,6 +86,7 @@ impl Mappings {
         Mappings {
             state: Mutex::new(State {
                 mappings: BTreeMap::new(),
+                set_aside: BTreeMap::new(),
                 pools: Vec::new(),
             }),
         }
@@ -153,9 +157,18 @@ impl Mappings {
             })
     }
 
-    /// Drops everything (finalize, or the wrappers were taken out).
+    /// Sets every mapping aside (the wrappers were found out of the tables).
+    pub fn set_aside(&self) {
+        let mut state = self.lock();
+        let mut noted = std::mem::take(&mut state.mappings);
+        state.set_aside.append(&mut noted);
+    }
+
+    /// Drops everything (finalize, or a runtime reset).
     pub fn clear(&self) {
-        self.lock().mappings.clear();
+        let mut state = self.lock();
+        state.mappings.clear();
+        state.set_aside.clear();
     }
 
     /// What the pool behind `handle` is, asking the runtime once per pool.
@@ -296,6 +309,51 @@ pub fn set_access(
         }
     }
     status
+}
+
+/// The wrappers are back (`revalidate.rs`): each mapping set aside that the
+/// runtime still reports as the same handle at the same address is noted
+/// again, and tracked again under a new generation if it is replay state its
+/// owner may write; the rest were unmapped meanwhile. (Mappings, seen.)
+pub fn revalidate(tracker: &Tracker, amd: &AmdEntries) -> (usize, usize) {
+    let set_aside = std::mem::take(&mut tracker.mappings.lock().set_aside);
+    let mut kept = 0;
+    for (&va, &mapping) in &set_aside {
+        if !same_handle_at(amd, va, mapping.handle) {
+            continue;
+        }
+        kept += 1;
+        tracker.mappings.lock().mappings.insert(va, mapping);
+        if let Some(backing) = mapping.backing.filter(|b| b.trackable) {
+            let region = Allocation {
+                size: mapping.size,
+                agent: backing.agent,
+                kind: RegionKind::Mapping,
+            };
+            tracker.inventory.readmit(va, region, || {
+                same_handle_at(amd, va, mapping.handle) && owner_may_write(amd, va, backing.agent)
+            });
+        }
+    }
+    (kept, set_aside.len())
+}
+
+/// Whether the runtime maps `handle` at `va` now.
+fn same_handle_at(amd: &AmdEntries, va: usize, handle: u64) -> bool {
+    let (Some(retain), Some(release)) = (
+        amd.hsa_amd_vmem_retain_alloc_handle_fn,
+        amd.hsa_amd_vmem_handle_release_fn,
+    ) else {
+        return false;
+    };
+    let mut found = hsa_amd_vmem_alloc_handle_t { handle: 0 };
+    // SAFETY: a writable out-parameter; the runtime only looks the address up.
+    if unsafe { retain(&mut found, va as *mut _) } != HSA_STATUS_SUCCESS {
+        return false;
+    }
+    // SAFETY: the reference retain just took, given back.
+    unsafe { release(found) };
+    found.handle == handle
 }
 
 /// What the map wrapper does after the runtime mapped `[va, va + size)`:
