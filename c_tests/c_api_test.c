@@ -163,9 +163,9 @@ static void install_the_tool(void) {
 
 /* ---- sections ------------------------------------------------------------------ */
 
-/* gpu0's coarse buffers and module variable are captured and restored; the
- * peer GPU's buffer, kernarg, fine-grained memory and executable-flagged
- * allocations are not replay state. */
+/* gpu0's coarse and fine-grained buffers and module variable are captured
+ * and restored, each reported under its memory kind; the peer GPU's buffer,
+ * kernarg and executable-flagged allocations are not replay state. */
 static void snapshot_restore_and_skip_after_free(void) {
   uint8_t* a = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 4096);
   uint8_t* b = pool_allocate(gpu0, HSA_RT_POOL_DEVICE_COARSE, 70000);
@@ -192,10 +192,10 @@ static void snapshot_restore_and_skip_after_free(void) {
   fill(hip_kernarg, 4096, 0x0F);
   fill(var, 64, 0x17);
 
-  /* The allocations went through the wrappers: only coarse device memory is
-   * tracked, with the requested sizes, under its owner. */
-  CHECK(kr_tracked_count(gpu0) == 3);
-  CHECK(kr_tracked_bytes(gpu0) == 4096 + 70000 + 1000);
+  /* The allocations went through the wrappers: device memory is tracked,
+   * with the requested sizes, under its owner. */
+  CHECK(kr_tracked_count(gpu0) == 4);
+  CHECK(kr_tracked_bytes(gpu0) == 4096 + 70000 + 1000 + 4096);
   CHECK(kr_tracked_count(gpu1) == 1);
   CHECK(kr_tracked_count(cpu) == 0);
 
@@ -214,10 +214,14 @@ static void snapshot_restore_and_skip_after_free(void) {
   REQUIRE(snapshot != NULL);
   CHECK(kr_snapshot_ok(snapshot));
   CHECK(kr_snapshot_decline_reason(snapshot) == KR_DECLINE_NONE);
-  CHECK(kr_snapshot_region_count(snapshot) == 4);
+  CHECK(kr_snapshot_region_count(snapshot) == 5);
   const uint64_t captured = kr_snapshot_byte_count(snapshot);
-  CHECK(captured == 4096 + 70000 + 1000 + 64);
-  CHECK(copies() - copies_before == 4); /* one per region */
+  CHECK(captured == 4096 + 70000 + 1000 + 64 + 4096);
+  CHECK(copies() - copies_before == 5); /* one per region */
+  CHECK(kr_snapshot_kind_bytes(snapshot, KR_MEMORY_DEVICE) == 4096 + 70000 + 1000 + 64);
+  CHECK(kr_snapshot_kind_bytes(snapshot, KR_MEMORY_DEVICE_FINE) == 4096);
+  CHECK(kr_snapshot_kind_bytes(snapshot, (kr_memory_kind_t)7) == 0); /* no such kind */
+  CHECK(kr_snapshot_kind_bytes(NULL, KR_MEMORY_DEVICE) == 0);
   /* The copies are held somewhere; the baseline holds exactly the bytes, in
    * pageable host buffers. */
   CHECK(kr_test_held() >= captured);
@@ -235,7 +239,7 @@ static void snapshot_restore_and_skip_after_free(void) {
    * through the un-wrapped allocator: never tracked. */
   const uint64_t live_with_snapshot = hsa_rt_count(HSA_RT_COUNT_LIVE_ALLOCATIONS);
   CHECK(live_with_snapshot == live_before + kr_test_runtime_arenas(policy));
-  CHECK(kr_tracked_count(gpu0) == 3);
+  CHECK(kr_tracked_count(gpu0) == 4);
 
   /* A pass writes everything. */
   fill(a, 4096, 0xEE);
@@ -247,22 +251,22 @@ static void snapshot_restore_and_skip_after_free(void) {
   fill(hip_kernarg, 4096, 0xEE);
   fill(var, 64, 0xEE);
   copies_before = copies();
-  CHECK(report_is(restore(snapshot), 4, 0, 0));
-  CHECK(copies() - copies_before == 4); /* one per region */
+  CHECK(report_is(restore(snapshot), 5, 0, 0));
+  CHECK(copies() - copies_before == 5); /* one per region */
   CHECK(all_bytes(a, 4096, 0xA1) && all_bytes(b, 70000, 0xB2) && all_bytes(r, 1000, 0xC3));
   CHECK(all_bytes(var, 64, 0x17));
+  CHECK(all_bytes(fine, 4096, 0xF6));
   CHECK(all_bytes(peer, 4096, 0xEE));
   CHECK(all_bytes(kernarg, 256, 0xEE));
-  CHECK(all_bytes(fine, 4096, 0xEE));
   CHECK(all_bytes(hip_kernarg, 4096, 0xEE));
 
   /* Freed regions (one of each free entry) are skipped, and their freed
    * memory is never written. */
   pool_free(b);
   CHECK(hsa_memory_free(r) == HSA_STATUS_SUCCESS);
-  CHECK(kr_tracked_count(gpu0) == 1);
+  CHECK(kr_tracked_count(gpu0) == 2);
   fill(a, 4096, 0x55);
-  CHECK(report_is(restore(snapshot), 2, 2, 0));
+  CHECK(report_is(restore(snapshot), 3, 2, 0));
   CHECK(all_bytes(a, 4096, 0xA1));
   CHECK(hsa_rt_quarantine_intact());
   CHECK(hsa_rt_count(HSA_RT_COUNT_COPY_VIOLATIONS) == 0);

@@ -75,6 +75,10 @@ static_assert(std::is_same<decltype(ms::restore_with_report(
                                std::declval<const device_snapshot_t&>())),
                            kr_restore_report_t>::value,
               "restore_with_report returns the C report");
+static_assert(std::is_same<decltype(ms::kind_bytes(std::declval<const device_snapshot_t&>(),
+                                                   KR_MEMORY_DEVICE_FINE)),
+                           std::uint64_t>::value,
+              "kind_bytes returns the bytes of one memory kind");
 
 
 // As the SDK's: a default-constructed snapshot is ok, empty, and restores
@@ -88,6 +92,7 @@ void a_default_snapshot_is_ok_empty_and_restores() {
   CHECK(empty.get() == nullptr);
   CHECK(empty.decline_reason() == KR_DECLINE_NONE);
   CHECK(ms::restore(empty));
+  CHECK(ms::kind_bytes(empty, KR_MEMORY_DEVICE) == 0);
   const kr_restore_report_t report = ms::restore_with_report(empty);
   CHECK(report.restored == 0 && report.skipped_not_live == 0 && report.failed == 0);
 

@@ -184,6 +184,24 @@ typedef enum kr_storage_tier_t {
 } kr_storage_tier_t;
 
 /**
+ * The kind of memory a captured region is (`kr_snapshot_kind_bytes`,
+ * the stats' per-kind figures). Codes are only ever appended.
+ */
+typedef enum kr_memory_kind_t {
+  /**
+   * Coarse-grained device memory owned by the agent: pool and region
+   * allocations, virtual-memory mappings, module variables.
+   */
+  KR_MEMORY_DEVICE = 0,
+  /**
+   * Fine-grained device memory owned by the agent (a fine-grained or
+   * extended-scope fine-grained pool of the GPU:
+   * `hipExtMallocWithFlags(hipDeviceMallocFinegrained)`).
+   */
+  KR_MEMORY_DEVICE_FINE = 1,
+} kr_memory_kind_t;
+
+/**
  * How snapshots and restores move their bytes: a setting
  * (`kr_set_strategy`). What one snapshot's capture did is reported as
  * its copy method (`kr_copy_method_t`).
@@ -481,6 +499,11 @@ typedef struct kr_stats2_t {
    * Of those, calls that failed; their regions were copied instead.
    */
   uint64_t batch_copy_failures;
+  /**
+   * Bytes captured by complete snapshots per memory kind, indexed by
+   * `kr_memory_kind_t` (room for kinds to come).
+   */
+  uint64_t bytes_captured_by_kind[8];
 } kr_stats2_t;
 
 /**
@@ -834,6 +857,15 @@ uint64_t kr_device_bytes_in_use(void);
  * `snapshot` is NULL or a live snapshot from `kr_snap`.
  */
 uint64_t kr_snapshot_tier_bytes(const kr_snapshot_t *snapshot, kr_storage_tier_t tier);
+
+/**
+ * Bytes of the snapshot's regions of memory kind `kind`
+ * (`kr_memory_kind_t`); 0 for NULL, a declined snapshot or an unknown kind.
+ *
+ * # Safety
+ * `snapshot` is NULL or a live snapshot from `kr_snap`.
+ */
+uint64_t kr_snapshot_kind_bytes(const kr_snapshot_t *snapshot, kr_memory_kind_t kind);
 
 /**
  * Fills `stats` (if not NULL) with the cumulative counters and what is held

@@ -77,6 +77,7 @@ pub use crate::memory_snapshot::device::{CopyMethod, Strategy};
 pub use crate::memory_snapshot::storage::{StoragePolicy, Tier};
 pub use crate::memory_snapshot::verify::VerifyOutcome;
 pub use crate::memory_snapshot::{DeclineReason, RestoreReport};
+pub use crate::memory_tracker::kind::MemoryKind;
 pub use crate::replay::ReplayOutcome;
 pub use crate::support::logging::LogLevel;
 pub use crate::support::stats::Counters;
@@ -322,6 +323,12 @@ impl Snapshot {
     /// Bytes kept in `tier`.
     pub fn tier_bytes(&self, tier: Tier) -> u64 {
         self.0.tier_bytes(tier)
+    }
+
+    /// Bytes captured of memory kind `memory` (coarse-grained device
+    /// memory, fine-grained device memory, ...).
+    pub fn kind_bytes(&self, memory: MemoryKind) -> u64 {
+        self.0.kind_bytes(memory)
     }
 
     /// How the capture moved its bytes (its restores move them the same

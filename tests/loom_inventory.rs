@@ -7,6 +7,7 @@
 #![cfg(loom)]
 
 use kernel_replay::memory_tracker::inventory::{Inventory, TrackedRegion};
+use kernel_replay::memory_tracker::kind::MemoryKind;
 use loom::cell::UnsafeCell;
 use loom::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use loom::sync::Arc;
@@ -34,12 +35,15 @@ struct World {
 /// An application allocation through the wrapper: the runtime allocates,
 /// then the wrapper records it.
 fn allocate(world: &World) -> TrackedRegion {
-    let generation = world.inventory.record(BASE, SIZE, AGENT);
+    let generation = world
+        .inventory
+        .record(BASE, SIZE, AGENT, MemoryKind::Device);
     world.device.owner.store(generation, Relaxed);
     TrackedRegion {
         base: BASE,
         size: SIZE,
         generation,
+        memory: MemoryKind::Device,
     }
 }
 

@@ -33,7 +33,7 @@ fn tracking_is_off_by_default_and_then_records_nothing() {
 }
 
 #[test]
-fn only_coarse_grained_non_kernarg_non_executable_memory_is_tracked() {
+fn device_memory_that_is_not_kernarg_nor_executable_is_tracked() {
     let sim = session(2);
     let (gpu0, gpu1, cpu) = (sim.gpu(0), sim.gpu(1), sim.cpu());
     let mut live = Vec::new();
@@ -45,8 +45,10 @@ fn only_coarse_grained_non_kernarg_non_executable_memory_is_tracked() {
     alloc(sim.pool(gpu0, PoolKind::DeviceCoarse), 1000, 0);
     alloc(sim.pool(gpu0, PoolKind::DeviceCoarse), 3000, 0);
     alloc(sim.pool(gpu1, PoolKind::DeviceCoarse), 500, 0);
-    // Excluded: fine-grained, kernarg, executable-flag coarse allocations.
-    alloc(sim.pool(gpu0, PoolKind::DeviceFine), 4096, 0);
+    // Fine-grained device memory: tracked, its own kind.
+    alloc(sim.pool(gpu0, PoolKind::DeviceFine), 2048, 0);
+    // Excluded: fine-grained host memory, kernarg, executable-flag coarse
+    // allocations.
     alloc(sim.pool(cpu, PoolKind::SystemFine), 4096, 0);
     alloc(sim.pool(cpu, PoolKind::SystemKernarg), 4096, 0);
     alloc(
@@ -63,10 +65,10 @@ fn only_coarse_grained_non_kernarg_non_executable_memory_is_tracked() {
     // owned by the CPU agent.
     alloc(sim.pool(cpu, PoolKind::SystemCoarse), 256, 0);
 
-    assert_eq!(kernel_replay::tracked(agent(gpu0)).regions, 2);
+    assert_eq!(kernel_replay::tracked(agent(gpu0)).regions, 3);
     assert_eq!(
         kernel_replay::tracked(agent(gpu0)).bytes,
-        4000,
+        6048,
         "the size the application asked for"
     );
     assert_eq!(kernel_replay::tracked(agent(gpu1)).regions, 1);
@@ -358,4 +360,39 @@ fn setting_aside_what_was_tracked_warns_only_when_there_was_something() {
         Vec::<String>::new(),
         "all set aside"
     );
+}
+
+#[test]
+fn fine_grained_device_memory_is_captured_restored_and_reported_as_its_kind() {
+    use kernel_replay::MemoryKind;
+    let sim = session(1);
+    let gpu = sim.gpu(0);
+    let coarse = device_buffer(&sim, gpu, 8192, 1);
+    let fine = pool_allocate(sim.pool(gpu, PoolKind::DeviceFine), 4096, 0).unwrap();
+    fill(fine, 4096, 2);
+    let before = stats2().bytes_captured_by_kind;
+    let snap = Snap::of(gpu);
+    assert!(snap.ok(), "{:?}", snap.reason());
+    assert_eq!(snap.regions(), 2);
+    assert_eq!(snap.kind_bytes(MemoryKind::Device), 8192);
+    assert_eq!(snap.kind_bytes(MemoryKind::DeviceFine), 4096);
+    let after = stats2().bytes_captured_by_kind;
+    assert_eq!(after[MemoryKind::Device.code() as usize] - before[0], 8192);
+    assert_eq!(
+        after[MemoryKind::DeviceFine.code() as usize] - before[1],
+        4096
+    );
+    assert!(after[2..].iter().zip(&before[2..]).all(|(a, b)| a == b));
+    // A kernel's atomics on the fine-grained buffer (pass 1) do not leak
+    // into pass 2.
+    fill(fine, 4096, 9);
+    fill(coarse, 8192, 9);
+    // SAFETY: a live snapshot.
+    assert!(snap.restore_all());
+    assert!(all(fine, 4096, 2) && all(coarse, 8192, 1));
+    // No longer reported as device memory the snapshot does not cover.
+    assert_eq!(kernel_replay::untracked(agent(gpu)).bytes, Some(0));
+    for p in [coarse, fine] {
+        assert_eq!(pool_free(p), SUCCESS);
+    }
 }

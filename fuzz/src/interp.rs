@@ -1149,14 +1149,14 @@ impl Interp {
 
     /// What the library says a snapshot would take and what it does not
     /// cover, and the fence's counts, per agent.
-    fn check_coverage(&self, op: &Op) {
+    fn check_coverage(&mut self, op: &Op) {
         for agent in self.agents {
             let handle = app::agent(agent);
             let is_gpu = agent != self.sim.cpu();
             // The tracked regions (allocations and mappings) and the
-            // variables the discovery cache holds for the agent.
+            // variables of the loaded executables.
             let (regions, bytes) = self.model.tracked_totals(agent.handle);
-            let (variables, variable_bytes) = self.model.cached_variables(agent.handle);
+            let (variables, variable_bytes) = self.model.estimated_variables(agent.handle);
             let want = (regions + variables, bytes + variable_bytes);
             let footprint = kernel_replay::estimate_footprint(handle);
             if (footprint.regions, footprint.bytes) != want {
@@ -1164,7 +1164,7 @@ impl Interp {
                     op,
                     format_args!(
                         "footprint of agent {:#x} is (regions, bytes) = {:?}, model {want:?} \
-                         ({variables} cached variables)",
+                         ({variables} variables)",
                         agent.handle,
                         (footprint.regions, footprint.bytes)
                     ),
@@ -1287,7 +1287,7 @@ impl Interp {
     }
 
     /// The invariants that hold after every op.
-    fn check(&self, op: &Op) {
+    fn check(&mut self, op: &Op) {
         self.check_memory(op);
         for agent in self.agents {
             let handle = app::agent(agent);

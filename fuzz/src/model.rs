@@ -464,7 +464,7 @@ impl Model {
         let executable_flag = executable && !via_region;
         self.tracking
             && !self.finalized
-            && pool.coarse()
+            && pool.tracked()
             && !executable_flag
             && !self.faults.pointer_info
     }
@@ -487,10 +487,25 @@ impl Model {
             .fold((0, 0), |(n, b), size| (n + 1, b + size as u64))
     }
 
+    /// `(count, bytes)` of the module variables `kr_estimate_footprint`
+    /// adds to the tracked regions for `agent`: it walks the loaded
+    /// executables as a snapshot does, through the discovery cache under
+    /// every policy (so what it walks is cached), and counts what the cache
+    /// holds for the loaded ones: every loaded executable's variables when
+    /// the walk succeeds, those walked before a failure otherwise. Nothing
+    /// after finalize, or without an iterator to walk with.
+    pub fn estimated_variables(&mut self, agent: u64) -> (usize, u64) {
+        if self.finalized {
+            return (0, 0);
+        }
+        if self.faults.iterator_set {
+            self.walk_fails(agent, true);
+        }
+        self.cached_variables(agent)
+    }
+
     /// `(count, bytes)` of the non-empty module variables of loaded
-    /// executables the discovery cache holds for `agent` (what
-    /// `kr_estimate_footprint` adds to the tracked regions: what the next
-    /// snapshot would take of them).
+    /// executables the discovery cache holds for `agent`.
     pub fn cached_variables(&self, agent: u64) -> (usize, u64) {
         self.exes
             .iter()
@@ -578,11 +593,15 @@ impl Model {
     /// executable walked completely before for `agent` comes from the cache
     /// (no runtime call, so no fault), and each complete walk is cached.
     fn discovery_fails(&mut self, agent: u64) -> bool {
+        self.walk_fails(agent, self.policy.arenas())
+    }
+
+    /// The walk of discovery, with or without the cache; true if it fails.
+    fn walk_fails(&mut self, agent: u64, cache: bool) -> bool {
         if self.faults.iteration {
             return true;
         }
         let [type_fails, address_fails, size_fails] = self.faults.query;
-        let cache = self.policy.arenas();
         if cache {
             // The executables were listed: the cache drops the entries of
             // those no longer loaded.

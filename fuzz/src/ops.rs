@@ -38,7 +38,7 @@ impl PoolSel {
         )
     }
 
-    /// Coarse kinds are drawn more often: they are what gets tracked.
+    /// Coarse kinds are drawn more often: most applications' memory.
     fn from_byte(b: u8) -> PoolSel {
         match b % 8 {
             0..=2 => PoolSel::DeviceCoarse,
@@ -60,9 +60,14 @@ impl PoolSel {
     }
 
     /// Whether the library must track an allocation from this pool (absent
-    /// every other reason not to).
-    pub fn coarse(self) -> bool {
-        matches!(self, PoolSel::DeviceCoarse | PoolSel::SystemCoarse)
+    /// every other reason not to): device memory of either grain, and
+    /// coarse-grained system memory (owned by the CPU agent); never
+    /// fine-grained system memory or kernarg.
+    pub fn tracked(self) -> bool {
+        matches!(
+            self,
+            PoolSel::DeviceCoarse | PoolSel::DeviceFine | PoolSel::SystemCoarse
+        )
     }
 
     /// Whether the pool belongs to a GPU (else to the CPU agent).

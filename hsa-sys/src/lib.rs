@@ -32,6 +32,11 @@ include!(concat!(env!("OUT_DIR"), "/library_entries.rs"));
 /// with this flag.
 pub const POOL_ALLOCATE_EXECUTABLE_FLAG: u32 = 1 << 2;
 
+/// `HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED`: a pool
+/// (and `hsa_amd_pointer_info::global_flags`) of fine-grained memory with
+/// system-scope atomics. Named by the ROCm 6.x headers; 5.2's predate it.
+pub const POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED: u32 = 1 << 3;
+
 /// `HSA_AMD_AGENT_INFO_MEMORY_AVAIL` (uint64_t): free bytes of a GPU's
 /// device memory. ROCr releases after 5.2 answer it; the 5.2 headers do not
 /// name it.

@@ -107,7 +107,7 @@ inline bool restore(const device_snapshot_t& snapshot) noexcept {
 
 /// What a snapshot of an agent would take now (the SDK's later
 /// snapshot_footprint_t): its tracked allocations and mappings and the
-/// module variables discovered for it so far.
+/// module variables of every loaded executable.
 struct snapshot_footprint_t {
   std::size_t bytes = 0;
   std::size_t regions = 0;
@@ -129,6 +129,13 @@ inline kr_restore_report_t restore_with_report(const device_snapshot_t& snapshot
   kr_restore_report_t report{};
   kr_restore_with_report(snapshot.get(), &report);
   return report;
+}
+
+/// Bytes the snapshot captured of one kind of memory (coarse-grained device
+/// memory, fine-grained device memory, ...): what its replays cover.
+/// (kr_snapshot_kind_bytes; 0 for a declined snapshot.)
+inline std::uint64_t kind_bytes(const device_snapshot_t& snapshot, kr_memory_kind_t kind) noexcept {
+  return kr_snapshot_kind_bytes(snapshot.get(), kind);
 }
 
 }  // namespace memory_snapshot

@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::{
-    self, CopyMethod, DeviceBudget, InstallError, Installed, LogLevel, StoragePolicy, StoragePools,
-    Strategy, Tier,
+    self, CopyMethod, DeviceBudget, InstallError, Installed, LogLevel, MemoryKind, StoragePolicy,
+    StoragePools, Strategy, Tier,
 };
 use crate::hsa::sys::hsa_amd_memory_pool_t;
 use crate::hsa::{hsa_agent_t, AmdExtTable, CoreApiTable};
@@ -466,6 +466,26 @@ pub unsafe extern "C" fn kr_snapshot_tier_bytes(
     })
 }
 
+/// Bytes of the snapshot's regions of memory kind `kind`
+/// (`kr_memory_kind_t`); 0 for NULL, a declined snapshot or an unknown kind.
+///
+/// # Safety
+/// `snapshot` is NULL or a live snapshot from `kr_snap`.
+#[no_mangle]
+pub unsafe extern "C" fn kr_snapshot_kind_bytes(
+    snapshot: *const kr_snapshot_t,
+    kind: kr_memory_kind_arg,
+) -> u64 {
+    export(0, || {
+        let kind = MemoryKind::from_code(kind);
+        // SAFETY: the caller's promise.
+        match (unsafe { borrow(snapshot) }, kind) {
+            (Some(s), Some(kind)) => s.inner.kind_bytes(kind),
+            _ => 0,
+        }
+    })
+}
+
 /// Fills `stats` (if not NULL) with the cumulative counters and what is held
 /// now.
 ///
@@ -538,6 +558,7 @@ pub unsafe extern "C" fn kr_get_stats2(stats: *mut kr_stats2_t) {
             verified_captures: counters.verified_captures,
             batch_copy_calls: counters.batch_copy_calls,
             batch_copy_failures: counters.batch_copy_failures,
+            bytes_captured_by_kind: counters.bytes_captured_by_kind,
         };
         let skip = std::mem::size_of::<usize>();
         let len = size.min(std::mem::size_of::<kr_stats2_t>());

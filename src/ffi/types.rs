@@ -9,7 +9,7 @@
 use std::ffi::{c_char, c_void};
 
 use crate::api::{
-    CopyDirection, CopyMethod, DeclineReason, LogLevel, ReplayOutcome, RestoreReport,
+    CopyDirection, CopyMethod, DeclineReason, LogLevel, MemoryKind, ReplayOutcome, RestoreReport,
     StoragePolicy, Strategy, Tier,
 };
 use crate::hsa::{hsa_agent_t, hsa_executable_t, hsa_status_t};
@@ -42,6 +42,7 @@ pub const C_ENUMS: &[CEnumDecl] = &[
     LogLevel::C_DECL,
     StoragePolicy::C_DECL,
     Tier::C_DECL,
+    MemoryKind::C_DECL,
     Strategy::C_DECL,
     CopyMethod::C_DECL,
     CopyDirection::C_DECL,
@@ -62,6 +63,9 @@ pub type kr_storage_policy_arg = u32;
 /// A `kr_storage_tier_t` received from C.
 pub type kr_storage_tier_arg = u32;
 
+/// A `kr_memory_kind_t` received from C.
+pub type kr_memory_kind_arg = u32;
+
 /// Device budget meaning "the agent's free memory less a safety margin"
 /// (the default; see `kr_set_device_budget`).
 pub const KR_DEVICE_BUDGET_AUTO: u64 = u64::MAX;
@@ -73,7 +77,9 @@ pub(crate) fn decline_code(reason: Option<DeclineReason>) -> kr_decline_reason_a
 
 // The C structs below carry one slot per storage tier, spelled as a
 // literal for the header: a tier added in Rust must grow them (an ABI change).
+// The per-kind slots are the stats' (room for kinds to come).
 const _: () = assert!(crate::memory_snapshot::storage::Tier::COUNT == 3);
+const _: () = assert!(crate::support::stats::KIND_SLOTS == 8);
 
 /// Cumulative counters (`kr_get_stats`), and what is held now.
 #[repr(C)]
@@ -161,6 +167,9 @@ pub struct kr_stats2_t {
     pub batch_copy_calls: u64,
     /// Of those, calls that failed; their regions were copied instead.
     pub batch_copy_failures: u64,
+    /// Bytes captured by complete snapshots per memory kind, indexed by
+    /// `kr_memory_kind_t` (room for kinds to come).
+    pub bytes_captured_by_kind: [u64; 8],
 }
 
 /// Device memory on an agent that snapshots do not cover

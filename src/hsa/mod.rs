@@ -19,4 +19,6 @@ pub use sys::{hsa_agent_t, hsa_executable_t, hsa_status_t, AmdExtTable, CoreApiT
 
 pub use sys::{HSA_STATUS_ERROR, HSA_STATUS_ERROR_NOT_INITIALIZED, HSA_STATUS_SUCCESS};
 
-pub use sys::{HAS_VMEM, POOL_ALLOCATE_EXECUTABLE_FLAG};
+pub use sys::{
+    HAS_VMEM, POOL_ALLOCATE_EXECUTABLE_FLAG, POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED,
+};

@@ -40,7 +40,7 @@ pub fn snap(cx: Context, agent: hsa_agent_t) -> Snapshot {
             };
             cx.tracker
                 .counters
-                .snapshot_taken(snapshot.byte_count(), nanos);
+                .snapshot_taken(&snapshot.bytes_by_kind(), nanos);
             snapshot
         }
         Err(decline) => {

@@ -86,8 +86,11 @@ pub fn untracked(cx: Context, agent: hsa_agent_t) -> Untracked {
 /// discovery cache has not seen is walked now, and stays cached for the
 /// snapshot). Should the walk fail (no iterator, no host memory, an
 /// iterator error), the snapshot would decline; the estimate then counts
-/// what the cache holds.
+/// what the cache holds. After finalize a snapshot takes nothing: zero.
 pub fn estimate_footprint(cx: Context, agent: hsa_agent_t) -> Footprint {
+    if cx.tracker.gate.finalized() {
+        return Footprint::default();
+    }
     let (regions, bytes) = cx.tracker.inventory.agent_totals(agent.handle);
     let walked = cx
         .core()

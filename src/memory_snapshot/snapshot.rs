@@ -16,6 +16,8 @@ use crate::hsa::hsa_agent_t;
 use crate::memory_snapshot::storage::PerTier;
 use crate::memory_tracker::executables::{LiveExecutables, LoadedExecutable};
 use crate::memory_tracker::inventory::{LiveCursor, TrackedRegion};
+use crate::memory_tracker::kind::MemoryKind;
+use crate::support::stats::KIND_SLOTS;
 
 /// Where a captured region came from, which decides how restore validates it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +51,14 @@ pub struct Region {
 impl Region {
     pub fn size(&self) -> usize {
         self.size
+    }
+
+    /// What memory the region is.
+    pub fn memory(&self) -> MemoryKind {
+        match self.origin {
+            Origin::Tracked(tracked) => tracked.memory,
+            Origin::ModuleVariable(_) => MemoryKind::Device,
+        }
     }
 
     pub fn tier(&self) -> Tier {
@@ -134,6 +144,24 @@ impl Snapshot {
         self.outcome
             .as_ref()
             .is_ok_and(|c| c.device.ran.incremental)
+    }
+
+    /// Bytes of the regions of memory kind `memory`.
+    pub fn kind_bytes(&self, memory: MemoryKind) -> u64 {
+        self.regions()
+            .iter()
+            .filter(|r| r.memory() == memory)
+            .map(|r| r.size() as u64)
+            .sum()
+    }
+
+    /// Bytes per memory kind code (the stats' slots).
+    pub fn bytes_by_kind(&self) -> [u64; KIND_SLOTS] {
+        let mut bytes = [0; KIND_SLOTS];
+        for region in self.regions() {
+            bytes[region.memory().index()] += region.size() as u64;
+        }
+        bytes
     }
 
     /// Bytes of the regions kept in `tier`.

@@ -1,21 +1,30 @@
 //! The allocation classifier (the SDK's `query_alloc`): decides whether a
-//! fresh allocation is replay state the tracker should record.
+//! fresh allocation is replay state the tracker should record, and of which
+//! kind.
 //!
-//! Only coarse-grained device memory that is not kernarg is tracked. Kernarg
+//! Device memory that is not kernarg is tracked, coarse- and fine-grained
+//! (a fine-grained pool of a GPU: atomics buffers a kernel writes). Kernarg
 //! holds the pointer arguments of in-flight kernels (a stale restore there
-//! faults the GPU); host and fine-grained memory are out of scope; and
-//! executable allocations are HIP's per-stream kernarg pools and the
-//! profiler's own trace buffers, which sit in coarse-grained memory and would
-//! otherwise pass the kernarg check.
+//! faults the GPU); executable allocations are HIP's per-stream kernarg
+//! pools and the profiler's own trace buffers, which sit in coarse-grained
+//! memory and would otherwise pass the kernarg check. Fine-grained host
+//! memory is not recorded here (the runtime's staging and hostcall buffers
+//! share its pools with the application's); coarse-grained host memory is
+//! recorded, owned by the CPU agent, which no GPU snapshot captures.
 
 use std::mem::{offset_of, size_of};
 
-use crate::hsa::entries::AmdEntries;
+use super::kind::MemoryKind;
+use crate::hsa::entries::{AmdEntries, CoreEntries};
+use crate::hsa::query::device_type;
 use crate::hsa::sys::{
     hsa_amd_pointer_info_t, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
-    HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT, HSA_EXT_POINTER_TYPE_HSA,
+    HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT,
+    HSA_DEVICE_TYPE_GPU, HSA_EXT_POINTER_TYPE_HSA,
 };
-use crate::hsa::POOL_ALLOCATE_EXECUTABLE_FLAG;
+use crate::hsa::{
+    hsa_agent_t, POOL_ALLOCATE_EXECUTABLE_FLAG, POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED,
+};
 
 /// Why an allocation is not tracked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,26 +37,45 @@ pub enum Untracked {
     NotHsaAllocation,
     /// The runtime's pointer-info struct predates `global_flags`.
     NoGlobalFlags,
-    /// Fine-grained (or otherwise not coarse-grained) memory.
-    NotCoarseGrained,
+    /// Neither coarse- nor fine-grained.
+    UnknownGrain,
     Kernarg,
+    /// Fine-grained memory not owned by a GPU (host memory).
+    FineGrainedHost,
 }
 
 /// Classifies a fresh allocation. `pool_flags` are the flags passed to
 /// `hsa_amd_memory_pool_allocate` (`None` for `hsa_memory_allocate`, which has
-/// none). Returns the owning agent's handle when the allocation is tracked.
-pub fn classify(amd: &AmdEntries, base: usize, pool_flags: Option<u32>) -> Result<u64, Untracked> {
+/// none). Returns the owning agent's handle and the memory's kind when the
+/// allocation is tracked.
+pub fn classify(
+    core: Option<&CoreEntries>,
+    amd: &AmdEntries,
+    base: usize,
+    pool_flags: Option<u32>,
+) -> Result<(u64, MemoryKind), Untracked> {
     // Checked from the flags before any query: this is the cheap filter and
     // the one that catches HIP's kernarg pools, which report coarse-grained.
     if pool_flags.is_some_and(|flags| flags & POOL_ALLOCATE_EXECUTABLE_FLAG != 0) {
         return Err(Untracked::Executable);
     }
     let info = amd.pointer_info(base).map_err(|_| Untracked::QueryFailed)?;
-    verdict(&info)
+    let (owner, kind) = verdict(&info)?;
+    // Only fine-grained memory asks the owner's type: the coarse-grained
+    // path, the common one, makes one runtime query.
+    if kind == MemoryKind::DeviceFine && !owned_by_gpu(core, owner) {
+        return Err(Untracked::FineGrainedHost);
+    }
+    Ok((owner, kind))
 }
 
-/// The decision on a pointer-info answer.
-pub(crate) fn verdict(info: &hsa_amd_pointer_info_t) -> Result<u64, Untracked> {
+fn owned_by_gpu(core: Option<&CoreEntries>, owner: u64) -> bool {
+    core.and_then(|core| device_type(core, hsa_agent_t { handle: owner }))
+        == Some(HSA_DEVICE_TYPE_GPU)
+}
+
+/// The decision on a pointer-info answer: the owner and the grain.
+pub(crate) fn verdict(info: &hsa_amd_pointer_info_t) -> Result<(u64, MemoryKind), Untracked> {
     if info.type_ != HSA_EXT_POINTER_TYPE_HSA {
         return Err(Untracked::NotHsaAllocation);
     }
@@ -55,13 +83,20 @@ pub(crate) fn verdict(info: &hsa_amd_pointer_info_t) -> Result<u64, Untracked> {
     if (info.size as usize) < flags_end {
         return Err(Untracked::NoGlobalFlags);
     }
-    if info.global_flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT != 0 {
+    let flags = info.global_flags;
+    if flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT != 0 {
         return Err(Untracked::Kernarg);
     }
-    if info.global_flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED == 0 {
-        return Err(Untracked::NotCoarseGrained);
+    let owner = info.agentOwner.handle;
+    if flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED != 0 {
+        return Ok((owner, MemoryKind::Device));
     }
-    Ok(info.agentOwner.handle)
+    let fine =
+        HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED | POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED;
+    if flags & fine != 0 {
+        return Ok((owner, MemoryKind::DeviceFine));
+    }
+    Err(Untracked::UnknownGrain)
 }
 
 #[cfg(test)]
@@ -88,7 +123,22 @@ mod tests {
             HSA_EXT_POINTER_TYPE_HSA,
             HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
         );
-        assert_eq!(verdict(&i), Ok(42));
+        assert_eq!(verdict(&i), Ok((42, MemoryKind::Device)));
+    }
+
+    #[test]
+    fn fine_grained_memory_is_tracked_as_its_own_kind() {
+        for flags in [
+            HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED,
+            POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED,
+        ] {
+            let i = info(HSA_EXT_POINTER_TYPE_HSA, flags);
+            assert_eq!(verdict(&i), Ok((42, MemoryKind::DeviceFine)));
+        }
+        assert_eq!(
+            verdict(&info(HSA_EXT_POINTER_TYPE_HSA, 0)),
+            Err(Untracked::UnknownGrain)
+        );
     }
 
     #[test]
@@ -103,10 +153,6 @@ mod tests {
         assert_eq!(
             verdict(&info(HSA_EXT_POINTER_TYPE_HSA, kernarg | fine)),
             Err(Untracked::Kernarg)
-        );
-        assert_eq!(
-            verdict(&info(HSA_EXT_POINTER_TYPE_HSA, fine)),
-            Err(Untracked::NotCoarseGrained)
         );
         assert_eq!(
             verdict(&info(HSA_EXT_POINTER_TYPE_UNKNOWN, coarse)),
@@ -128,6 +174,6 @@ mod tests {
         assert_eq!(verdict(&i), Err(Untracked::NoGlobalFlags));
         // A struct that ends right after global_flags has them.
         i.size += size_of::<u32>() as u32;
-        assert_eq!(verdict(&i), Ok(42));
+        assert_eq!(verdict(&i), Ok((42, MemoryKind::Device)));
     }
 }

@@ -9,6 +9,7 @@
 
 use std::collections::TryReserveError;
 
+use super::kind::MemoryKind;
 use super::registry::{Cursor, LiveView as RegistryView, Origin, Registry};
 
 /// What made a tracked region.
@@ -32,6 +33,8 @@ pub struct Allocation {
     /// a mapping's physical handle), which makes snapshots agent-scoped.
     pub agent: u64,
     pub kind: RegionKind,
+    /// What memory it is (reported per kind).
+    pub memory: MemoryKind,
 }
 
 /// A tracked allocation as a snapshot sees it.
@@ -40,6 +43,7 @@ pub struct TrackedRegion {
     pub base: usize,
     pub size: usize,
     pub generation: u64,
+    pub memory: MemoryKind,
 }
 
 /// The live allocations by base address; retire before free is the
@@ -67,14 +71,30 @@ impl Inventory {
     /// Records a new allocation and returns its generation. An entry already
     /// at `base` (its free was never seen) is replaced: the new allocation is
     /// the one that is live.
-    pub fn record(&self, base: usize, size: usize, agent: u64) -> u64 {
-        self.record_kind(base, size, agent, RegionKind::Allocation)
+    pub fn record(&self, base: usize, size: usize, agent: u64, memory: MemoryKind) -> u64 {
+        self.allocations.record(
+            base,
+            Allocation {
+                size,
+                agent,
+                kind: RegionKind::Allocation,
+                memory,
+            },
+        )
     }
 
-    /// As [`Inventory::record`], for a region of `kind`.
+    /// As [`Inventory::record`], for a region of `kind` (coarse-grained
+    /// device memory).
     pub fn record_kind(&self, base: usize, size: usize, agent: u64, kind: RegionKind) -> u64 {
-        self.allocations
-            .record(base, Allocation { size, agent, kind })
+        self.allocations.record(
+            base,
+            Allocation {
+                size,
+                agent,
+                kind,
+                memory: MemoryKind::Device,
+            },
+        )
     }
 
     /// Tracks again a region recorded before the wrappers were out, if
@@ -154,6 +174,7 @@ impl Inventory {
                 base,
                 size: a.size,
                 generation,
+                memory: a.memory,
             })
         })
     }
@@ -269,7 +290,7 @@ mod tests {
     #[test]
     fn a_range_touches_the_regions_it_overlaps_and_no_neighbour() {
         let inv = Inventory::new();
-        inv.record(0x2000, 0x100, 7);
+        inv.record(0x2000, 0x100, 7, MemoryKind::Device);
         // Ending where the region starts, or starting where it ends.
         assert_eq!(inv.owner_of_range(0x1000, 0x1000), None);
         assert_eq!(inv.owner_of_range(0x2100, 0x10), None);
@@ -282,15 +303,16 @@ mod tests {
     #[test]
     fn generations_distinguish_a_reused_base() {
         let inv = Inventory::new();
-        let first = inv.record(0x1000, 64, 7);
+        let first = inv.record(0x1000, 64, 7, MemoryKind::Device);
         let captured = TrackedRegion {
             base: 0x1000,
             size: 64,
             generation: first,
+            memory: MemoryKind::Device,
         };
         assert_eq!(inv.with_live(&captured, || ()), Some(()));
         free(&inv, 0x1000, true);
-        let second = inv.record(0x1000, 64, 7);
+        let second = inv.record(0x1000, 64, 7, MemoryKind::Device);
         assert_ne!(first, second);
         assert_eq!(
             inv.with_live(&captured, || ()),
@@ -302,11 +324,12 @@ mod tests {
     #[test]
     fn with_live_requires_the_captured_size() {
         let inv = Inventory::new();
-        let g = inv.record(0x2000, 32, 1);
+        let g = inv.record(0x2000, 32, 1, MemoryKind::Device);
         let region = |size| TrackedRegion {
             base: 0x2000,
             size,
             generation: g,
+            memory: MemoryKind::Device,
         };
         assert_eq!(inv.with_live(&region(64), || ()), None);
         assert_eq!(inv.with_live(&region(32), || 5), Some(5));
@@ -322,13 +345,14 @@ mod tests {
     #[test]
     fn a_failed_free_keeps_the_allocation_with_its_generation() {
         let inv = Inventory::new();
-        let g = inv.record(0x3000, 16, 1);
+        let g = inv.record(0x3000, 16, 1, MemoryKind::Device);
         free(&inv, 0x3000, false);
         assert_eq!(inv.len(), 1);
         let region = TrackedRegion {
             base: 0x3000,
             size: 16,
             generation: g,
+            memory: MemoryKind::Device,
         };
         assert_eq!(inv.with_live(&region, || ()), Some(()));
         free(&inv, 0x3000, true);
@@ -338,9 +362,9 @@ mod tests {
     #[test]
     fn collect_is_agent_scoped_and_ordered() {
         let inv = Inventory::new();
-        inv.record(0x9000, 1, 2);
-        inv.record(0x5000, 2, 1);
-        inv.record(0x1000, 3, 1);
+        inv.record(0x9000, 1, 2, MemoryKind::Device);
+        inv.record(0x5000, 2, 1, MemoryKind::Device);
+        inv.record(0x1000, 3, 1, MemoryKind::Device);
         let mut out = Vec::new();
         inv.collect_agent(1, &mut out).unwrap();
         assert_eq!(
@@ -356,7 +380,7 @@ mod tests {
     fn a_free_of_an_unknown_base_changes_nothing_and_clear_empties() {
         let inv = Inventory::new();
         free(&inv, 0x10, true);
-        inv.record(0x20, 1, 1);
+        inv.record(0x20, 1, 1, MemoryKind::Device);
         free(&inv, 0x10, true);
         assert_eq!(inv.len(), 1);
         inv.clear();

@@ -17,6 +17,7 @@ pub mod gate;
 pub mod hooks;
 pub mod install;
 pub mod inventory;
+pub mod kind;
 pub mod process_marker;
 pub mod registry;
 pub mod revalidate;
@@ -46,8 +47,8 @@ pub fn record_allocation(
         return None;
     }
     let amd = tracker.amd()?;
-    match classifier::classify(amd, base as usize, pool_flags) {
-        Ok(agent) => Some(tracker.inventory.record(base as usize, size, agent)),
+    match classifier::classify(tracker.core(), amd, base as usize, pool_flags) {
+        Ok((agent, memory)) => Some(tracker.inventory.record(base as usize, size, agent, memory)),
         Err(why) => {
             trace!("allocation {base:p} ({size} bytes) not tracked: {why:?}");
             None

@@ -147,7 +147,7 @@ fn still_the_same(amd: &AmdEntries, base: usize, recorded: &Allocation) -> bool 
     let same_extent = info.agentBaseAddress as usize == base
         && reported >= recorded.size
         && reported <= recorded.size.next_multiple_of(PAGE);
-    same_extent && classifier::verdict(&info) == Ok(recorded.agent)
+    same_extent && classifier::verdict(&info) == Ok((recorded.agent, recorded.memory))
 }
 
 const PAGE: usize = 4096;
@@ -155,11 +155,12 @@ const PAGE: usize = 4096;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memory_tracker::kind::MemoryKind;
 
     #[test]
     fn set_aside_records_are_not_live_and_clear_drops_them() {
         let tracker = Tracker::new();
-        tracker.inventory.record(0x1000, 64, 7);
+        tracker.inventory.record(0x1000, 64, 7, MemoryKind::Device);
         set_aside(&tracker);
         assert!(tracker.inventory.is_empty());
         assert_eq!(tracker.set_aside.allocations.locked().len(), 1);

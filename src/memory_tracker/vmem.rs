@@ -37,6 +37,7 @@ use std::sync::{Mutex, MutexGuard};
 use log::trace;
 
 use super::inventory::{Allocation, RegionKind};
+use super::kind::MemoryKind;
 use super::Tracker;
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::query::{pool_info, pool_owner};
@@ -329,6 +330,7 @@ pub fn revalidate(tracker: &Tracker, amd: &AmdEntries) -> (usize, usize) {
                 size: mapping.size,
                 agent: backing.agent,
                 kind: RegionKind::Mapping,
+                memory: MemoryKind::Device,
             };
             tracker.inventory.readmit(va, region, || {
                 same_handle_at(amd, va, mapping.handle) && owner_may_write(amd, va, backing.agent)

@@ -11,12 +11,19 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 /// for reasons yet to come: codes are only ever appended.
 pub(crate) const DECLINE_SLOTS: usize = 32;
 
+/// Captured bytes are counted per memory kind, indexed by
+/// `kr_memory_kind_t`. Room for kinds yet to come: codes are only ever
+/// appended.
+pub(crate) const KIND_SLOTS: usize = 8;
+
 macro_rules! counters {
     ($($(#[$doc:meta])* $name:ident),+ $(,)?) => {
         /// The counters, updated with relaxed atomics.
         pub struct AtomicCounters {
             /// Declines per reason code.
             pub declines: [AtomicU64; DECLINE_SLOTS],
+            /// Bytes captured by complete snapshots per memory kind code.
+            pub bytes_captured_by_kind: [AtomicU64; KIND_SLOTS],
             $($(#[$doc])* pub $name: AtomicU64,)+
         }
 
@@ -26,6 +33,9 @@ macro_rules! counters {
             /// Declined snapshots per reason, indexed by its code
             /// (`DeclineReason::code`).
             pub declines: [u64; DECLINE_SLOTS],
+            /// Bytes captured by complete snapshots per memory kind, indexed
+            /// by its code (`MemoryKind::code`).
+            pub bytes_captured_by_kind: [u64; KIND_SLOTS],
             $($(#[$doc])* pub $name: u64,)+
         }
 
@@ -36,6 +46,7 @@ macro_rules! counters {
             pub const fn new() -> Self {
                 AtomicCounters {
                     declines: [ZERO; DECLINE_SLOTS],
+                    bytes_captured_by_kind: [ZERO; KIND_SLOTS],
                     $($name: ZERO,)+
                 }
             }
@@ -43,12 +54,15 @@ macro_rules! counters {
             pub fn read(&self) -> Counters {
                 Counters {
                     declines: std::array::from_fn(|i| self.declines[i].load(Relaxed)),
+                    bytes_captured_by_kind: std::array::from_fn(|i| {
+                        self.bytes_captured_by_kind[i].load(Relaxed)
+                    }),
                     $($name: self.$name.load(Relaxed),)+
                 }
             }
 
             pub fn reset(&self) {
-                for counter in self.declines.iter() {
+                for counter in self.declines.iter().chain(&self.bytes_captured_by_kind) {
                     counter.store(0, Relaxed);
                 }
                 $(self.$name.store(0, Relaxed);)+
@@ -119,9 +133,16 @@ counters! {
 }
 
 impl AtomicCounters {
-    pub fn snapshot_taken(&self, bytes: u64, nanos: u64) {
+    /// A complete snapshot and its bytes per memory kind code.
+    pub fn snapshot_taken(&self, bytes_by_kind: &[u64; KIND_SLOTS], nanos: u64) {
         self.snapshots.fetch_add(1, Relaxed);
-        self.bytes_captured.fetch_add(bytes, Relaxed);
+        self.bytes_captured
+            .fetch_add(bytes_by_kind.iter().sum(), Relaxed);
+        for (counter, &bytes) in self.bytes_captured_by_kind.iter().zip(bytes_by_kind) {
+            if bytes != 0 {
+                counter.fetch_add(bytes, Relaxed);
+            }
+        }
         self.snap_ns.fetch_add(nanos, Relaxed);
     }
 

@@ -118,6 +118,10 @@ impl Snap {
     pub fn tier_bytes(&self, tier: Tier) -> u64 {
         self.0.as_ref().map_or(0, |s| s.tier_bytes(tier))
     }
+    /// Bytes the snapshot captured of memory kind `memory`.
+    pub fn kind_bytes(&self, memory: kernel_replay::MemoryKind) -> u64 {
+        self.0.as_ref().map_or(0, |s| s.kind_bytes(memory))
+    }
 }
 
 // ---- process isolation ------------------------------------------------------
