@@ -199,6 +199,12 @@ typedef enum kr_memory_kind_t {
    * `hipExtMallocWithFlags(hipDeviceMallocFinegrained)`).
    */
   KR_MEMORY_DEVICE_FINE = 1,
+  /**
+   * Device memory of another GPU the agent was given access to
+   * (`hsa_amd_agents_allow_access`: peer-to-peer buffers a multi-GPU
+   * kernel writes), coarse- or fine-grained.
+   */
+  KR_MEMORY_DEVICE_PEER = 2,
 } kr_memory_kind_t;
 
 /**

@@ -357,6 +357,49 @@ impl AmdEntries {
         })?;
         Ok(info)
     }
+
+    /// The agents `hsa_amd_pointer_info` says may access the allocation
+    /// holding `address`. The runtime allocates the list with the allocator
+    /// it is given (C's `malloc`) and the caller frees it.
+    pub fn accessible_agents(&self, address: usize) -> Result<Vec<u64>, hsa_status_t> {
+        // C's allocator, which the runtime is given for its list (declared
+        // here, out of the header generator's sight).
+        extern "C" {
+            fn malloc(size: usize) -> *mut c_void;
+            fn free(ptr: *mut c_void);
+        }
+        let pointer_info = present(self.hsa_amd_pointer_info_fn)?;
+        let mut info = hsa_amd_pointer_info_t {
+            size: size_of::<hsa_amd_pointer_info_t>() as u32,
+            ..Default::default()
+        };
+        let (mut count, mut list): (u32, *mut super::hsa_agent_t) = (0, ptr::null_mut());
+        // SAFETY: a properly sized struct and writable out-parameters; the
+        // runtime fills `list` with `count` agents from `malloc`.
+        check(unsafe {
+            pointer_info(
+                address as *const c_void,
+                &mut info,
+                Some(malloc),
+                &mut count,
+                &mut list,
+            )
+        })?;
+        if list.is_null() {
+            return Ok(Vec::new());
+        }
+        let mut agents = Vec::new();
+        let reserved = agents.try_reserve_exact(count as usize);
+        if reserved.is_ok() {
+            // SAFETY: the runtime wrote `count` agents at `list`.
+            let listed = unsafe { std::slice::from_raw_parts(list, count as usize) };
+            agents.extend(listed.iter().map(|a| a.handle));
+        }
+        // SAFETY: `list` came from `malloc` and is freed once.
+        unsafe { free(list.cast()) };
+        reserved.map_err(|_| super::sys::HSA_STATUS_ERROR_OUT_OF_RESOURCES)?;
+        Ok(agents)
+    }
 }
 
 /// Called by an executable iterator once per loaded executable.

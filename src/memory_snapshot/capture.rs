@@ -21,6 +21,7 @@ use super::storage::StoragePolicy;
 use crate::hsa::entries::CoreEntries;
 use crate::hsa::hsa_agent_t;
 use crate::memory_snapshot::storage::{PerTier, Tier};
+use crate::memory_tracker::fence::Window;
 use crate::memory_tracker::inventory::TrackedRegion;
 use crate::support::fallible::retain_kept;
 
@@ -73,7 +74,11 @@ fn capture(cx: Context, agent: hsa_agent_t) -> Result<Captured, Decline> {
     let mut tracked = Vec::new();
     cx.tracker
         .inventory
-        .collect_agent(agent.handle, &mut tracked)
+        .collect_agent(
+            agent.handle,
+            cx.tracker.agent_bits.bit_of(agent.handle),
+            &mut tracked,
+        )
         .map_err(|_| Decline::RegionList)?;
     // Discovery calls back into the tool's iterator, which may run anything,
     // frees included: a tracked region freed from here on is simply dropped
@@ -83,9 +88,12 @@ fn capture(cx: Context, agent: hsa_agent_t) -> Result<Captured, Decline> {
     coverage::note_untracked(cx, agent, &tracked);
     // No application copy may write the agent's tracked memory while it is
     // captured: wait for those in flight, hold new ones back.
-    let _window = fence_window(cx, agent).map_err(|copies| Decline::CopiesInFlight {
-        copies,
-        timeout_ms: cx.tracker.fences.timeout().as_millis() as u64,
+    let _windows = fence_windows(cx, agent, tracked.iter()).map_err(|refused| match refused {
+        WindowsRefused::Memory => Decline::RegionList,
+        WindowsRefused::InFlight(copies) => Decline::CopiesInFlight {
+            copies,
+            timeout_ms: cx.tracker.fences.timeout().as_millis() as u64,
+        },
     })?;
     if baseline {
         capture_baseline(cx, core, &tracked, &variables)
@@ -94,13 +102,42 @@ fn capture(cx: Context, agent: hsa_agent_t) -> Result<Captured, Decline> {
     }
 }
 
+/// Why the fence's windows were not all opened.
+pub(crate) enum WindowsRefused {
+    /// Application copies still in flight after the timeout (how many).
+    InFlight(u64),
+    /// No host memory to hold the windows.
+    Memory,
+}
+
+/// Opens the fence's window on `agent` and on every other owner of the
+/// `tracked` regions (peer memory): an application copy into another GPU's
+/// buffer that `agent` captures tears it as surely as one into its own.
+/// Without peer memory, nothing is allocated.
+pub(crate) fn fence_windows<'a>(
+    cx: Context,
+    agent: hsa_agent_t,
+    tracked: impl Iterator<Item = &'a TrackedRegion>,
+) -> Result<(Window<'static>, Vec<(u64, Window<'static>)>), WindowsRefused> {
+    let own = fence_window(cx, agent).map_err(WindowsRefused::InFlight)?;
+    let mut peers: Vec<(u64, Window<'static>)> = Vec::new();
+    for region in tracked {
+        let owner = region.owner;
+        if owner == agent.handle || peers.iter().any(|(opened, _)| *opened == owner) {
+            continue;
+        }
+        peers.try_reserve(1).map_err(|_| WindowsRefused::Memory)?;
+        let window =
+            fence_window(cx, hsa_agent_t { handle: owner }).map_err(WindowsRefused::InFlight)?;
+        peers.push((owner, window));
+    }
+    Ok((own, peers))
+}
+
 /// Opens the async-copy fence's window on `agent` (see
 /// `memory_tracker/fence.rs`), counting in the stats whether it had to wait
 /// and whether the wait ran out; `Err(copies still in flight)` then.
-pub(crate) fn fence_window(
-    cx: Context,
-    agent: hsa_agent_t,
-) -> Result<crate::memory_tracker::fence::Window<'static>, u64> {
+pub(crate) fn fence_window(cx: Context, agent: hsa_agent_t) -> Result<Window<'static>, u64> {
     let waiting = cx.tracker.fences.in_flight(agent.handle) > 0;
     let window = cx.tracker.fences.open_window(agent.handle);
     if waiting || window.is_err() {

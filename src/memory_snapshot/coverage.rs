@@ -91,7 +91,10 @@ pub fn estimate_footprint(cx: Context, agent: hsa_agent_t) -> Footprint {
     if cx.tracker.gate.finalized() {
         return Footprint::default();
     }
-    let (regions, bytes) = cx.tracker.inventory.agent_totals(agent.handle);
+    let (regions, bytes) = cx
+        .tracker
+        .inventory
+        .capture_totals(agent.handle, cx.tracker.agent_bits.bit_of(agent.handle));
     let walked = cx
         .core()
         .zip(cx.executable_iterator())
@@ -119,7 +122,12 @@ static LOGGED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 /// At a snapshot: records the untracked memory of `agent` in the stats and
 /// logs it the first time it passes the threshold.
 pub fn note_untracked(cx: Context, agent: hsa_agent_t, tracked: &[TrackedRegion]) {
-    let tracked_bytes = tracked.iter().map(|r| r.size as u64).sum();
+    // Peer memory is another agent's: not part of this one's memory in use.
+    let tracked_bytes = tracked
+        .iter()
+        .filter(|r| r.owner == agent.handle)
+        .map(|r| r.size as u64)
+        .sum();
     let untracked = untracked_with(cx, agent, tracked_bytes);
     let bytes = untracked.bytes.unwrap_or(0);
     cx.tracker

@@ -16,7 +16,7 @@ use std::time::Instant;
 
 use log::warn;
 
-use super::capture::fence_window;
+use super::capture::{fence_windows, WindowsRefused};
 use super::device::batch::DeviceOutcome;
 use super::snapshot::{copy_live_regions, Captured, Origin, Region, Snapshot};
 use super::verify::{verify, VerifyOutcome};
@@ -86,16 +86,31 @@ pub fn restore(cx: Context, snapshot: &Snapshot) -> RestoreReport {
     // No application copy may write the agent's tracked memory while it is
     // restored; if those in flight do not finish in time, nothing is
     // written (a pass on half-restored memory would count wrong).
-    let Ok(_window) = fence_window(cx, snapshot.agent) else {
-        report.vouched = false;
-        report.failed = captured.regions.len();
-        warn!(
-            "restore of agent {:#x} not done: application async copies on its tracked memory \
-             were still in flight after {} ms",
-            snapshot.agent.handle,
-            cx.tracker.fences.timeout().as_millis()
-        );
-        return report;
+    let tracked = captured.regions.iter().filter_map(|r| match &r.origin {
+        Origin::Tracked(tracked) => Some(tracked),
+        Origin::ModuleVariable(_) => None,
+    });
+    // Held until the restore's copies are done.
+    let _windows = match fence_windows(cx, snapshot.agent, tracked) {
+        Ok(windows) => windows,
+        Err(refused) => {
+            report.vouched = false;
+            report.failed = captured.regions.len();
+            match refused {
+                WindowsRefused::InFlight(_) => warn!(
+                    "restore of agent {:#x} not done: application async copies on its tracked \
+                 memory were still in flight after {} ms",
+                    snapshot.agent.handle,
+                    cx.tracker.fences.timeout().as_millis()
+                ),
+                WindowsRefused::Memory => warn!(
+                    "restore of agent {:#x} not done: no host memory to hold back application \
+                 copies into its peer memory",
+                    snapshot.agent.handle
+                ),
+            }
+            return report;
+        }
     };
     let batched =
         captured.batch && restore_batched(cx, snapshot, captured, &mut report, &mut log).is_some();

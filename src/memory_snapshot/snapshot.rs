@@ -190,7 +190,14 @@ impl Captured {
             // Owned buffers report the pageable tier too.
             Tier::Pageable => (self.host_agent, false),
         };
-        let (device, device_agent) = (region.device_address, agent);
+        // Peer memory is named with its owner, the agent it belongs to.
+        let device_agent = match region.origin {
+            Origin::Tracked(tracked) => hsa_agent_t {
+                handle: tracked.owner,
+            },
+            Origin::ModuleVariable(_) => agent,
+        };
+        let device = region.device_address;
         if to_device {
             Transfer {
                 dst: device,

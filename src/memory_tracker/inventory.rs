@@ -35,6 +35,9 @@ pub struct Allocation {
     pub kind: RegionKind,
     /// What memory it is (reported per kind).
     pub memory: MemoryKind,
+    /// Agents other than the owner the runtime lets reach it, one bit each
+    /// (`grants.rs`): a snapshot of one of them captures it as peer memory.
+    pub grants: u64,
 }
 
 /// A tracked allocation as a snapshot sees it.
@@ -44,6 +47,9 @@ pub struct TrackedRegion {
     pub size: usize,
     pub generation: u64,
     pub memory: MemoryKind,
+    /// The agent owning the memory (another than the snapshot's for peer
+    /// memory): the agent its copies name for the device side.
+    pub owner: u64,
 }
 
 /// The live allocations by base address; retire before free is the
@@ -79,6 +85,7 @@ impl Inventory {
                 agent,
                 kind: RegionKind::Allocation,
                 memory,
+                grants: 0,
             },
         )
     }
@@ -93,6 +100,7 @@ impl Inventory {
                 agent,
                 kind,
                 memory: MemoryKind::Device,
+                grants: 0,
             },
         )
     }
@@ -162,20 +170,60 @@ impl Inventory {
         self.allocations.retire_then_free(base, free, succeeded)
     }
 
-    /// Appends every allocation owned by `agent`, in address order. Fails
-    /// without changing `out` if the metadata cannot be reserved.
+    /// Appends every region `agent` captures, in address order: those it
+    /// owns, and the device memory of other agents it was granted
+    /// (`agent_bit`: its bit in the grant sets, `None` if it has none) as
+    /// peer memory. Fails without changing `out` if the metadata cannot be
+    /// reserved.
     pub fn collect_agent(
         &self,
         agent: u64,
+        agent_bit: Option<u64>,
         out: &mut Vec<TrackedRegion>,
     ) -> Result<(), TryReserveError> {
+        let bit = agent_bit.unwrap_or(0);
         self.allocations.collect(out, |base, a, generation| {
-            (a.agent == agent).then_some(TrackedRegion {
+            let memory = if a.agent == agent {
+                a.memory
+            } else if a.grants & bit != 0 {
+                MemoryKind::DevicePeer
+            } else {
+                return None;
+            };
+            Some(TrackedRegion {
                 base,
                 size: a.size,
                 generation,
-                memory: a.memory,
+                memory,
+                owner: a.agent,
             })
+        })
+    }
+
+    /// The owner of the live allocation starting at `base`.
+    pub fn owner_at(&self, base: usize) -> Option<u64> {
+        self.allocations.get(base).map(|a| a.agent)
+    }
+
+    /// Records the agents granted access to the allocation at `base`: the
+    /// set replaces the recorded one when `exact` (the runtime's own list),
+    /// else is added to it.
+    pub fn set_grants(&self, base: usize, grants: u64, exact: bool) {
+        self.allocations.update(base, |a| {
+            a.grants = if exact { grants } else { a.grants | grants };
+        });
+    }
+
+    /// Count and bytes of what a snapshot of `agent` would capture of the
+    /// inventory: its own regions and the peer memory it was granted.
+    pub fn capture_totals(&self, agent: u64, agent_bit: Option<u64>) -> (usize, u64) {
+        let bit = agent_bit.unwrap_or(0);
+        self.allocations.fold((0, 0), |(count, bytes), a| {
+            if a.agent == agent || a.grants & bit != 0 {
+                (count + 1, bytes + a.size as u64)
+            } else {
+                (count, bytes)
+            }
         })
     }
 
@@ -309,6 +357,7 @@ mod tests {
             size: 64,
             generation: first,
             memory: MemoryKind::Device,
+            owner: 0,
         };
         assert_eq!(inv.with_live(&captured, || ()), Some(()));
         free(&inv, 0x1000, true);
@@ -330,6 +379,7 @@ mod tests {
             size,
             generation: g,
             memory: MemoryKind::Device,
+            owner: 0,
         };
         assert_eq!(inv.with_live(&region(64), || ()), None);
         assert_eq!(inv.with_live(&region(32), || 5), Some(5));
@@ -353,6 +403,7 @@ mod tests {
             size: 16,
             generation: g,
             memory: MemoryKind::Device,
+            owner: 0,
         };
         assert_eq!(inv.with_live(&region, || ()), Some(()));
         free(&inv, 0x3000, true);
@@ -366,7 +417,7 @@ mod tests {
         inv.record(0x5000, 2, 1, MemoryKind::Device);
         inv.record(0x1000, 3, 1, MemoryKind::Device);
         let mut out = Vec::new();
-        inv.collect_agent(1, &mut out).unwrap();
+        inv.collect_agent(1, Some(1), &mut out).unwrap();
         assert_eq!(
             out.iter().map(|r| r.base).collect::<Vec<_>>(),
             vec![0x1000, 0x5000]
@@ -374,6 +425,22 @@ mod tests {
         assert_eq!(inv.agent_totals(1), (2, 5));
         assert_eq!(inv.agent_totals(2), (1, 1));
         assert_eq!(inv.agent_totals(3), (0, 0));
+
+        // Agent 2's allocation granted to agent 1 (bit 1): agent 1 captures
+        // it as peer memory, named with its owner; agent 3 does not.
+        inv.set_grants(0x9000, 1, true);
+        let mut out = Vec::new();
+        inv.collect_agent(1, Some(1), &mut out).unwrap();
+        let peer = out.iter().find(|r| r.base == 0x9000).unwrap();
+        assert_eq!((peer.memory, peer.owner), (MemoryKind::DevicePeer, 2));
+        assert_eq!(inv.capture_totals(1, Some(1)), (3, 6));
+        assert_eq!(inv.capture_totals(3, Some(2)), (0, 0));
+        assert_eq!(inv.agent_totals(1), (2, 5), "owned only");
+        // A grant added to (a runtime that does not list them) or replaced.
+        inv.set_grants(0x9000, 2, false);
+        assert_eq!(inv.capture_totals(3, Some(2)), (1, 1));
+        inv.set_grants(0x9000, 0, true);
+        assert_eq!(inv.capture_totals(1, Some(1)), (2, 5));
     }
 
     #[test]

@@ -17,6 +17,10 @@ crate::c_enum! {
         /// extended-scope fine-grained pool of the GPU:
         /// `hipExtMallocWithFlags(hipDeviceMallocFinegrained)`).
         DeviceFine = 1 => "DEVICE_FINE",
+        /// Device memory of another GPU the agent was given access to
+        /// (`hsa_amd_agents_allow_access`: peer-to-peer buffers a multi-GPU
+        /// kernel writes), coarse- or fine-grained.
+        DevicePeer = 2 => "DEVICE_PEER",
     }
 }
 
@@ -37,6 +41,7 @@ impl fmt::Display for MemoryKind {
         f.write_str(match self {
             MemoryKind::Device => "device",
             MemoryKind::DeviceFine => "fine-grained device",
+            MemoryKind::DevicePeer => "peer device",
         })
     }
 }

@@ -14,6 +14,7 @@ pub mod classifier;
 pub mod executables;
 pub mod fence;
 pub mod gate;
+pub mod grants;
 pub mod hooks;
 pub mod install;
 pub mod inventory;

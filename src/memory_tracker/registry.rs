@@ -268,6 +268,27 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
         self.len.store(entries.len(), Ordering::Release);
     }
 
+    /// Changes the value of the live entry under `key` (its generation
+    /// kept); false if there is none.
+    pub fn update(&self, key: K, change: impl FnOnce(&mut V)) -> bool {
+        let mut entries = self.write();
+        match entries.get_mut(&key) {
+            Some(entry) if !entry.retiring => {
+                change(&mut entry.value);
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// The value of the live entry under `key`.
+    pub fn get(&self, key: K) -> Option<V> {
+        self.read()
+            .get(&key)
+            .filter(|e| !e.retiring)
+            .map(|e| e.value)
+    }
+
     /// Whether `key` is registered and live (not retiring).
     // Only the virtual-memory wrappers need it (ROCm 6.0+ headers).
     #[cfg_attr(not(hsa_vmem), allow(dead_code))]

@@ -9,6 +9,7 @@ use std::sync::OnceLock;
 use super::executables::Executables;
 use super::fence::Fences;
 use super::gate::Gate;
+use super::grants::AgentBits;
 use super::hooks::Hooks;
 use super::inventory::Inventory;
 use super::revalidate::SetAside;
@@ -43,6 +44,8 @@ pub struct Tracker {
     /// Live virtual-memory mappings the wrappers saw.
     #[cfg(hsa_vmem)]
     pub mappings: Mappings,
+    /// A bit per agent, for the grant sets of peer memory (`grants.rs`).
+    pub agent_bits: AgentBits,
     /// What was recorded before the wrappers were found out of the tables,
     /// until they are back (`revalidate.rs`).
     pub set_aside: SetAside,
@@ -69,6 +72,7 @@ impl Tracker {
             signals: SignalPool::new(),
             #[cfg(hsa_vmem)]
             mappings: Mappings::new(),
+            agent_bits: AgentBits::new(),
             set_aside: SetAside::new(),
             counters: AtomicCounters::new(),
             make_room: OnceLock::new(),

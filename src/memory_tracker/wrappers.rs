@@ -184,6 +184,50 @@ fn retire_then_free_tracked(ptr: *mut c_void, free: impl FnOnce() -> hsa_status_
     })
 }
 
+/// Replaces `hsa_amd_agents_allow_access`: after the runtime granted
+/// access, a tracked GPU allocation records which agents may now reach it
+/// (`grants.rs`), so their snapshots capture it as peer memory.
+pub(crate) unsafe extern "C" fn amd_agents_allow_access(
+    num_agents: u32,
+    agents: *const hsa_agent_t,
+    flags: *const u32,
+    ptr: *const c_void,
+) -> hsa_status_t {
+    let Some(allow) = TRACKER
+        .amd()
+        .and_then(|amd| amd.hsa_amd_agents_allow_access_fn)
+    else {
+        return HSA_STATUS_ERROR_NOT_INITIALIZED;
+    };
+    // SAFETY: the caller's arguments go unchanged to the replaced entry.
+    let status = unsafe { allow(num_agents, agents, flags, ptr) };
+    if status == HSA_STATUS_SUCCESS && !TRACKER.inventory.is_empty() {
+        // SAFETY: the runtime accepted the call, so `agents` holds
+        // `num_agents` agents.
+        let listed = unsafe { slice_or_empty(agents, num_agents as usize) };
+        note_grants(ptr as usize, listed);
+    }
+    status
+}
+
+#[cold]
+#[inline(never)]
+fn note_grants(base: usize, listed: &[hsa_agent_t]) {
+    catch_panic((), || super::grants::granted(&TRACKER, base, listed));
+}
+
+/// `len` items at `ptr`, or none for NULL.
+///
+/// # Safety
+/// A non-NULL `ptr` is readable for `len` items.
+unsafe fn slice_or_empty<'a, T>(ptr: *const T, len: usize) -> &'a [T] {
+    if ptr.is_null() {
+        return &[];
+    }
+    // SAFETY: the caller's promise.
+    unsafe { std::slice::from_raw_parts(ptr, len) }
+}
+
 // ---- async copies: the fence ----------------------------------------------------
 
 /// The agents whose tracked memory the byte ranges `[address, address + len)`

@@ -89,6 +89,23 @@ pub fn pool_free(ptr: *mut u8) -> hsa_status_t {
     }
 }
 
+/// `hsa_amd_agents_allow_access(agents, NULL, ptr)` through the runtime's
+/// AMD table (where the library's wrapper sits once installed).
+pub fn allow_access(agents: &[Agent], ptr: *const u8) -> hsa_status_t {
+    let agents: Vec<hsa_agent_t> = agents.iter().map(|&a| agent(a)).collect();
+    // SAFETY: a complete table from the runtime; `agents` outlives the call.
+    unsafe {
+        (*amd_table())
+            .hsa_amd_agents_allow_access_fn
+            .expect("allow access entry")(
+            agents.len() as u32,
+            agents.as_ptr(),
+            std::ptr::null(),
+            ptr.cast(),
+        )
+    }
+}
+
 /// `hsa_memory_allocate` through the runtime's core table.
 pub fn memory_allocate(region: Region, size: usize) -> Result<*mut u8, hsa_status_t> {
     let mut ptr = std::ptr::null_mut();

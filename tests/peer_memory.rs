@@ -1,0 +1,140 @@
+//! Peer memory: another GPU's device memory a GPU was given access to
+//! (`hsa_amd_agents_allow_access`), which a multi-GPU kernel on that GPU
+//! writes. A snapshot of the grantee captures it (kind `DevicePeer`) and
+//! its restores write it back; memory not granted stays out; frees are
+//! retired as for any tracked allocation.
+
+mod common;
+
+use common::*;
+use hsa_sim::PoolKind;
+use kernel_replay::MemoryKind;
+
+#[test]
+fn a_buffer_of_another_gpu_granted_to_the_replayed_one_is_captured_and_restored() {
+    let sim = session(2);
+    let (gpu0, gpu1) = (sim.gpu(0), sim.gpu(1));
+    let own = device_buffer(&sim, gpu0, 4096, 1);
+    let peer = device_buffer(&sim, gpu1, 8192, 2);
+    let not_granted = device_buffer(&sim, gpu1, 4096, 3);
+    assert_eq!(allow_access(&[gpu0, gpu1], peer), SUCCESS);
+
+    let estimate = kernel_replay::estimate_footprint(agent(gpu0));
+    let snap = Snap::of(gpu0);
+    assert!(snap.ok(), "{:?}", snap.reason());
+    assert_eq!((snap.regions(), snap.bytes()), (2, 4096 + 8192));
+    assert_eq!((estimate.regions, estimate.bytes), (2, 4096 + 8192));
+    assert_eq!(snap.kind_bytes(MemoryKind::Device), 4096);
+    assert_eq!(snap.kind_bytes(MemoryKind::DevicePeer), 8192);
+    // The owner's own snapshot takes its buffers as its own.
+    let owners = Snap::of(gpu1);
+    assert_eq!(owners.kind_bytes(MemoryKind::Device), 8192 + 4096);
+    assert_eq!(owners.kind_bytes(MemoryKind::DevicePeer), 0);
+    drop(owners);
+    // Still gpu1's memory, not gpu0's: not in gpu0's tracked count.
+    assert_eq!(kernel_replay::tracked(agent(gpu0)).regions, 1);
+
+    // A pass on gpu0 writes its buffer and the peer's.
+    fill(own, 4096, 9);
+    fill(peer, 8192, 9);
+    fill(not_granted, 4096, 9);
+    // SAFETY: a live snapshot.
+    assert!(snap.restore_all());
+    assert!(all(own, 4096, 1) && all(peer, 8192, 2));
+    assert!(all(not_granted, 4096, 9), "never granted: left alone");
+
+    // Freed by its owner, the peer buffer is retired before the runtime
+    // frees it: the next restore skips it.
+    assert_eq!(pool_free(peer), SUCCESS);
+    let report = snap.restore();
+    assert_eq!((report.restored, report.skipped_not_live), (1, 1));
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
+    for p in [own, not_granted] {
+        assert_eq!(pool_free(p), SUCCESS);
+    }
+}
+
+#[test]
+fn fine_grained_peer_memory_is_peer_memory_and_host_memory_is_not() {
+    let sim = session(2);
+    let (gpu0, gpu1, cpu) = (sim.gpu(0), sim.gpu(1), sim.cpu());
+    let fine = pool_allocate(sim.pool(gpu1, PoolKind::DeviceFine), 4096, 0).unwrap();
+    // Coarse host memory granted to the GPUs (HIP's staging buffers look
+    // like this): not captured as peer memory.
+    let host = pool_allocate(sim.pool(cpu, PoolKind::SystemCoarse), 4096, 0).unwrap();
+    assert_eq!(allow_access(&[gpu0], fine), SUCCESS);
+    assert_eq!(allow_access(&[gpu0, gpu1], host), SUCCESS);
+    let snap = Snap::of(gpu0);
+    assert_eq!(snap.regions(), 1);
+    assert_eq!(snap.kind_bytes(MemoryKind::DevicePeer), 4096);
+    for p in [fine, host] {
+        assert_eq!(pool_free(p), SUCCESS);
+    }
+}
+
+#[test]
+fn a_failed_grant_records_nothing() {
+    let sim = session(2);
+    let (gpu0, gpu1) = (sim.gpu(0), sim.gpu(1));
+    let peer = device_buffer(&sim, gpu1, 4096, 1);
+    // An interior pointer is no allocation's base: the runtime refuses.
+    // SAFETY: inside the buffer.
+    let interior = unsafe { peer.add(64) };
+    assert_ne!(allow_access(&[gpu0], interior), SUCCESS);
+    assert_eq!(Snap::of(gpu0).regions(), 0);
+    assert_eq!(pool_free(peer), SUCCESS);
+}
+
+#[test]
+fn an_application_copy_into_granted_peer_memory_holds_the_grantees_snapshot_back() {
+    let sim = session(2);
+    let (gpu0, gpu1) = (sim.gpu(0), sim.gpu(1));
+    const SIZE: usize = 64 << 10;
+    let peer = device_buffer(&sim, gpu1, SIZE, 0x11);
+    assert_eq!(allow_access(&[gpu0, gpu1], peer), SUCCESS);
+    let src = pool_allocate(sim.pool(sim.cpu(), PoolKind::SystemFine), SIZE, 0).unwrap();
+    fill(src, SIZE, 0x99);
+    let (dependency, done) = (signal_create(1), signal_create(1));
+    assert_eq!(
+        async_copy(peer, gpu1, src, sim.cpu(), SIZE, &[dependency], done),
+        SUCCESS
+    );
+    // gpu0's snapshot captures gpu1's buffer: it waits for the copy into it
+    // (here, held by a dependency, past a short timeout: declined).
+    kernel_replay::set_copy_fence_timeout(std::time::Duration::from_millis(50));
+    let snap = Snap::of(gpu0);
+    kernel_replay::set_copy_fence_timeout(std::time::Duration::from_secs(5));
+    assert_eq!(
+        snap.reason(),
+        Some(kernel_replay::DeclineReason::CopiesInFlight)
+    );
+    signal_store(dependency, 0);
+    assert_eq!(
+        signal_wait_below(done, 1, std::time::Duration::from_secs(10)),
+        0
+    );
+    let snap = Snap::of(gpu0);
+    assert!(snap.ok(), "{:?}", snap.reason());
+    assert!(all(peer, SIZE, 0x99));
+    // And its restore: a copy into the peer buffer still held back past the
+    // timeout means nothing is written.
+    signal_store(dependency, 1);
+    signal_store(done, 1);
+    assert_eq!(
+        async_copy(peer, gpu1, src, sim.cpu(), SIZE, &[dependency], done),
+        SUCCESS
+    );
+    fill(peer, SIZE, 0x55);
+    kernel_replay::set_copy_fence_timeout(std::time::Duration::from_millis(50));
+    let report = snap.restore();
+    kernel_replay::set_copy_fence_timeout(std::time::Duration::from_secs(5));
+    assert_eq!((report.restored, report.failed), (0, 1));
+    assert!(all(peer, SIZE, 0x55), "not written under a copy in flight");
+    signal_store(dependency, 0);
+    assert_eq!(signal_wait_below(done, 1, std::time::Duration::from_secs(10)), 0);
+    signal_destroy(dependency);
+    signal_destroy(done);
+    for p in [peer, src] {
+        assert_eq!(pool_free(p), SUCCESS);
+    }
+}
