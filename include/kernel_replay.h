@@ -108,6 +108,13 @@ typedef enum kr_decline_reason_t {
    * when the copy fence's timeout ran out (`kr_set_copy_fence_timeout`).
    */
   KR_DECLINE_COPIES_IN_FLIGHT = 10,
+  /**
+   * A region the snapshot would capture can be written by another
+   * agent too (peer memory, or the agent's memory granted to another),
+   * and that agent's live snapshot holds it: two replays restoring one
+   * region would tear each other's passes. Free that snapshot first.
+   */
+  KR_DECLINE_SHARED_REGION_BUSY = 11,
 } kr_decline_reason_t;
 
 /**

@@ -47,6 +47,8 @@ pub mod memory_tracker {
     pub mod executables;
     #[path = "inventory.rs"]
     pub mod inventory;
+    #[path = "kind.rs"]
+    pub mod kind;
     #[path = "registry.rs"]
     pub mod registry;
 }

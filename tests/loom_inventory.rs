@@ -44,6 +44,8 @@ fn allocate(world: &World) -> TrackedRegion {
         size: SIZE,
         generation,
         memory: MemoryKind::Device,
+        owner: AGENT,
+        shared: false,
     }
 }
 

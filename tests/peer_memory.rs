@@ -19,6 +19,11 @@ fn a_buffer_of_another_gpu_granted_to_the_replayed_one_is_captured_and_restored(
     let not_granted = device_buffer(&sim, gpu1, 4096, 3);
     assert_eq!(allow_access(&[gpu0, gpu1], peer), SUCCESS);
 
+    // The owner's own snapshot takes its buffers as its own.
+    let owners = Snap::of(gpu1);
+    assert_eq!(owners.kind_bytes(MemoryKind::Device), 8192 + 4096);
+    assert_eq!(owners.kind_bytes(MemoryKind::DevicePeer), 0);
+    drop(owners);
     let estimate = kernel_replay::estimate_footprint(agent(gpu0));
     let snap = Snap::of(gpu0);
     assert!(snap.ok(), "{:?}", snap.reason());
@@ -26,11 +31,6 @@ fn a_buffer_of_another_gpu_granted_to_the_replayed_one_is_captured_and_restored(
     assert_eq!((estimate.regions, estimate.bytes), (2, 4096 + 8192));
     assert_eq!(snap.kind_bytes(MemoryKind::Device), 4096);
     assert_eq!(snap.kind_bytes(MemoryKind::DevicePeer), 8192);
-    // The owner's own snapshot takes its buffers as its own.
-    let owners = Snap::of(gpu1);
-    assert_eq!(owners.kind_bytes(MemoryKind::Device), 8192 + 4096);
-    assert_eq!(owners.kind_bytes(MemoryKind::DevicePeer), 0);
-    drop(owners);
     // Still gpu1's memory, not gpu0's: not in gpu0's tracked count.
     assert_eq!(kernel_replay::tracked(agent(gpu0)).regions, 1);
 
@@ -131,10 +131,110 @@ fn an_application_copy_into_granted_peer_memory_holds_the_grantees_snapshot_back
     assert_eq!((report.restored, report.failed), (0, 1));
     assert!(all(peer, SIZE, 0x55), "not written under a copy in flight");
     signal_store(dependency, 0);
-    assert_eq!(signal_wait_below(done, 1, std::time::Duration::from_secs(10)), 0);
+    assert_eq!(
+        signal_wait_below(done, 1, std::time::Duration::from_secs(10)),
+        0
+    );
     signal_destroy(dependency);
     signal_destroy(done);
     for p in [peer, src] {
         assert_eq!(pool_free(p), SUCCESS);
+    }
+}
+
+#[test]
+fn two_agents_never_hold_one_shared_region_at_once() {
+    let sim = session(2);
+    let (gpu0, gpu1) = (sim.gpu(0), sim.gpu(1));
+    let shared = device_buffer(&sim, gpu1, 4096, 1);
+    let own0 = device_buffer(&sim, gpu0, 4096, 2);
+    assert_eq!(allow_access(&[gpu0, gpu1], shared), SUCCESS);
+    let held = Snap::of(gpu1);
+    assert!(held.ok());
+    // gpu0 would capture the buffer gpu1's live snapshot holds: declined.
+    let declined = Snap::of(gpu0);
+    assert_eq!(
+        declined.reason(),
+        Some(kernel_replay::DeclineReason::SharedRegionBusy)
+    );
+    let detail = declined.0.as_ref().err().map(ToString::to_string);
+    assert!(
+        detail
+            .as_deref()
+            .is_some_and(|d| d.contains("free that snapshot first")),
+        "{detail:?}"
+    );
+    // Another snapshot of gpu1 itself is not refused.
+    assert!(Snap::of(gpu1).ok());
+    drop(held);
+    let now = Snap::of(gpu0);
+    assert!(now.ok(), "{:?}", now.reason());
+    // And the other way round.
+    assert_eq!(
+        Snap::of(gpu1).reason(),
+        Some(kernel_replay::DeclineReason::SharedRegionBusy)
+    );
+    drop(now);
+    // Memory nobody else may write is never claimed: both agents at once.
+    assert_eq!(pool_free(shared), SUCCESS);
+    let (a, b) = (Snap::of(gpu0), Snap::of(gpu1));
+    assert!(a.ok() && b.ok());
+    assert_eq!(pool_free(own0), SUCCESS);
+}
+
+/// Two agents replay at once, 50 windows each, both able to write one
+/// shared buffer: every window whose snapshot was taken sees the same
+/// inputs in every pass, and no pass finds the shared buffer changed under
+/// it by the other replay's restores (a declined window runs once and
+/// writes only its own buffer, as an application that does not race).
+#[test]
+fn concurrent_replays_on_two_agents_never_tear_a_shared_region() {
+    let sim = session(2);
+    let (gpu0, gpu1) = (sim.gpu(0), sim.gpu(1));
+    const SIZE: usize = 16 << 10;
+    let shared = device_buffer(&sim, gpu1, SIZE, 0x5A) as usize;
+    assert_eq!(allow_access(&[gpu0, gpu1], shared as *const u8), SUCCESS);
+    let own = [
+        device_buffer(&sim, gpu0, SIZE, 0x10) as usize,
+        device_buffer(&sim, gpu1, SIZE, 0x20) as usize,
+    ];
+    let replayed = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|scope| {
+        for (index, gpu) in [gpu0, gpu1].into_iter().enumerate() {
+            let replayed = &replayed;
+            scope.spawn(move || {
+                let (own, shared) = (own[index] as *mut u8, shared as *mut u8);
+                let mine = 0xA0 + index as u8;
+                for _ in 0..50 {
+                    let snap = Snap::of(gpu);
+                    if !snap.ok() {
+                        assert_eq!(
+                            snap.reason(),
+                            Some(kernel_replay::DeclineReason::SharedRegionBusy)
+                        );
+                        continue;
+                    }
+                    for _pass in 0..3 {
+                        // The pass reads its inputs, then writes both buffers.
+                        assert!(all(shared, SIZE, 0x5A), "shared input torn");
+                        assert!(all(own, SIZE, 0x10 * (index as u8 + 1)));
+                        fill(shared, SIZE, mine);
+                        fill(own, SIZE, mine);
+                        std::thread::yield_now();
+                        assert!(
+                            all(shared, SIZE, mine),
+                            "another replay restored under a pass"
+                        );
+                        assert!(snap.restore_all());
+                    }
+                    replayed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                }
+            });
+        }
+    });
+    assert!(replayed.into_inner() > 0, "some windows replayed");
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
+    for p in [shared, own[0], own[1]] {
+        assert_eq!(pool_free(p as *mut u8), SUCCESS);
     }
 }

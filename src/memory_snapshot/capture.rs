@@ -14,6 +14,7 @@ use super::decline::Decline;
 use super::device::plan::DeviceUse;
 use super::discovery::{self, DiscoveredVariable};
 use super::host_buffer::HostBuffer;
+use super::shared::ClaimRefused;
 use super::snapshot::{copy_live_regions, Captured, Origin, Place, Region, Snapshot};
 use super::storage::arena::Lease;
 use super::storage::layout::{self, Layout};
@@ -95,11 +96,22 @@ fn capture(cx: Context, agent: hsa_agent_t) -> Result<Captured, Decline> {
             timeout_ms: cx.tracker.fences.timeout().as_millis() as u64,
         },
     })?;
-    if baseline {
+    // Shared regions: one replay at a time (see `shared.rs`).
+    let claims =
+        cx.state
+            .shared
+            .claim(agent.handle, &tracked)
+            .map_err(|refused| match refused {
+                ClaimRefused::Busy { base, agent } => Decline::SharedRegionBusy { base, agent },
+                ClaimRefused::Memory => Decline::RegionList,
+            })?;
+    let mut captured = if baseline {
         capture_baseline(cx, core, &tracked, &variables)
     } else {
         capture_into_arenas(cx, core, agent, policy, &tracked, &variables)
-    }
+    }?;
+    captured.claims = claims;
+    Ok(captured)
 }
 
 /// Why the fence's windows were not all opened.
@@ -216,6 +228,7 @@ fn capture_baseline(
         host_agent,
         batch: false,
         device: DeviceUse::default(),
+        claims: None,
     })
 }
 
@@ -270,6 +283,7 @@ fn capture_into_arenas(
         host_agent,
         batch: cx.state.batch_copies(),
         device: DeviceUse::default(),
+        claims: None,
     };
     captured.device.plan = super::device::choose::plan(cx, &mut captured, agent);
     match copy_in(cx, &mut captured, agent) {

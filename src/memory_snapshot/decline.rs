@@ -47,6 +47,11 @@ crate::c_enum! {
         /// variants) touching the agent's tracked memory were still in flight
         /// when the copy fence's timeout ran out (`kr_set_copy_fence_timeout`).
         CopiesInFlight = 10 => "COPIES_IN_FLIGHT",
+        /// A region the snapshot would capture can be written by another
+        /// agent too (peer memory, or the agent's memory granted to another),
+        /// and that agent's live snapshot holds it: two replays restoring one
+        /// region would tear each other's passes. Free that snapshot first.
+        SharedRegionBusy = 11 => "SHARED_REGION_BUSY",
     }
 }
 
@@ -63,6 +68,9 @@ impl fmt::Display for DeclineReason {
             DeclineReason::DeviceMemory => "out of device memory for region copies",
             DeclineReason::WrappersRemoved => "allocation wrappers taken out of the HSA tables",
             DeclineReason::CopiesInFlight => "application async copies still in flight",
+            DeclineReason::SharedRegionBusy => {
+                "a shared region is held by another agent's snapshot"
+            }
         })
     }
 }
@@ -76,6 +84,10 @@ pub enum Decline {
     CopiesInFlight {
         copies: u64,
         timeout_ms: u64,
+    },
+    SharedRegionBusy {
+        base: usize,
+        agent: u64,
     },
     NoExecutableIterator,
     Discovery(DiscoveryError),
@@ -100,6 +112,7 @@ impl Decline {
             Decline::Finalized => DeclineReason::Finalized,
             Decline::WrappersRemoved => DeclineReason::WrappersRemoved,
             Decline::CopiesInFlight { .. } => DeclineReason::CopiesInFlight,
+            Decline::SharedRegionBusy { .. } => DeclineReason::SharedRegionBusy,
             Decline::NoExecutableIterator => DeclineReason::NoExecutableIterator,
             Decline::Discovery(DiscoveryError::Metadata) | Decline::RegionList => {
                 DeclineReason::MetadataMemory
@@ -131,6 +144,11 @@ impl fmt::Display for Decline {
                 f,
                 "{copies} application async copy(ies) on the agent's tracked memory still in \
                  flight after {timeout_ms} ms (kr_set_copy_fence_timeout)"
+            ),
+            Decline::SharedRegionBusy { base, agent } => write!(
+                f,
+                "the region at {base:#x} can be written by another agent and agent {agent:#x}'s \
+                 live snapshot holds it (two replays would tear it); free that snapshot first"
             ),
             Decline::WrappersRemoved => f.write_str(
                 "the allocation wrappers were taken out of the HSA tables \

@@ -23,6 +23,7 @@ pub mod discovery;
 pub mod discovery_cache;
 pub mod host_buffer;
 pub mod restore;
+pub mod shared;
 pub mod snapshot;
 pub mod state;
 pub mod storage;

@@ -9,6 +9,7 @@ use super::device::batch::{DeviceBatch, DeviceOutcome};
 use super::device::plan::DeviceUse;
 use super::device::CopyMethod;
 use super::host_buffer::HostBuffer;
+use super::shared::ClaimGuard;
 use super::storage::arena::Lease;
 use super::storage::Tier;
 use crate::hsa::entries::CoreEntries;
@@ -90,6 +91,9 @@ pub(crate) struct Captured {
     /// The device path: the plan the copies follow, if any, and what the
     /// capture did.
     pub(crate) device: DeviceUse,
+    /// The shared regions this snapshot holds against other agents'
+    /// snapshots (`shared.rs`), released with it.
+    pub(crate) claims: Option<ClaimGuard>,
 }
 
 impl Snapshot {

@@ -3,6 +3,7 @@
 //! discovery cached, whether copies are batched. (`context.rs` pairs it with
 //! the tracker for every snapshot and restore.)
 
+use super::shared::SharedClaims;
 use std::sync::RwLock;
 
 use super::device::DeviceKernels;
@@ -26,6 +27,8 @@ pub struct SnapshotState {
     batch_copies: Setting,
     /// Verify mode (`KERNEL_REPLAY_VERIFY`).
     verify: Setting,
+    /// Shared regions held by live snapshots (`shared.rs`).
+    pub shared: SharedClaims,
 }
 
 /// The snapshot state of the process.
@@ -42,6 +45,7 @@ impl SnapshotState {
             kernels: DeviceKernels::new(),
             batch_copies: Setting::new(&settings::COPY),
             verify: Setting::new(&settings::VERIFY),
+            shared: SharedClaims::new(),
         }
     }
 

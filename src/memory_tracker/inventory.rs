@@ -50,6 +50,9 @@ pub struct TrackedRegion {
     /// The agent owning the memory (another than the snapshot's for peer
     /// memory): the agent its copies name for the device side.
     pub owner: u64,
+    /// Another agent may write it too (peer memory, or memory of the
+    /// snapshot's agent granted to another): see `memory_snapshot/shared.rs`.
+    pub shared: bool,
 }
 
 /// The live allocations by base address; retire before free is the
@@ -196,6 +199,7 @@ impl Inventory {
                 generation,
                 memory,
                 owner: a.agent,
+                shared: a.grants != 0 || a.agent != agent,
             })
         })
     }
@@ -358,6 +362,7 @@ mod tests {
             generation: first,
             memory: MemoryKind::Device,
             owner: 0,
+            shared: false,
         };
         assert_eq!(inv.with_live(&captured, || ()), Some(()));
         free(&inv, 0x1000, true);
@@ -380,6 +385,7 @@ mod tests {
             generation: g,
             memory: MemoryKind::Device,
             owner: 0,
+            shared: false,
         };
         assert_eq!(inv.with_live(&region(64), || ()), None);
         assert_eq!(inv.with_live(&region(32), || 5), Some(5));
@@ -404,6 +410,7 @@ mod tests {
             generation: g,
             memory: MemoryKind::Device,
             owner: 0,
+            shared: false,
         };
         assert_eq!(inv.with_live(&region, || ()), Some(()));
         free(&inv, 0x3000, true);

@@ -2,7 +2,6 @@
 //! them — the panic boundary, fallible heap allocation, the synchronisation
 //! primitives (swappable for loom's), logging and the statistics counters.
 
-#[cfg(not(loom))]
 pub mod c_enum;
 #[cfg(not(loom))]
 pub(crate) mod fallible;
