@@ -767,3 +767,60 @@ fn a_batch_copy_may_use_the_wrapped_async_copy_on_its_own_thread() {
     assert_eq!(after.batch_copy_failures, before.batch_copy_failures);
     assert!(after.fenced_copies - before.fenced_copies >= 8);
 }
+
+/// The buffer `freeing_iterator` frees on its next call (0: none).
+static FREE_DURING_DISCOVERY: std::sync::atomic::AtomicUsize =
+    std::sync::atomic::AtomicUsize::new(0);
+
+/// A tool's executable iterator that, once, frees a tracked buffer before
+/// listing (a tool's iterator may run anything), then lists as the loader.
+unsafe extern "C" fn freeing_iterator(
+    callback: Option<kernel_replay::ExecutableCallback>,
+    data: *mut std::ffi::c_void,
+) -> kernel_replay::hsa::hsa_status_t {
+    let buffer = FREE_DURING_DISCOVERY.swap(0, std::sync::atomic::Ordering::Relaxed);
+    if buffer != 0 {
+        assert_eq!(pool_free(buffer as *mut u8), SUCCESS);
+    }
+    // SAFETY: forwarded to the loader-style iterator.
+    unsafe { sim_iterator().expect("the runtime's iterator")(callback, data) }
+}
+
+#[test]
+fn a_region_freed_while_it_is_captured_leaves_the_plan_in_step() {
+    let Some(sim) = kernel_session(Strategy::DirtyBlocks) else {
+        return;
+    };
+    sim.set_mode(hsa_sim::Mode::AddressReuse, true);
+    let gpu = sim.gpu(0);
+    // Three regions in address order: the first is freed during the
+    // capture, the second after it; the plan must still know where the
+    // second one's blocks are, to take them out of the table.
+    let mut made: Vec<*mut u8> = (0..3)
+        .map(|_| device_buffer(&sim.sim, gpu, 3 * BLOCK, 0x11))
+        .collect();
+    made.sort();
+    let (goes, freed_later, stays) = (made[0], made[1], made[2]);
+    FREE_DURING_DISCOVERY.store(goes as usize, std::sync::atomic::Ordering::Relaxed);
+    kernel_replay::set_executable_iterator(Some(freeing_iterator));
+    let snap = Snap::of(gpu);
+    kernel_replay::set_executable_iterator(None);
+    assert!(snap.ok(), "{:?}", snap.reason());
+    assert_eq!(snap.regions(), 2);
+    fill(stays, 3 * BLOCK, 0x98);
+    assert_eq!(pool_free(freed_later), SUCCESS);
+    let pool = sim.pool(gpu, hsa_sim::PoolKind::DeviceCoarse);
+    let reused = pool_allocate(pool, 3 * BLOCK, 0).unwrap();
+    assert_eq!(reused, freed_later, "the runtime handed the address back");
+    fill(reused, 3 * BLOCK, 0x77);
+    let report = snap.restore();
+    assert_eq!((report.restored, report.skipped_not_live), (1, 1));
+    assert!(all(stays, 3 * BLOCK, 0x11), "restored");
+    assert!(
+        all(reused, 3 * BLOCK, 0x77),
+        "the new owner's data is intact"
+    );
+    assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
+    assert_eq!(pool_free(reused), SUCCESS);
+    assert_eq!(pool_free(stays), SUCCESS);
+}

@@ -238,3 +238,24 @@ fn concurrent_replays_on_two_agents_never_tear_a_shared_region() {
         assert_eq!(pool_free(p as *mut u8), SUCCESS);
     }
 }
+
+#[test]
+fn grants_are_recorded_whichever_agent_the_library_saw_first() {
+    let sim = session(2);
+    let (gpu0, gpu1) = (sim.gpu(0), sim.gpu(1));
+    // gpu1's buffer granted to gpu0, then gpu0's granted to gpu1: each
+    // owner is a GPU, whichever order the library met the agents in.
+    let of_gpu1 = device_buffer(&sim, gpu1, 4096, 1);
+    let of_gpu0 = device_buffer(&sim, gpu0, 8192, 2);
+    assert_eq!(allow_access(&[gpu0, gpu1], of_gpu1), SUCCESS);
+    assert_eq!(allow_access(&[gpu0, gpu1], of_gpu0), SUCCESS);
+    let snap1 = Snap::of(gpu1);
+    assert_eq!(snap1.kind_bytes(MemoryKind::DevicePeer), 8192);
+    drop(snap1);
+    let snap0 = Snap::of(gpu0);
+    assert_eq!(snap0.kind_bytes(MemoryKind::DevicePeer), 4096);
+    drop(snap0);
+    for p in [of_gpu0, of_gpu1] {
+        assert_eq!(pool_free(p), SUCCESS);
+    }
+}

@@ -262,7 +262,14 @@ fn re_registration_keeps_every_buffer_still_allocated() {
     let freed = device_buffer(&sim, gpu, 4096, 3);
     restore_original_tables();
     assert_eq!(pool_free(freed), SUCCESS);
+    capture_logs(kernel_replay::LogLevel::Info);
     assert_eq!(init(), Ok(kernel_replay::Installed::Installed));
+    let said = logs_containing("recorded before are still the same");
+    assert!(
+        said.iter().any(|l| l.contains("2 of 3 allocation(s)")),
+        "{said:?}"
+    );
+    capture_logs(kernel_replay::LogLevel::Warn);
     let second = device_buffer(&sim, gpu, 4096, 4);
     assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 3);
     let snapshot = Snap::of(gpu);
@@ -351,4 +358,19 @@ fn re_registration_keeps_the_mappings_still_mapped() {
         assert_eq!(handle_release(handle), SUCCESS);
     }
     assert_eq!(sim.count(hsa_sim::Counter::CopyViolations), 0);
+}
+
+#[test]
+fn re_registration_with_nothing_recorded_says_nothing() {
+    if !in_child("re_registration_with_nothing_recorded_says_nothing") {
+        return;
+    }
+    let _sim = installed_session();
+    restore_original_tables();
+    capture_logs(kernel_replay::LogLevel::Info);
+    assert_eq!(init(), Ok(kernel_replay::Installed::Installed));
+    assert_eq!(
+        logs_containing("recorded before are still the same"),
+        Vec::<String>::new()
+    );
 }

@@ -317,3 +317,50 @@ unsafe fn install_amd(table: *mut AmdExtTable) -> Kind {
     // SAFETY: forwarded.
     unsafe { install_table(&TRACKER.amd_hooks, table, &ours, |e| &e.0, AmdEntries) }.0
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FREE: usize = offset_of!(CoreApiTable, hsa_memory_free_fn);
+
+    fn table_with_free(address: usize) -> CoreApiTable {
+        let mut table = CoreApiTable::default();
+        // SAFETY: any address stands in for an entry; the plan never calls it.
+        unsafe { set_entry_at(&mut table, FREE, address) };
+        table
+    }
+
+    #[test]
+    fn a_table_holding_our_wrapper_with_nothing_to_chain_to_is_refused() {
+        let ours = table_with_free(0x1000);
+        // The runtime's own entry: chained to.
+        let plan = Chain::plan(table_with_free(0x2000), &ours, None).unwrap();
+        assert!(!plan.refused);
+        assert_eq!(entry_at(&plan.entries, FREE), 0x2000);
+        assert!(plan.wraps(FREE));
+        assert!(
+            !plan.wraps(offset_of!(CoreApiTable, hsa_executable_destroy_fn)),
+            "an entry the table lacks is not wrapped"
+        );
+        // Our wrapper already there, no earlier installation to say what it
+        // chains to: refused (it would chain to itself).
+        assert!(
+            Chain::plan(table_with_free(0x1000), &ours, None)
+                .unwrap()
+                .refused
+        );
+        // Our wrapper there after an installation: what that one chained to.
+        let previous = table_with_free(0x3000);
+        let plan = Chain::plan(table_with_free(0x1000), &ours, Some(&previous)).unwrap();
+        assert!(!plan.refused);
+        assert_eq!(entry_at(&plan.entries, FREE), 0x3000);
+        // ... unless that was nothing either.
+        let empty = CoreApiTable::default();
+        assert!(
+            Chain::plan(table_with_free(0x1000), &ours, Some(&empty))
+                .unwrap()
+                .refused
+        );
+    }
+}
