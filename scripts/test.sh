@@ -111,7 +111,11 @@ for generation in ${GENERATIONS-bookworm trixie sid experimental}; do
   cmake -S . -B "build-generations/$generation" -DCMAKE_BUILD_TYPE=Debug -DKR_CARGO_PROFILE=debug \
     -DKR_CARGO_TARGET_DIR="$PWD/target/generations" -DHSA_INCLUDE_DIR="$include" >/dev/null
   cmake --build "build-generations/$generation" -j2
-  ctest --test-dir "build-generations/$generation" --output-on-failure -j2
+  # The GPU harness is built for every generation but run on the stand-in
+  # driver only with the default headers above (a debug build takes about
+  # two minutes a generation); each generation's CUDA backend is exercised
+  # by its conformance suite here (conformance_cuda).
+  ctest --test-dir "build-generations/$generation" --output-on-failure -j2 -E '_on_fake_driver$'
   ran+=("$generation: $include")
 done
 
