@@ -122,21 +122,24 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
         self.next_generation.fetch_add(1, Ordering::Relaxed)
     }
 
+    /// A live entry of `value` under a fresh generation.
+    fn live_entry(&self, value: V) -> Entry<V> {
+        Entry {
+            value,
+            generation: self.fresh_generation(),
+            retiring: false,
+        }
+    }
+
     /// Registers a thing the runtime just created and returns its generation.
     /// An entry already under `key` (live, or retiring after the runtime
     /// freed it) is replaced: the runtime handed the key out again, so the
     /// new thing is the one that is live.
     pub fn record(&self, key: K, value: V) -> u64 {
-        let generation = self.fresh_generation();
+        let entry = self.live_entry(value);
+        let generation = entry.generation;
         let mut entries = self.write();
-        entries.insert(
-            key,
-            Entry {
-                value,
-                generation,
-                retiring: false,
-            },
-        );
+        entries.insert(key, entry);
         self.len.store(entries.len(), Ordering::Release);
         generation
     }
@@ -151,12 +154,7 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
         match entries.entry(key) {
             btree_map::Entry::Occupied(found) => admission_of(found.get()),
             btree_map::Entry::Vacant(slot) => {
-                let generation = self.fresh_generation();
-                slot.insert(Entry {
-                    value,
-                    generation,
-                    retiring: false,
-                });
+                let generation = slot.insert(self.live_entry(value)).generation;
                 self.len.store(entries.len(), Ordering::Release);
                 Admission::Live(generation)
             }
@@ -175,12 +173,7 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
             let btree_map::Entry::Vacant(slot) = entries.entry(key) else {
                 return false;
             };
-            let generation = self.fresh_generation();
-            slot.insert(Entry {
-                value,
-                generation,
-                retiring: false,
-            });
+            let generation = slot.insert(self.live_entry(value)).generation;
             self.len.store(entries.len(), Ordering::Release);
             generation
         };
