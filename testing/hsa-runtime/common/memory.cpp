@@ -1,8 +1,9 @@
 // memory.cpp: pools and regions, the allocation map, the quarantine of
 // freed blocks and address reuse, copy checking, hsa_memory_copy, pointer
-// info and access grants (see hsa_rt.h). The backend allocates, frees and
-// copies; everything it hands out is recorded here, which is what pointer
-// info answers from and what every copy is checked against.
+// info, access grants and locked host memory (see hsa_rt.h). The backend
+// allocates, frees, copies and pins; everything it hands out is recorded
+// here, which is what pointer info answers from and what every copy is
+// checked against.
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -219,6 +220,97 @@ const Block* live_block_locked(uintptr_t address) {
   return address - it->first < it->second.extent ? &it->second : nullptr;
 }
 
+// The locked range holding address that starts nearest below it (ranges
+// may overlap: every one starting below is looked at), or end().
+std::map<uintptr_t, Locked>::const_iterator lock_holding_locked(uintptr_t address) {
+  const std::map<uintptr_t, Locked>& locks = g_memory->locks;
+  for (auto it = locks.upper_bound(address); it != locks.begin();) {
+    --it;
+    if (address - it->first < it->second.size) return it;
+  }
+  return locks.end();
+}
+
+// Whether some locked range holding address is mapped for gpu.
+bool lock_maps_locked(uint32_t gpu, uintptr_t address) {
+  const std::map<uintptr_t, Locked>& locks = g_memory->locks;
+  for (auto it = locks.begin(); it != locks.end() && it->first <= address; ++it) {
+    const std::vector<uint32_t>& gpus = it->second.gpus;
+    if (address - it->first < it->second.size &&
+        std::find(gpus.begin(), gpus.end(), gpu) != gpus.end()) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// hsa_amd_memory_lock / _to_pool once their own checks passed: ROCr's
+// MemoryRegion::Lock (kind: the pool's, for its grain).
+hsa_status_t lock_memory(void* host_ptr, size_t size, const hsa_agent_t* agents, int num_agent,
+                         hsa_rt_pool_kind_t kind, void** agent_ptr) {
+  // No list: every GPU. CPUs in a list are skipped.
+  std::vector<uint32_t> gpus;
+  for (uint32_t gpu = 1; agents == nullptr && gpu <= gpu_count(); ++gpu) gpus.push_back(gpu);
+  for (int i = 0; agents != nullptr && i < num_agent; ++i) {
+    uint32_t index = 0;
+    if (!agent_index(agents[i], &index)) return HSA_STATUS_ERROR_INVALID_AGENT;
+    if (is_gpu(index) && std::find(gpus.begin(), gpus.end(), index) == gpus.end()) {
+      gpus.push_back(index);
+    }
+  }
+  // ROCm 5.6 on (the SVM thunk): GPUs reach locked memory at its own
+  // address; with no GPU to map for, nothing is registered at all.
+  if (gpus.empty()) {
+    *agent_ptr = host_ptr;
+    return HSA_STATUS_SUCCESS;
+  }
+  // The kernel driver cannot register what is not mapped.
+  const auto base = reinterpret_cast<uintptr_t>(host_ptr);
+  if (size > std::numeric_limits<uintptr_t>::max() - base || !pages_mapped(base, size)) {
+    return HSA_STATUS_ERROR;
+  }
+  ExclusiveLock lock(*g_memory_mutex);
+  auto it = g_memory->locks.find(base);
+  if (it == g_memory->locks.end()) {
+    Locked locked;
+    const hsa_status_t status = backend::lock_host(host_ptr, size, &locked.registered);
+    if (status != HSA_STATUS_SUCCESS) return status;
+    locked.size = size;
+    locked.kind = kind;
+    locked.gpus = gpus;
+    g_memory->locks.emplace(base, std::move(locked));
+  } else {
+    // Locked there again (HIP locks once per GPU, naming one each time): the
+    // GPUs named join, the range grows to cover both (the backend keeps its
+    // first registration), one more unlock.
+    Locked& locked = it->second;
+    for (uint32_t gpu : gpus) {
+      if (std::find(locked.gpus.begin(), locked.gpus.end(), gpu) == locked.gpus.end()) {
+        locked.gpus.push_back(gpu);
+      }
+    }
+    locked.size = std::max(locked.size, size);
+    ++locked.count;
+  }
+  *agent_ptr = host_ptr;
+  return HSA_STATUS_SUCCESS;
+}
+
+// The checks both lock entries share, in ROCr's order; *agent_ptr is NULL
+// from the first check that passes it.
+hsa_status_t check_lock(void* host_ptr, size_t size, const hsa_agent_t* agents, int num_agent,
+                        void** agent_ptr) {
+  if (size == 0 || host_ptr == nullptr || agent_ptr == nullptr) {
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
+  *agent_ptr = nullptr;
+  // A negative count: ROCr reads it as a huge unsigned one, past the list.
+  if ((agents != nullptr) != (num_agent != 0) || num_agent < 0) {
+    return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  }
+  return HSA_STATUS_SUCCESS;
+}
+
 }  // namespace
 
 // ---- shared with the other files ------------------------------------------------------------
@@ -298,6 +390,10 @@ void release_all_memory() {
     m.unbacked.clear();
     std::fill(m.device_bytes.begin(), m.device_bytes.end(), 0);
     vmem_release_all_locked();
+    for (const auto& [base, locked] : m.locks) {
+      if (locked.registered) backend::unlock_host(reinterpret_cast<void*>(base));
+    }
+    m.locks.clear();
   }
   release_blocks(released);
 }
@@ -433,8 +529,9 @@ bool agent_can_access_locked(uint32_t agent, const void* ptr) {
   if (vmem_permission_locked(reinterpret_cast<uintptr_t>(ptr), agent, &permission)) {
     return permission != kPermissionNone;
   }
-  auto it = find_containing(g_memory->live, reinterpret_cast<uintptr_t>(ptr), kBlockBytes);
-  if (it == g_memory->live.end()) return !is_gpu(agent);
+  const auto address = reinterpret_cast<uintptr_t>(ptr);
+  auto it = find_containing(g_memory->live, address, kBlockBytes);
+  if (it == g_memory->live.end()) return !is_gpu(agent) || lock_maps_locked(agent, address);
   const std::vector<uint32_t>& agents = it->second.accessible;
   return std::find(agents.begin(), agents.end(), agent) != agents.end();
 }
@@ -604,10 +701,59 @@ hsa_status_t amd_agents_allow_access(uint32_t num_agents, const hsa_agent_t* age
   for (uint32_t i = 0; i < num_agents; ++i) {
     if (!agent_index(agents[i], &indices[i])) return HSA_STATUS_ERROR_INVALID_AGENT;
   }
-  std::vector<uint32_t>& granted = it->second.accessible;  // sticky, as ROCr's
+  // ROCr maps the allocation for exactly the agents listed (the thunk
+  // unmaps the others), the owner always: device memory keeps its GPU,
+  // system memory its CPU, and system memory granted to CPUs only keeps no
+  // GPU. Only fragments of a sub-allocated block would keep other grants,
+  // and the runtime has none.
+  std::vector<uint32_t> granted = {it->second.pool.agent};
   for (uint32_t index : indices) {
     if (std::find(granted.begin(), granted.end(), index) == granted.end()) granted.push_back(index);
   }
+  it->second.accessible = std::move(granted);
+  return HSA_STATUS_SUCCESS;
+}
+
+// Counted, and the injected failure answered, before anything else.
+hsa_status_t amd_memory_lock(void* host_ptr, size_t size, hsa_agent_t* agents, int num_agent,
+                             void** agent_ptr) {
+  HSA_RT_REQUIRE_READY();
+  counters().locks.fetch_add(1);
+  if (take_fault(&Faults::locks)) return HSA_STATUS_ERROR;
+  const hsa_status_t status = check_lock(host_ptr, size, agents, num_agent, agent_ptr);
+  if (status != HSA_STATUS_SUCCESS) return status;
+  // ROCr locks to the CPU's coarse-grained pool (6.3 on: its extended-scope
+  // fine-grained one, which the runtime does not model).
+  return lock_memory(host_ptr, size, agents, num_agent, HSA_RT_POOL_SYSTEM_COARSE, agent_ptr);
+}
+
+hsa_status_t amd_memory_lock_to_pool(void* host_ptr, size_t size, hsa_agent_t* agents,
+                                     int num_agent, hsa_amd_memory_pool_t memory_pool,
+                                     uint32_t flags, void** agent_ptr) {
+  HSA_RT_REQUIRE_READY();
+  counters().locks.fetch_add(1);
+  if (take_fault(&Faults::locks)) return HSA_STATUS_ERROR;
+  // ROCr checks flags with the other arguments, before *agent_ptr is reset.
+  if (flags != 0) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
+  const hsa_status_t status = check_lock(host_ptr, size, agents, num_agent, agent_ptr);
+  if (status != HSA_STATUS_SUCCESS) return status;
+  PoolId pool;
+  if (!pool_from_handle(memory_pool.handle, &pool) || is_gpu(pool.agent)) {
+    return kInvalidMemoryPool;
+  }
+  return lock_memory(host_ptr, size, agents, num_agent, pool.kind, agent_ptr);
+}
+
+hsa_status_t amd_memory_unlock(void* host_ptr) {
+  HSA_RT_REQUIRE_READY();
+  counters().unlocks.fetch_add(1);
+  if (take_fault(&Faults::unlocks)) return HSA_STATUS_ERROR;
+  ExclusiveLock lock(memory_mutex());
+  auto it = memory().locks.find(reinterpret_cast<uintptr_t>(host_ptr));
+  // Nothing locked there: ROCr's SVM thunk finds nothing to undo, SUCCESS.
+  if (it == memory().locks.end() || --it->second.count > 0) return HSA_STATUS_SUCCESS;
+  if (it->second.registered) backend::unlock_host(host_ptr);
+  memory().locks.erase(it);
   return HSA_STATUS_SUCCESS;
 }
 
@@ -640,6 +786,18 @@ hsa_status_t amd_pointer_info(const void* ptr, hsa_amd_pointer_info_t* info,
         result.agentOwner = agent_handle(block->pool.agent);
         result.global_flags = pool_flags(block->pool.kind);
         for (uint32_t index : block->accessible) agents.push_back(agent_handle(index));
+      } else if (HSA_RT_POINTER_INFO_KNOWS_LOCKED) {
+        // ROCm 5.2: the thunk's registered user pointer, owned by the CPU.
+        auto locked = lock_holding_locked(address);
+        if (locked != memory().locks.end()) {
+          result.type = HSA_EXT_POINTER_TYPE_LOCKED;
+          result.agentBaseAddress = reinterpret_cast<void*>(locked->first);
+          result.hostBaseAddress = result.agentBaseAddress;
+          result.sizeInBytes = locked->second.size;
+          result.agentOwner = agent_handle(kCpu);
+          result.global_flags = pool_flags(locked->second.kind);
+          for (uint32_t index : locked->second.gpus) agents.push_back(agent_handle(index));
+        }
       }
     }
   }

@@ -686,6 +686,13 @@ void hsa_rt_inject(hsa_rt_fault_t fault, uint64_t target, uint64_t value) {
       {&Faults::dispatches, nullptr, nullptr},
       {&Faults::async_at, &Faults::async_seen, nullptr},
       {&Faults::async_error_at, &Faults::async_error_seen, nullptr},
+      {nullptr, nullptr, nullptr},  // NTH_VMEM_HANDLE_CREATE .. _SET_ACCESS: vmem_at
+      {nullptr, nullptr, nullptr},
+      {nullptr, nullptr, nullptr},
+      {nullptr, nullptr, nullptr},
+      {nullptr, nullptr, nullptr},
+      {&Faults::locks, nullptr, nullptr},
+      {&Faults::unlocks, nullptr, nullptr},
   };
   std::lock_guard<std::mutex> lock(g_faults_mutex);
   Faults& f = *g_faults;
@@ -694,6 +701,11 @@ void hsa_rt_inject(hsa_rt_fault_t fault, uint64_t target, uint64_t value) {
     f.refused_walks[target] = value != 0;
   } else if (fault == HSA_RT_FAULT_SYMBOL_QUERY) {
     f.symbol_queries[uint32_t(target)] = value != 0;
+  } else if (fault >= HSA_RT_FAULT_NTH_VMEM_HANDLE_CREATE &&
+             fault <= HSA_RT_FAULT_NTH_VMEM_SET_ACCESS) {
+    const size_t op = fault - HSA_RT_FAULT_NTH_VMEM_HANDLE_CREATE;
+    f.vmem_at[op] = value;
+    f.vmem_seen[op] = 0;
   } else if (index < sizeof(kFields) / sizeof(kFields[0]) && kFields[index].addresses) {
     std::vector<uintptr_t>& list = f.*kFields[index].addresses;
     if (target == 0) {
@@ -704,10 +716,6 @@ void hsa_rt_inject(hsa_rt_fault_t fault, uint64_t target, uint64_t value) {
   } else if (index < sizeof(kFields) / sizeof(kFields[0])) {
     f.*kFields[index].value = value;
     if (kFields[index].seen != nullptr) f.*kFields[index].seen = 0;
-  } else if (fault <= HSA_RT_FAULT_NTH_VMEM_SET_ACCESS) {
-    const size_t op = fault - HSA_RT_FAULT_NTH_VMEM_HANDLE_CREATE;
-    f.vmem_at[op] = value;
-    f.vmem_seen[op] = 0;
   }
 }
 
@@ -721,6 +729,8 @@ uint64_t hsa_rt_count(hsa_rt_counter_t counter) {
   if (which < sizeof(kEvents) / sizeof(kEvents[0])) return kEvents[which]->load();
   if (counter == HSA_RT_COUNT_DISPATCHES) return c.dispatches.load();
   if (counter == HSA_RT_COUNT_BACKEND_ERRORS) return c.backend_errors.load();
+  if (counter == HSA_RT_COUNT_LOCKS) return c.locks.load();
+  if (counter == HSA_RT_COUNT_UNLOCKS) return c.unlocks.load();
   if (counter == HSA_RT_COUNT_SIGNAL_HANDLERS) return armed_handler_count();
   if (counter == HSA_RT_COUNT_INVALID_SIGNAL_USES) return invalid_signal_uses();
   if (counter == HSA_RT_COUNT_LIVE_QUEUES) return live_queue_count();
@@ -731,6 +741,7 @@ uint64_t hsa_rt_count(hsa_rt_counter_t counter) {
   if (counter == HSA_RT_COUNT_VMEM_MAPPINGS) return m.mappings.size();
   if (counter == HSA_RT_COUNT_VMEM_HANDLES) return m.handles.size();
   if (counter == HSA_RT_COUNT_VMEM_RESERVATIONS) return m.reservations.size();
+  if (counter == HSA_RT_COUNT_LOCKED_RANGES) return m.locks.size();
   if (counter != HSA_RT_COUNT_LIVE_ALLOCATIONS) return 0;
   return uint64_t(std::count_if(m.live.begin(), m.live.end(), [](const auto& entry) {
     return entry.second.origin != Origin::kVariable;
@@ -748,6 +759,8 @@ void hsa_rt_reset_counters(void) {
   c.pointer_info = 0;
   c.dispatches = 0;
   c.backend_errors = 0;
+  c.locks = 0;
+  c.unlocks = 0;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     c.by_kernel.clear();

@@ -16,11 +16,11 @@
  * (host/ or cuda/) implements.
  *
  * Locking: memory_mutex() (shared: copies, lookups; exclusive: changes)
- * guards Memory (allocations, quarantine, vmem records); the loader, the
- * queue registry, the signal table, each copy engine and the faults have a
- * mutex each. Orders: the loader's lock before the memory lock, the memory
- * lock before the faults'; no other path holds two, and no user callback
- * runs while any is held.
+ * guards Memory (allocations, quarantine, vmem records, locked host memory);
+ * the loader, the queue registry, the signal table, each copy engine and the
+ * faults have a mutex each. Orders: the loader's lock before the memory
+ * lock, the memory lock before the faults'; no other path holds two, and no
+ * user callback runs while any is held.
  */
 #ifndef HSA_RT_RUNTIME_H
 #define HSA_RT_RUNTIME_H
@@ -182,6 +182,7 @@ struct Faults {
            dispatches = 0;
   uint64_t async_at = 0, async_seen = 0, async_error_at = 0, async_error_seen = 0;
   uint64_t vmem_at[5] = {}, vmem_seen[5] = {};
+  uint64_t locks = 0, unlocks = 0;
 };
 enum class VmemOp { kHandleCreate, kHandleRelease, kMap, kUnmap, kSetAccess };
 std::mutex& faults_mutex();
@@ -205,7 +206,7 @@ bool mode(hsa_rt_mode_t mode);
 struct Counters {
   std::atomic<uint64_t> copies[4]{}, bytes[4]{};
   std::atomic<uint64_t> violations{0}, async_copies{0}, pointer_info{0}, dispatches{0},
-      backend_errors{0};
+      backend_errors{0}, locks{0}, unlocks{0};
   std::mutex mutex;  // by_kernel
   std::map<std::string, uint64_t> by_kernel;
 };
@@ -247,6 +248,16 @@ struct VmemReservation {
   size_t bytes = 0;  // what the backend reserved
 };
 
+// Host memory locked for GPUs (hsa_amd_memory_lock / _lock_to_pool), by its
+// start: one record however often it was locked there.
+struct Locked {
+  size_t size = 0;
+  hsa_rt_pool_kind_t kind = HSA_RT_POOL_SYSTEM_COARSE;  // the pool locked to: its grain
+  std::vector<uint32_t> gpus;  // mapped for, in the order first named
+  uint32_t count = 1;          // locks not unlocked yet
+  bool registered = false;     // the backend holds a registration to undo
+};
+
 struct Memory {
   std::map<uintptr_t, Block> live;  // allocations and variable storage
   struct Quarantined {
@@ -262,6 +273,7 @@ struct Memory {
   std::map<uint32_t, VmemHandle> handles;
   std::map<uintptr_t, VmemMapping> mappings;
   uint32_t next_handle = 1;
+  std::map<uintptr_t, Locked> locks;
 };
 std::shared_mutex& memory_mutex();
 Memory& memory();
@@ -304,7 +316,8 @@ struct CopyPlan {
 bool plan_copy_locked(const char* what, void* dst, const void* src, size_t size, CopyPlan* plan);
 void count_copy(const CopyPlan& plan, uint64_t bytes);
 // Whether agent can reach ptr: a block's accessible agents, a vmem
-// permission other than NONE, or the CPU for memory the runtime does not own.
+// permission other than NONE, or for memory the runtime does not own the
+// CPU and the GPUs it is locked for.
 bool agent_can_access_locked(uint32_t agent, const void* ptr);
 // A vmem permission of agent at address; false when it is in no mapping.
 bool vmem_permission_locked(uintptr_t address, uint32_t agent, uint32_t* permission);
@@ -419,6 +432,11 @@ uint64_t device_capacity(uint32_t agent);  // 0: the driver decides
 hsa_status_t memory_avail(uint32_t agent, uint64_t* bytes);
 hsa_status_t allocate(PoolId pool, size_t bytes, void** base);  // OUT_OF_RESOURCES
 bool release(const Block& block);
+// Host memory locked for the GPUs, with memory_mutex() held (exclusive):
+// SUCCESS with *registered when there is a registration for unlock_host to
+// undo; an error status when the backend refuses the range.
+hsa_status_t lock_host(void* base, size_t size, bool* registered);
+void unlock_host(void* base);
 bool quarantines(hsa_rt_pool_kind_t kind);
 uint64_t quarantine_max_bytes();
 size_t quarantine_max_blocks();

@@ -1,5 +1,6 @@
-// memory.cpp: allocation, pointer info, hsa_memory_copy and its checks, the
-// quarantine and address reuse, device capacity, fault injection, threads.
+// memory.cpp: allocation, pointer info, access grants, hsa_memory_copy and
+// its checks, locked host memory, the quarantine and address reuse, device
+// capacity, fault injection, threads.
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -11,6 +12,65 @@
 #include "conformance.h"
 
 using namespace conformance;
+
+namespace {
+
+// The agents pointer info lists as able to reach ptr, in its order.
+std::vector<uint64_t> accessible(const void* ptr) {
+  hsa_amd_pointer_info_t info{};
+  info.size = sizeof(info);
+  uint32_t count = 0;
+  hsa_agent_t* list = nullptr;
+  CHECK_STATUS(amd().hsa_amd_pointer_info_fn(ptr, &info, std::malloc, &count, &list),
+               HSA_STATUS_SUCCESS);
+  std::vector<uint64_t> handles;
+  for (uint32_t i = 0; i < count && list != nullptr; ++i) handles.push_back(list[i].handle);
+  std::free(list);
+  return handles;
+}
+
+hsa_status_t allow(std::initializer_list<hsa_agent_t> agents, const void* ptr) {
+  const std::vector<hsa_agent_t> list(agents);
+  return amd().hsa_amd_agents_allow_access_fn(static_cast<uint32_t>(list.size()), list.data(),
+                                              nullptr, ptr);
+}
+
+// Whether GPU gpu_index may read src, as its engine does in strict mode: an
+// asynchronous copy of 64 bytes from src (the CPU's side) into its memory dst
+// that is not a violation.
+bool gpu_reaches(uint32_t gpu_index, void* dst, const void* src) {
+  hsa_rt_set_mode(HSA_RT_MODE_STRICT_ASYNC_ACCESS, true);
+  const uint64_t before = violations();
+  hsa_signal_t done = make_signal(1);
+  CHECK_STATUS(amd().hsa_amd_memory_async_copy_fn(dst, gpu(gpu_index), src, cpu(), 64, 0, nullptr,
+                                                  done),
+               HSA_STATUS_SUCCESS);
+  CHECK(wait_for(done, 0));
+  core().hsa_signal_destroy_fn(done);
+  hsa_rt_set_mode(HSA_RT_MODE_STRICT_ASYNC_ACCESS, false);
+  return violations() == before;
+}
+
+hsa_status_t lock_host(void* host, size_t size, std::initializer_list<hsa_agent_t> agents,
+                       void** out) {
+  std::vector<hsa_agent_t> list(agents);
+  return amd().hsa_amd_memory_lock_fn(host, size, list.empty() ? nullptr : list.data(),
+                                      static_cast<int>(list.size()), out);
+}
+
+// Whether the driver has host memory registered (CUDA: it tells pinned host
+// memory from pageable); the host backend has nothing to ask.
+bool driver_pinned(const void* ptr) {
+  if (on_host()) return true;
+  const cuda_driver_t* d = hsa_rt_cuda_driver();
+  unsigned int type = 0;
+  return d->cuCtxSetCurrent(hsa_rt_cuda_context(gpu(0))) == CUDA_SUCCESS &&
+         d->cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                  reinterpret_cast<CUdeviceptr>(ptr)) == CUDA_SUCCESS &&
+         type == CU_MEMORYTYPE_HOST;
+}
+
+}  // namespace
 
 CASE("memory: allocation: argument checks, rounding, alignment, frees", kBoth) {
   if (!reset(2, 1)) return;
@@ -134,7 +194,8 @@ CASE("memory: pointer info: allocations, grants, user data, struct sizes", kBoth
   CHECK(reported == sizeof(hsa_amd_pointer_info_t));
   CHECK(bigger[sizeof(hsa_amd_pointer_info_t)] == 0xAB);
 
-  // Accessible agents: owner first, then grants; NULL list pointers allowed.
+  // Accessible agents: owner first, then the last call's grants; NULL list
+  // pointers allowed.
   uint32_t count = 0;
   hsa_agent_t* list = nullptr;
   info.size = sizeof(info);
@@ -146,13 +207,14 @@ CASE("memory: pointer info: allocations, grants, user data, struct sizes", kBoth
                HSA_STATUS_SUCCESS);
   const hsa_agent_t grant[] = {gpu(0), cpu()};
   CHECK_STATUS(amd().hsa_amd_agents_allow_access_fn(2, grant, nullptr, dev), HSA_STATUS_SUCCESS);
-  CHECK_STATUS(amd().hsa_amd_agents_allow_access_fn(1, grant, nullptr, dev), HSA_STATUS_SUCCESS);
   list = nullptr;
   CHECK_STATUS(amd().hsa_amd_pointer_info_fn(dev, &info, std::malloc, &count, &list),
                HSA_STATUS_SUCCESS);
   CHECK(count == 3 && list[0].handle == gpu(1).handle && list[1].handle == gpu(0).handle &&
         list[2].handle == cpu().handle);
   std::free(list);
+  CHECK_STATUS(amd().hsa_amd_agents_allow_access_fn(1, grant, nullptr, dev), HSA_STATUS_SUCCESS);
+  CHECK(accessible(dev) == (std::vector<uint64_t>{gpu(1).handle, gpu(0).handle}));
 
   // allow_access validation, as ROCr: exact base, flags NULL, known agents.
   const uint32_t reserved = 0;
@@ -192,6 +254,58 @@ CASE("memory: pointer info: allocations, grants, user data, struct sizes", kBoth
   CHECK(pointer_info(dev + 100).type == HSA_EXT_POINTER_TYPE_UNKNOWN);
   CHECK_STATUS(core().hsa_memory_free_fn(kernarg), HSA_STATUS_SUCCESS);
   CHECK_STATUS(core().hsa_memory_free_fn(system), HSA_STATUS_SUCCESS);
+}
+
+// ROCr's MemoryRegion::AllowAccess maps an allocation for exactly the agents
+// listed (and its owner): a second call replaces the first's grants.
+CASE("memory: allow_access replaces the grants: the owner and the agents listed", kBoth) {
+  if (!reset(2)) return;
+  using Agents = std::vector<uint64_t>;
+  const uint64_t host = cpu().handle, gpu0 = gpu(0).handle, gpu1 = gpu(1).handle;
+  char* dev0 = static_cast<char*>(device_alloc(4096, 0));
+  char* dev1 = static_cast<char*>(device_alloc(4096, 1));
+
+  // System memory of a CPU pool: the CPU's alone, then GPU 0's, then GPU 1's
+  // only: GPU 0 loses it, in pointer info and for its engine.
+  char* system = static_cast<char*>(pool_alloc(pool(cpu(), HSA_RT_POOL_SYSTEM_COARSE), 4096));
+  CHECK(accessible(system) == Agents{host});
+  CHECK_STATUS(allow({gpu(0)}, system), HSA_STATUS_SUCCESS);
+  CHECK(accessible(system) == (Agents{host, gpu0}));
+  CHECK(gpu_reaches(0, dev0, system) && !gpu_reaches(1, dev1, system));
+  CHECK_STATUS(allow({gpu(1)}, system), HSA_STATUS_SUCCESS);
+  CHECK(accessible(system) == (Agents{host, gpu1}));
+  CHECK(!gpu_reaches(0, dev0, system) && gpu_reaches(1, dev1, system));
+  // CPU agents only: no GPU is left.
+  CHECK_STATUS(allow({gpu(0), gpu(1)}, system), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(allow({cpu()}, system), HSA_STATUS_SUCCESS);
+  CHECK(accessible(system) == Agents{host});
+  CHECK(!gpu_reaches(0, dev0, system) && !gpu_reaches(1, dev1, system));
+
+  // hsa_memory_allocate's system memory starts mapped for every GPU; a grant
+  // replaces that too.
+  void* region_memory = nullptr;
+  CHECK_STATUS(core().hsa_memory_allocate_fn(hsa_rt_region(cpu(), HSA_RT_POOL_SYSTEM_FINE), 4096,
+                                             &region_memory),
+               HSA_STATUS_SUCCESS);
+  CHECK(accessible(region_memory) == (Agents{host, gpu0, gpu1}));
+  CHECK_STATUS(allow({gpu(1)}, region_memory), HSA_STATUS_SUCCESS);
+  CHECK(accessible(region_memory) == (Agents{host, gpu1}));
+
+  // Device memory keeps its owner whatever the list says.
+  CHECK_STATUS(allow({gpu(1)}, dev0), HSA_STATUS_SUCCESS);
+  CHECK(accessible(dev0) == (Agents{gpu0, gpu1}));
+  CHECK_STATUS(allow({cpu()}, dev0), HSA_STATUS_SUCCESS);
+  CHECK(accessible(dev0) == (Agents{gpu0, host}));
+  CHECK_STATUS(allow({gpu(1), gpu(0)}, dev0), HSA_STATUS_SUCCESS);
+  CHECK(accessible(dev0) == (Agents{gpu0, gpu1}));
+  // A refused call changes nothing.
+  CHECK_STATUS(allow({cpu(), hsa_agent_t{77}}, dev0), HSA_STATUS_ERROR_INVALID_AGENT);
+  CHECK(accessible(dev0) == (Agents{gpu0, gpu1}));
+  for (void* p : {static_cast<void*>(dev0), static_cast<void*>(dev1), static_cast<void*>(system),
+                  region_memory}) {
+    CHECK_STATUS(core().hsa_memory_free_fn(p), HSA_STATUS_SUCCESS);
+  }
+  CHECK(violations() == 4);  // the refused strict-mode copies above
 }
 
 CASE("memory: hsa_memory_copy: directions counted, violations copy nothing", kBoth) {
@@ -281,6 +395,186 @@ CASE("memory: copies into noted host blocks, unmapped host memory, raw variables
   hsa_rt_reset(1);
   char* fresh = static_cast<char*>(device_alloc(64));
   CHECK_STATUS(core().hsa_memory_copy_fn(fresh, block.data(), 64), HSA_STATUS_SUCCESS);
+  CHECK(violations() == 0);
+}
+
+// hsa_amd_memory_lock / _lock_to_pool / unlock (ROCr's MemoryRegion::Lock):
+// the checks in ROCr's order, *agent_ptr reset once the first passed.
+CASE("locks: argument checks in ROCr's order, lists without a GPU, injected faults", kBoth) {
+  if (!reset(2, 1)) return;
+  std::vector<char> host(8192, 'h');
+  void* const marker = reinterpret_cast<void*>(0x1);
+  void* out = marker;
+  hsa_agent_t gpu0[] = {gpu(0)};  // lock takes a non-const list
+  CHECK_STATUS(amd().hsa_amd_memory_lock_fn(nullptr, 64, nullptr, 0, &out),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(amd().hsa_amd_memory_lock_fn(host.data(), 0, nullptr, 0, &out),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(amd().hsa_amd_memory_lock_fn(host.data(), 64, nullptr, 0, nullptr),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK(out == marker);  // not reached
+  // A list without a count, a count without a list: *agent_ptr is NULL by then.
+  CHECK_STATUS(amd().hsa_amd_memory_lock_fn(host.data(), 64, gpu0, 0, &out),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK(out == nullptr);
+  out = marker;
+  CHECK_STATUS(amd().hsa_amd_memory_lock_fn(host.data(), 64, nullptr, 1, &out),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK(out == nullptr);
+  CHECK_STATUS(amd().hsa_amd_memory_lock_fn(host.data(), 64, gpu0, -1, &out),
+               HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK_STATUS(lock_host(host.data(), 64, {gpu(0), hsa_agent_t{77}}, &out),
+               HSA_STATUS_ERROR_INVALID_AGENT);
+  CHECK(out == nullptr && count(HSA_RT_COUNT_LOCKED_RANGES) == 0);
+  // Unmapped host memory cannot be registered.
+  const long page = sysconf(_SC_PAGESIZE);
+  void* gone = mmap(nullptr, static_cast<size_t>(page), PROT_READ | PROT_WRITE,
+                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECK(gone != MAP_FAILED);
+  munmap(gone, static_cast<size_t>(page));
+  CHECK_STATUS(lock_host(gone, 64, {}, &out), HSA_STATUS_ERROR);
+  // CPUs only: nothing to map, nothing locked, the host pointer back (for
+  // the CPU, even unmapped memory).
+  CHECK_STATUS(lock_host(host.data(), 64, {cpu()}, &out), HSA_STATUS_SUCCESS);
+  CHECK(out == host.data() && count(HSA_RT_COUNT_LOCKED_RANGES) == 0);
+  CHECK_STATUS(lock_host(gone, 64, {cpu()}, &out), HSA_STATUS_SUCCESS);
+  CHECK(out == gone && pointer_info(host.data()).type == HSA_EXT_POINTER_TYPE_UNKNOWN);
+
+  // _lock_to_pool: flags with the first checks, then a pool a CPU owns.
+  const hsa_amd_memory_pool_t fine = pool(cpu(), HSA_RT_POOL_SYSTEM_FINE);
+  const auto to_pool = [&](hsa_amd_memory_pool_t p, uint32_t flags) {
+    return amd().hsa_amd_memory_lock_to_pool_fn(host.data(), 4096, gpu0, 1, p, flags, &out);
+  };
+  out = marker;
+  CHECK_STATUS(to_pool(fine, 1), HSA_STATUS_ERROR_INVALID_ARGUMENT);
+  CHECK(out == marker);
+  CHECK_STATUS(to_pool(pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE), 0), kInvalidPool);
+  CHECK(out == nullptr);
+  CHECK_STATUS(to_pool(hsa_amd_memory_pool_t{gpu(0).handle}, 0), kInvalidPool);
+  CHECK_STATUS(to_pool(hsa_amd_memory_pool_t{0}, 0), kInvalidPool);
+  CHECK(count(HSA_RT_COUNT_LOCKED_RANGES) == 0 && (on_host() || !driver_pinned(host.data())));
+  CHECK_STATUS(to_pool(fine, 0), HSA_STATUS_SUCCESS);
+  CHECK(out == host.data() && count(HSA_RT_COUNT_LOCKED_RANGES) == 1);
+  CHECK(driver_pinned(host.data()));  // CUDA: registered with the driver
+  CHECK_STATUS(amd().hsa_amd_memory_unlock_fn(host.data()), HSA_STATUS_SUCCESS);
+  CHECK(count(HSA_RT_COUNT_LOCKED_RANGES) == 0 && (on_host() || !driver_pinned(host.data())));
+  // Every call counts, the refused ones too.
+  CHECK(count(HSA_RT_COUNT_LOCKS) == 15 && count(HSA_RT_COUNT_UNLOCKS) == 1);
+
+  // Injected faults: HSA_STATUS_ERROR before anything (the checks included),
+  // still counted; then the next call works.
+  hsa_rt_inject(HSA_RT_FAULT_LOCKS, 0, 2);
+  out = marker;
+  CHECK_STATUS(lock_host(host.data(), 4096, {}, &out), HSA_STATUS_ERROR);
+  CHECK_STATUS(amd().hsa_amd_memory_lock_to_pool_fn(nullptr, 0, nullptr, 0, fine, 0, &out),
+               HSA_STATUS_ERROR);
+  CHECK(out == marker && count(HSA_RT_COUNT_LOCKED_RANGES) == 0);
+  CHECK_STATUS(lock_host(host.data(), 4096, {}, &out), HSA_STATUS_SUCCESS);
+  hsa_rt_inject(HSA_RT_FAULT_UNLOCKS, 0, 1);
+  CHECK_STATUS(amd().hsa_amd_memory_unlock_fn(host.data()), HSA_STATUS_ERROR);
+  CHECK(count(HSA_RT_COUNT_LOCKED_RANGES) == 1);  // nothing unlocked
+  CHECK_STATUS(amd().hsa_amd_memory_unlock_fn(host.data()), HSA_STATUS_SUCCESS);
+  CHECK(count(HSA_RT_COUNT_LOCKED_RANGES) == 0);
+  CHECK(count(HSA_RT_COUNT_LOCKS) == 18 && count(HSA_RT_COUNT_UNLOCKS) == 3);
+  // Reset disarms them and clears the counts.
+  hsa_rt_inject(HSA_RT_FAULT_LOCKS, 0, 1);
+  hsa_rt_inject(HSA_RT_FAULT_UNLOCKS, 0, 1);
+  hsa_rt_reset(1);
+  CHECK(count(HSA_RT_COUNT_LOCKS) == 0 && count(HSA_RT_COUNT_UNLOCKS) == 0);
+  CHECK_STATUS(lock_host(host.data(), 4096, {}, &out), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(amd().hsa_amd_memory_unlock_fn(host.data()), HSA_STATUS_SUCCESS);
+  CHECK(count(HSA_RT_COUNT_LOCKED_RANGES) == 0);
+}
+
+CASE("locks: every GPU or those named, once per lock, reachable until the last unlock", kBoth) {
+  if (!reset(2)) return;
+  char* dev0 = static_cast<char*>(device_alloc(4096, 0));
+  char* dev1 = static_cast<char*>(device_alloc(4096, 1));
+  std::vector<char> buffer(3 * 8192, 'h');
+  char* host = buffer.data();
+  void* out = nullptr;
+  // Host memory the runtime does not own: no GPU's engine reaches it.
+  CHECK(!gpu_reaches(0, dev0, host) && !gpu_reaches(1, dev1, host));
+  CHECK(on_host() || !driver_pinned(host));
+
+  // No list: every GPU, at the host address (ROCm 5.6 on).
+  CHECK_STATUS(lock_host(host, 8192, {}, &out), HSA_STATUS_SUCCESS);
+  CHECK(out == host && count(HSA_RT_COUNT_LOCKED_RANGES) == 1 && driver_pinned(host));
+  CHECK(gpu_reaches(0, dev0, host + 4096) && gpu_reaches(1, dev1, host));
+  CHECK(!gpu_reaches(0, dev0, host + 8192));  // past the range
+  CHECK_STATUS(amd().hsa_amd_memory_unlock_fn(host), HSA_STATUS_SUCCESS);
+  CHECK(count(HSA_RT_COUNT_LOCKED_RANGES) == 0 && (on_host() || !driver_pinned(host)));
+  CHECK(!gpu_reaches(0, dev0, host) && !gpu_reaches(1, dev1, host));
+
+  // Once per GPU, as HIP locks: each lock adds its GPU, each needs its unlock.
+  CHECK_STATUS(lock_host(host, 8192, {gpu(0), cpu()}, &out), HSA_STATUS_SUCCESS);
+  CHECK(gpu_reaches(0, dev0, host) && !gpu_reaches(1, dev1, host));
+  CHECK_STATUS(lock_host(host, 8192, {gpu(1)}, &out), HSA_STATUS_SUCCESS);
+  CHECK(out == host && count(HSA_RT_COUNT_LOCKED_RANGES) == 1);
+  CHECK(gpu_reaches(0, dev0, host) && gpu_reaches(1, dev1, host));
+
+  // Pointer info per generation: ROCm 5.2's thunk knows the registered user
+  // pointer (LOCKED, owned by the CPU); the SVM ranges of 5.6 on are unknown.
+  hsa_amd_pointer_info_t info = pointer_info(host + 100);
+#if HSA_RT_POINTER_INFO_KNOWS_LOCKED
+  CHECK(info.type == HSA_EXT_POINTER_TYPE_LOCKED);
+  CHECK(info.agentBaseAddress == host && info.hostBaseAddress == host);
+  CHECK(info.sizeInBytes == 8192 && info.agentOwner.handle == cpu().handle);
+  CHECK(info.global_flags == HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED);
+  CHECK(accessible(host) == (std::vector<uint64_t>{gpu(0).handle, gpu(1).handle}));
+  CHECK(pointer_info(host + 8192).type == HSA_EXT_POINTER_TYPE_UNKNOWN);
+#else
+  CHECK(info.type == HSA_EXT_POINTER_TYPE_UNKNOWN);
+  CHECK(accessible(host).empty());
+#endif
+
+  // An unlock of an address locked by nobody (inside the range, elsewhere,
+  // NULL): SUCCESS, nothing changed.
+  int local = 0;
+  CHECK_STATUS(amd().hsa_amd_memory_unlock_fn(host + 64), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(amd().hsa_amd_memory_unlock_fn(&local), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(amd().hsa_amd_memory_unlock_fn(nullptr), HSA_STATUS_SUCCESS);
+  CHECK(count(HSA_RT_COUNT_LOCKED_RANGES) == 1);
+  // The first unlock leaves it locked for both; the second ends it.
+  CHECK_STATUS(amd().hsa_amd_memory_unlock_fn(host), HSA_STATUS_SUCCESS);
+  CHECK(gpu_reaches(0, dev0, host) && gpu_reaches(1, dev1, host) && driver_pinned(host));
+  CHECK_STATUS(amd().hsa_amd_memory_unlock_fn(host), HSA_STATUS_SUCCESS);
+  CHECK(count(HSA_RT_COUNT_LOCKED_RANGES) == 0 && (on_host() || !driver_pinned(host)));
+  CHECK(!gpu_reaches(0, dev0, host) && !gpu_reaches(1, dev1, host));
+  CHECK(pointer_info(host).type == HSA_EXT_POINTER_TYPE_UNKNOWN);
+
+  // Overlapping locks are separate ranges, each reachable by its GPUs.
+  CHECK_STATUS(lock_host(host, 16384, {gpu(0)}, &out), HSA_STATUS_SUCCESS);
+  CHECK_STATUS(lock_host(host + 8192, 16384, {gpu(1)}, &out), HSA_STATUS_SUCCESS);
+  CHECK(out == host + 8192 && count(HSA_RT_COUNT_LOCKED_RANGES) == 2);
+  CHECK(gpu_reaches(0, dev0, host + 12288) && gpu_reaches(1, dev1, host + 12288));
+  CHECK(!gpu_reaches(1, dev1, host) && !gpu_reaches(0, dev0, host + 20480));
+#if HSA_RT_POINTER_INFO_KNOWS_LOCKED
+  CHECK(pointer_info(host + 12288).agentBaseAddress == host + 8192);  // the nearer start
+  CHECK(pointer_info(host + 4096).agentBaseAddress == host);
+#endif
+  CHECK_STATUS(amd().hsa_amd_memory_unlock_fn(host), HSA_STATUS_SUCCESS);
+  CHECK(gpu_reaches(1, dev1, host + 12288) && !gpu_reaches(0, dev0, host + 12288));
+
+  // _lock_to_pool records its pool's grain.
+  hsa_agent_t gpu0[] = {gpu(0)};  // lock takes a non-const list
+  CHECK_STATUS(amd().hsa_amd_memory_lock_to_pool_fn(host, 4096, gpu0, 1,
+                                                    pool(cpu(), HSA_RT_POOL_SYSTEM_FINE), 0, &out),
+               HSA_STATUS_SUCCESS);
+#if HSA_RT_POINTER_INFO_KNOWS_LOCKED
+  CHECK(pointer_info(host).global_flags == HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED);
+#endif
+  CHECK(gpu_reaches(0, dev0, host) && count(HSA_RT_COUNT_LOCKED_RANGES) == 2);
+
+  // Copies of locked memory are host copies as before; reset unlocks
+  // everything (CUDA: unregistered in the driver).
+  const uint64_t host_to_device = count(HSA_RT_COUNT_COPIES_HOST_TO_DEVICE);
+  CHECK_STATUS(core().hsa_memory_copy_fn(dev0, host, 64), HSA_STATUS_SUCCESS);
+  CHECK(count(HSA_RT_COUNT_COPIES_HOST_TO_DEVICE) == host_to_device + 1);
+  CHECK(count(HSA_RT_COUNT_LOCKS) == 6 && count(HSA_RT_COUNT_UNLOCKS) == 7);
+  hsa_rt_reset(2);
+  CHECK(count(HSA_RT_COUNT_LOCKED_RANGES) == 0);
+  CHECK(on_host() || (!driver_pinned(host) && !driver_pinned(host + 8192)));
   CHECK(violations() == 0);
 }
 

@@ -102,6 +102,9 @@ CASE("tables: versions as ROCr fills them, the entries set, a tool's wrapper kep
   ENTRY_SET(a, hsa_amd_memory_pool_get_info_fn);
   ENTRY_SET(a, hsa_amd_agent_memory_pool_get_info_fn);
   ENTRY_SET(a, hsa_amd_agents_allow_access_fn);
+  ENTRY_SET(a, hsa_amd_memory_lock_fn);
+  ENTRY_SET(a, hsa_amd_memory_lock_to_pool_fn);
+  ENTRY_SET(a, hsa_amd_memory_unlock_fn);
   ENTRY_SET(a, hsa_amd_memory_async_copy_fn);
   ENTRY_SET(a, hsa_amd_memory_async_copy_rect_fn);
   ENTRY_SET(a, hsa_amd_signal_async_handler_fn);
@@ -134,7 +137,7 @@ CASE("tables: versions as ROCr fills them, the entries set, a tool's wrapper kep
   // Unimplemented entries are NULL.
   CHECK(c.hsa_soft_queue_create_fn == nullptr);
   CHECK(c.hsa_executable_load_code_object_fn == nullptr);
-  CHECK(a.hsa_amd_memory_lock_fn == nullptr);
+  CHECK(a.hsa_amd_memory_fill_fn == nullptr);
   CHECK(a.hsa_amd_async_function_fn == nullptr);
   CHECK(a.hsa_amd_queue_cu_get_mask_fn == nullptr);
 
@@ -178,6 +181,9 @@ CASE("runtime: before init every entry answers NOT_INITIALIZED", kCuda | kBefore
                HSA_STATUS_ERROR_NOT_INITIALIZED);
   CHECK_STATUS(hsa_rt_iterate_executables(count_executable, nullptr),
                HSA_STATUS_ERROR_NOT_INITIALIZED);
+  CHECK_STATUS(amd().hsa_amd_memory_lock_fn(buffer, 64, nullptr, 0, &ptr),
+               HSA_STATUS_ERROR_NOT_INITIALIZED);
+  CHECK_STATUS(amd().hsa_amd_memory_unlock_fn(buffer), HSA_STATUS_ERROR_NOT_INITIALIZED);
 #if HSA_RT_HAVE_VMEM
   void* va = nullptr;
   CHECK_STATUS(amd().hsa_amd_vmem_address_reserve_fn(&va, 4096, 0, 0),

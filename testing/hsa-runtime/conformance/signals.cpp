@@ -642,11 +642,15 @@ CASE("runtime: shutdown frees everything; entries answer NOT_INITIALIZED until i
   const hsa_amd_memory_pool_t vram = pool(gpu(0), HSA_RT_POOL_DEVICE_COARSE);
   CHECK(device_alloc(4096) != nullptr);
   const hsa_signal_t signal = make_signal(1);
+  static char locked[4096];
+  void* agent_ptr = nullptr;
+  CHECK_STATUS(amd().hsa_amd_memory_lock_fn(locked, sizeof(locked), nullptr, 0, &agent_ptr),
+               HSA_STATUS_SUCCESS);
   hsa_rt_shutdown();
   CHECK(!hsa_rt_initialized() && hsa_rt_gpu_count() == 0 && cpu().handle == 0);
   CHECK(count(HSA_RT_COUNT_LIVE_SIGNALS) == 0 && count(HSA_RT_COUNT_LIVE_ALLOCATIONS) == 0 &&
         count(HSA_RT_COUNT_VMEM_MAPPINGS) == 0 && count(HSA_RT_COUNT_VMEM_HANDLES) == 0 &&
-        count(HSA_RT_COUNT_VMEM_RESERVATIONS) == 0);
+        count(HSA_RT_COUNT_VMEM_RESERVATIONS) == 0 && count(HSA_RT_COUNT_LOCKED_RANGES) == 0);
   void* ptr = nullptr;
   CHECK_STATUS(amd().hsa_amd_memory_pool_allocate_fn(vram, 64, 0, &ptr),
                HSA_STATUS_ERROR_NOT_INITIALIZED);

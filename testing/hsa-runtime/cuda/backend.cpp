@@ -12,7 +12,8 @@
 //              map it as host memory (seen on an H200), and a copy there could
 //              no longer be told from a late copy into freed memory. Host
 //              blocks go back at once. Out of memory, the front end gives the
-//              GPU's quarantine back and tries again.
+//              GPU's quarantine back and tries again. Locked host memory:
+//              cuMemHostRegister, PORTABLE | DEVICEMAP, once per range.
 //   copies     cuMemcpy (unified addressing) in the issuing GPU's context,
 //              then a wait for the legacy stream when the destination is
 //              device memory (hsa_memory_copy is blocking in ROCr).
@@ -483,6 +484,31 @@ bool release(const Block& block) {
   return is_device_kind(block.pool.kind)
              ? CU_CHECK(cu().cuMemFree(reinterpret_cast<CUdeviceptr>(block.base)))
              : CU_CHECK(cu().cuMemFreeHost(block.base));
+}
+
+// A lock's range is pinned for every context and mapped for the devices at
+// its own address (unified addressing), as ROCr's lock maps it for the
+// GPUs. The driver registers a page once: a range meeting one it has
+// registered already (an overlapping lock, cuMemHostAlloc memory) stays as
+// it is, with nothing for unlock_host to undo; copies need no pinning.
+hsa_status_t lock_host(void* base, size_t size, bool* registered) {
+  Scoped scope(1u);
+  if (!scope.ok()) return HSA_STATUS_ERROR;
+  const CUresult result = cu().cuMemHostRegister(
+      base, size, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
+  *registered = result == CUDA_SUCCESS;
+  if (result == CUDA_SUCCESS || result == CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED) {
+    return HSA_STATUS_SUCCESS;
+  }
+  // Out of memory is an answer, not a fault.
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  CU_CHECK(result);
+  return HSA_STATUS_ERROR;
+}
+
+void unlock_host(void* base) {
+  Scoped scope(1u);
+  if (scope.ok()) CU_CHECK(cu().cuMemHostUnregister(base));
 }
 
 bool quarantines(hsa_rt_pool_kind_t kind) { return is_device_kind(kind); }

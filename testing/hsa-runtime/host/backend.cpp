@@ -128,6 +128,15 @@ hsa_status_t allocate(PoolId pool, size_t bytes, void** base) {
 }
 
 bool release(const Block& block) { return munmap(block.base, block.bytes) == 0; }
+
+// Locked memory needs no pinning: the GPUs are this process. The front end's
+// record of the range is all there is.
+hsa_status_t lock_host(void*, size_t, bool* registered) {
+  *registered = false;
+  return HSA_STATUS_SUCCESS;
+}
+void unlock_host(void*) {}
+
 bool quarantines(hsa_rt_pool_kind_t) { return true; }
 uint64_t quarantine_max_bytes() { return uint64_t{256} << 20; }
 size_t quarantine_max_blocks() { return 65536; }

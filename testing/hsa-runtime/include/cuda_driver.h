@@ -76,6 +76,8 @@ typedef struct CUmemAccessDesc_st {
 #define CUDA_ERROR_NOT_FOUND 500
 #define CUDA_ERROR_NOT_READY 600
 #define CUDA_ERROR_ILLEGAL_ADDRESS 700
+#define CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED 712
+#define CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED 713
 #define CUDA_ERROR_NOT_SUPPORTED 801
 
 /* ---- flags and attributes ----------------------------------------------------- */
@@ -83,6 +85,10 @@ typedef struct CUmemAccessDesc_st {
 /* cuMemHostAlloc flags */
 #define CU_MEMHOSTALLOC_PORTABLE 0x01
 #define CU_MEMHOSTALLOC_DEVICEMAP 0x02
+
+/* cuMemHostRegister flags */
+#define CU_MEMHOSTREGISTER_PORTABLE 0x01
+#define CU_MEMHOSTREGISTER_DEVICEMAP 0x02
 
 /* cuStreamCreate flags */
 #define CU_STREAM_DEFAULT 0x0
@@ -158,6 +164,10 @@ typedef struct CUmemAccessDesc_st {
   X(cuMemGetInfo, "cuMemGetInfo_v2", NULL, 1, (size_t * free_bytes, size_t * total_bytes))       \
   X(cuMemHostAlloc, "cuMemHostAlloc", NULL, 1, (void** host, size_t bytes, unsigned int flags)) \
   X(cuMemFreeHost, "cuMemFreeHost", NULL, 1, (void* host))                                      \
+  /* Pinning of memory the program allocated (hsa_amd_memory_lock). */                          \
+  X(cuMemHostRegister, "cuMemHostRegister_v2", "cuMemHostRegister", 1,                          \
+    (void* host, size_t bytes, unsigned int flags))                                             \
+  X(cuMemHostUnregister, "cuMemHostUnregister", NULL, 1, (void* host))                          \
   /* Unified-addressing copies: the plain symbols use the legacy default                        \
    * stream (the _ptds variants would use the per-thread one). */                               \
   X(cuMemcpy, "cuMemcpy", NULL, 1, (CUdeviceptr dst, CUdeviceptr src, size_t bytes))            \

@@ -50,6 +50,12 @@
 /* 7.x (1.12): HSA_EXT_POINTER_TYPE_HSA_VMEM; (1.13): pointer_info.registered. */
 #define HSA_RT_HAVE_POINTER_TYPE_HSA_VMEM HSA_RT_INTERFACE_AT_LEAST(12)
 #define HSA_RT_HAVE_POINTER_INFO_REGISTERED HSA_RT_INTERFACE_AT_LEAST(13)
+/* ROCm 5.2: hsa_amd_pointer_info knows locked host memory (type LOCKED);
+ * from 5.6 memory_lock goes through the SVM API, whose ranges it does not
+ * know (UNKNOWN). The headers cannot name 5.6 itself: every interface
+ * version after 5.2's 1.0 counts as the newer rule (the runtime builds
+ * against 5.2 and 6.0+ headers). */
+#define HSA_RT_POINTER_INFO_KNOWS_LOCKED (!HSA_RT_INTERFACE_AT_LEAST(1))
 
 /* hsa_agent_get_info attribute of newer ROCm (free device memory, uint64_t),
  * not in every header this builds against: HSA_AMD_AGENT_INFO_MEMORY_AVAIL. */
@@ -230,7 +236,9 @@ typedef enum hsa_rt_mode_t {
   HSA_RT_MODE_ADDRESS_REUSE = 0,
   /* An asynchronous copy whose copying agent (the source agent if a GPU, else
    * the destination if a GPU, else the CPU) cannot reach both buffers is a
-   * violation, as a DMA engine faults on memory not mapped for it. Off. */
+   * violation, as a DMA engine faults on memory not mapped for it (host
+   * memory the runtime does not own: only where it is locked for that GPU).
+   * Off. */
   HSA_RT_MODE_STRICT_ASYNC_ACCESS = 1,
   /* hsa_agent_get_info answers HSA_AMD_AGENT_INFO_MEMORY_AVAIL (false models
    * a runtime older than the query: INVALID_ARGUMENT). On by default. */
@@ -312,7 +320,14 @@ typedef enum hsa_rt_fault_t {
   HSA_RT_FAULT_NTH_VMEM_HANDLE_RELEASE = 17,
   HSA_RT_FAULT_NTH_VMEM_MAP = 18,
   HSA_RT_FAULT_NTH_VMEM_UNMAP = 19,
-  HSA_RT_FAULT_NTH_VMEM_SET_ACCESS = 20
+  HSA_RT_FAULT_NTH_VMEM_SET_ACCESS = 20,
+  /* The next value hsa_amd_memory_lock / _lock_to_pool calls fail with
+   * HSA_STATUS_ERROR before anything else (no check, *agent_ptr untouched,
+   * nothing locked); they still count (HSA_RT_COUNT_LOCKS). */
+  HSA_RT_FAULT_LOCKS = 21,
+  /* The next value hsa_amd_memory_unlock calls fail with HSA_STATUS_ERROR,
+   * unlocking nothing (still counted: HSA_RT_COUNT_UNLOCKS). */
+  HSA_RT_FAULT_UNLOCKS = 22
 } hsa_rt_fault_t;
 void hsa_rt_inject(hsa_rt_fault_t fault, uint64_t target, uint64_t value);
 
@@ -367,12 +382,19 @@ typedef enum hsa_rt_counter_t {
   HSA_RT_COUNT_VMEM_RESERVATIONS = 20,
   /* Backend calls that failed inside the runtime (CUDA: each printed on
    * stderr; out of memory answers to an allocation are not counted). */
-  HSA_RT_COUNT_BACKEND_ERRORS = 21
+  HSA_RT_COUNT_BACKEND_ERRORS = 21,
+  /* hsa_amd_memory_lock and _lock_to_pool calls, and hsa_amd_memory_unlock
+   * calls, failed ones included. */
+  HSA_RT_COUNT_LOCKS = 22,
+  HSA_RT_COUNT_UNLOCKS = 23,
+  /* Ranges of host memory locked for GPUs and not unlocked (one per start
+   * address, however often it was locked). */
+  HSA_RT_COUNT_LOCKED_RANGES = 24
 } hsa_rt_counter_t;
 uint64_t hsa_rt_count(hsa_rt_counter_t counter);
 /* Clears the event counters (copies, bytes, violations, async copies,
- * pointer-info queries, dispatches, invalid signal uses, backend errors),
- * not the live counts. Reset does it too. */
+ * pointer-info queries, dispatches, invalid signal uses, backend errors,
+ * locks and unlocks), not the live counts. Reset does it too. */
 void hsa_rt_reset_counters(void);
 /* Dispatches that ran of one kernel (name with or without ".kd"; NULL: all). */
 uint64_t hsa_rt_dispatch_count(const char* kernel);
@@ -428,9 +450,35 @@ bool hsa_rt_quarantine_intact(void);
  * lack of memory gets that GPU's quarantine back and is tried once more.
  * hsa_amd_agents_allow_access: num_agents 0, NULL agents, flags or ptr
  * INVALID_ARGUMENT; then the pointer (the exact base of a live allocation,
- * else HSA_STATUS_ERROR), then the agents (INVALID_AGENT); grants
- * accumulate. System memory from hsa_memory_allocate is granted to every GPU
+ * else HSA_STATUS_ERROR), then the agents (INVALID_AGENT); then, as ROCr's
+ * MemoryRegion::AllowAccess, the list replaces the grants: the allocation's
+ * owner (device memory: its GPU; system memory: the CPU) and the listed
+ * agents have access, nobody else (system memory granted to CPUs only has
+ * no GPU left). Grants do not accumulate: the runtime has no sub-allocated
+ * fragments. System memory from hsa_memory_allocate is granted to every GPU
  * from the start, pool allocations to their owner only.
+ *
+ * Locked host memory (hsa_amd_memory_lock, _lock_to_pool; ROCr's
+ * MemoryRegion::Lock): size 0, NULL host_ptr or agent_ptr (_to_pool: flags
+ * not 0) INVALID_ARGUMENT; then *agent_ptr = NULL; agents NULL with
+ * num_agent not 0 or the reverse (or num_agent < 0) INVALID_ARGUMENT;
+ * _to_pool: an unknown pool, or one no CPU owns, INVALID_MEMORY_POOL; an
+ * unknown agent INVALID_AGENT; host memory not mapped HSA_STATUS_ERROR.
+ * No agents means every GPU; CPUs in the list are skipped, and a list
+ * without a GPU locks nothing (*agent_ptr = host_ptr, SUCCESS). Otherwise
+ * the range is recorded with its pool's grain (memory_lock: the CPU's
+ * coarse pool; 6.3+ ROCr takes its extended-scope fine pool, which the
+ * runtime does not model) and its GPUs, and *agent_ptr = host_ptr (5.6+
+ * ROCr). Locking at the same host_ptr again adds the GPUs named (HIP locks
+ * once per GPU), grows the range to the larger size and needs one more
+ * unlock; ranges may overlap. hsa_amd_memory_unlock(host_ptr) undoes one
+ * lock of the range starting there; after the last the GPUs lose it. An
+ * address locked by nobody: SUCCESS, nothing done (ROCr's SVM thunk finds
+ * nothing). A locked range counts as reachable by its GPUs only (strict
+ * async copies, host dispatches). CUDA: the first lock of a range registers
+ * it with cuMemHostRegister (PORTABLE | DEVICEMAP), the last unlock
+ * unregisters it; a range the driver has registered already (overlapping
+ * locks, cuMemHostAlloc memory) is left as the driver has it.
  *
  * hsa_amd_pointer_info: NULL ptr or info, or info->size 0, INVALID_ARGUMENT;
  * the answer is written up to what both sides know of the struct. Inside a
@@ -438,7 +486,10 @@ bool hsa_rt_quarantine_intact(void);
  * size, agentOwner, the pool's flags, userData, and as accessible agents the
  * owner then the grants (a list only when alloc, the count and the list
  * pointer are all non-NULL). A variable's storage: its exact size, its agent,
- * COARSE_GRAINED. Anything else: SUCCESS with type UNKNOWN and no list.
+ * COARSE_GRAINED. Locked host memory: 5.2 headers LOCKED, both bases the
+ * range's start, its size, owner the CPU, its pool's flags, its GPUs as the
+ * accessible agents; newer headers UNKNOWN (see the locks above). Anything
+ * else: SUCCESS with type UNKNOWN and no list.
  * Reserved address space: see "Virtual memory".
  *
  * Copies (hsa_memory_copy): NULL sides are a violation and INVALID_ARGUMENT,
@@ -525,7 +576,7 @@ bool hsa_rt_quarantine_intact(void);
  * (KR_WORKGROUP x 1 x 1, whole workgroups) INVALID_ARGUMENT; a kernel without
  * a host build INVALID_CODE_OBJECT; every range the kernel will touch must
  * pass the copy checks and be reachable by the queue's GPU (owned, granted,
- * or a vmem permission for the access), else one violation and
+ * locked for it, or a vmem permission for the access), else one violation and
  * MEMORY_APERTURE_VIOLATION with nothing touched; an injected copy fault on a
  * range MEMORY_APERTURE_VIOLATION; then the kernel runs on the CPU. CUDA:
  * cuLaunchKernel (the kernarg segment as one parameter, or as a buffer for

@@ -16,6 +16,10 @@
 //   - releasing a device's primary context for the last time with device
 //     allocations (or virtual memory handles) still live reports them as
 //     leaked (a "fake_cuda: LEAK" line on stderr);
+//   - cuMemHostRegister pins a range once: one meeting a registered range or
+//     cuMemHostAlloc memory is CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+//     device memory CUDA_ERROR_INVALID_VALUE; cuMemHostUnregister takes a
+//     registered range's start only (else ..._NOT_REGISTERED);
 //   - virtual memory management (cuMemAddressReserve, cuMemCreate, cuMemMap,
 //     cuMemSetAccess, ...) is a model of the real thing: a reservation is
 //     PROT_NONE address space, a handle is a memfd (counted in its device's
@@ -230,6 +234,7 @@ struct Driver {
   std::vector<std::unique_ptr<CUctx_st>> contexts;  // primary context per device
   std::vector<size_t> used;
   std::map<uintptr_t, Block> blocks;
+  std::map<uintptr_t, size_t> registered;  // cuMemHostRegister: start -> size
   std::map<uintptr_t, size_t> freed_device;
   std::set<CUmod_st*> modules;
   std::set<CUstream_st*> streams;
@@ -490,6 +495,12 @@ FAKE_EXPORT CUresult cuGetErrorName(CUresult error, const char** name) {
     case CUDA_ERROR_NOT_FOUND: *name = "CUDA_ERROR_NOT_FOUND"; return CUDA_SUCCESS;
     case CUDA_ERROR_ILLEGAL_ADDRESS: *name = "CUDA_ERROR_ILLEGAL_ADDRESS"; return CUDA_SUCCESS;
     case kInvalidHandle: *name = "CUDA_ERROR_INVALID_HANDLE"; return CUDA_SUCCESS;
+    case CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED:
+      *name = "CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED";
+      return CUDA_SUCCESS;
+    case CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED:
+      *name = "CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED";
+      return CUDA_SUCCESS;
     default: *name = nullptr; return CUDA_ERROR_INVALID_VALUE;
   }
 }
@@ -739,6 +750,38 @@ FAKE_EXPORT CUresult cuMemFreeHost(void* host) {
   return CUDA_SUCCESS;
 }
 
+FAKE_EXPORT CUresult cuMemHostRegister_v2(void* host, size_t bytes, unsigned int flags) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (CUresult r = need_context(d)) return r;
+  if (host == nullptr || bytes == 0 || (flags & ~0xFu) != 0) return CUDA_ERROR_INVALID_VALUE;
+  const auto base = reinterpret_cast<uintptr_t>(host);
+  const auto meets = [&](uintptr_t start, size_t size) {
+    return start < base + bytes && base < start + size;
+  };
+  for (const auto& [start, size] : d.registered) {
+    if (meets(start, size)) return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+  }
+  for (const auto& [start, block] : d.blocks) {
+    if (meets(start, block.size)) {
+      return block.device < 0 ? CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED
+                              : CUDA_ERROR_INVALID_VALUE;
+    }
+  }
+  d.registered[base] = bytes;
+  return CUDA_SUCCESS;
+}
+
+FAKE_EXPORT CUresult cuMemHostUnregister(void* host) {
+  Driver& d = driver();
+  Lock lock(d.mutex);
+  if (CUresult r = need_context(d)) return r;
+  if (d.registered.erase(reinterpret_cast<uintptr_t>(host)) == 0) {
+    return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+  }
+  return CUDA_SUCCESS;
+}
+
 FAKE_EXPORT CUresult cuPointerGetAttribute(void* data, int attribute, CUdeviceptr ptr) {
   Driver& d = driver();
   Lock lock(d.mutex);
@@ -756,6 +799,8 @@ FAKE_EXPORT CUresult cuPointerGetAttribute(void* data, int attribute, CUdevicept
     auto it = d.blocks.upper_bound(address);
     if (it != d.blocks.begin() && address - std::prev(it)->first < std::prev(it)->second.size) {
       device = std::prev(it)->second.device;
+    } else if (containing(d.registered, address) != d.registered.end()) {
+      device = -1;  // registered host memory
     }
   }
   if (device == -2) return CUDA_ERROR_INVALID_VALUE;  // pageable or unknown

@@ -140,6 +140,8 @@ fn counters_and_faults_start_cleared() {
         u64::from(HSA_EXECUTABLE_SYMBOL_INFO_VARIABLE_SIZE),
         1,
     );
+    sim.inject(hsa_sim::Fault::Locks, 0, 1);
+    sim.inject(hsa_sim::Fault::Unlocks, 0, 1);
     sim.set_mode(hsa_sim::Mode::AddressReuse, true);
     drop(sim);
 
@@ -154,6 +156,9 @@ fn counters_and_faults_start_cleared() {
         Counter::InvalidSignalUses,
         Counter::LiveAllocations,
         Counter::QuarantinedBytes,
+        Counter::Locks,
+        Counter::Unlocks,
+        Counter::LockedRanges,
     ] {
         assert_eq!(sim.count(counter), 0, "{counter:?}");
     }
