@@ -115,6 +115,13 @@ typedef enum kr_decline_reason_t {
    * region would tear each other's passes. Free that snapshot first.
    */
   KR_DECLINE_SHARED_REGION_BUSY = 11,
+  /**
+   * The coverage setting is strict (`kr_set_coverage`) and the agent
+   * can write memory the snapshot would not cover: host memory the
+   * host-memory setting leaves out, or, with XNACK on, any system
+   * memory.
+   */
+  KR_DECLINE_UNCOVERED_MEMORY = 12,
 } kr_decline_reason_t;
 
 /**
@@ -212,6 +219,20 @@ typedef enum kr_memory_kind_t {
    * kernel writes), coarse- or fine-grained.
    */
   KR_MEMORY_DEVICE_PEER = 2,
+  /**
+   * Host memory a GPU was given access to: an allocation from a CPU
+   * agent's pool, fine- or coarse-grained (`hipHostMalloc`), granted
+   * with `hsa_amd_agents_allow_access`, or system memory from
+   * `hsa_memory_allocate`. Copied by the CPU; which of it is captured
+   * is the host-memory setting's (`kr_set_host_memory`).
+   */
+  KR_MEMORY_HOST = 3,
+  /**
+   * Host memory locked for GPUs (`hsa_amd_memory_lock`,
+   * `hsa_amd_memory_lock_to_pool`: `hipHostRegister`). Copied by the
+   * CPU, retired before the runtime unlocks it.
+   */
+  KR_MEMORY_LOCKED = 4,
 } kr_memory_kind_t;
 
 /**
@@ -285,6 +306,52 @@ typedef enum kr_copy_direction_t {
    */
   KR_COPY_RESTORE = 1,
 } kr_copy_direction_t;
+
+/**
+ * Which host memory granted to an agent its snapshots capture
+ * (`kr_set_host_memory`, `KERNEL_REPLAY_HOST_MEMORY`).
+ */
+typedef enum kr_host_memory_t {
+  /**
+   * `REGISTERED` in a process where HIP's runtime (`libamdhip64`)
+   * is loaded, whose own buffers share the host pools; `ALL`
+   * otherwise. The default.
+   */
+  KR_HOST_MEMORY_AUTO = 0,
+  /**
+   * Every host-pool allocation and locked range the agent was
+   * granted. Under HIP, only for programs that run no pageable copy
+   * and no device `printf` concurrently with a replay.
+   */
+  KR_HOST_MEMORY_ALL = 1,
+  /**
+   * Memory locked for the GPUs through a fine-grained pool or
+   * `hsa_amd_memory_lock` (`hipHostRegister`); host-pool allocations
+   * and coarse-grained locks (HIP's staging, hostcall and pinning
+   * buffers among them) are reported, not captured.
+   */
+  KR_HOST_MEMORY_REGISTERED = 2,
+  /**
+   * No host memory: all of it is reported, none captured.
+   */
+  KR_HOST_MEMORY_OFF = 3,
+} kr_host_memory_t;
+
+/**
+ * What a snapshot does when memory its agent can write is not covered
+ * (`kr_set_coverage`, `KERNEL_REPLAY_COVERAGE`).
+ */
+typedef enum kr_coverage_t {
+  /**
+   * Capture what can be captured, report the rest per snapshot and
+   * warn once per agent. The default.
+   */
+  KR_COVERAGE_WARN = 0,
+  /**
+   * Decline the snapshot (`KR_DECLINE_UNCOVERED_MEMORY`).
+   */
+  KR_COVERAGE_STRICT = 1,
+} kr_coverage_t;
 
 
 /**
@@ -517,6 +584,17 @@ typedef struct kr_stats2_t {
    * `kr_memory_kind_t` (room for kinds to come).
    */
   uint64_t bytes_captured_by_kind[8];
+  /**
+   * Bytes of memory their agents could write that complete snapshots
+   * left uncovered (host memory the host-memory setting left out), per
+   * memory kind, indexed as `bytes_captured_by_kind`.
+   */
+  uint64_t bytes_not_covered_by_kind[8];
+  /**
+   * Complete snapshots taken while XNACK was on (kernels may write any
+   * system memory; none of it is covered).
+   */
+  uint64_t snapshots_with_xnack;
 } kr_stats2_t;
 
 /**
@@ -802,6 +880,33 @@ void kr_set_batched_copies(bool enabled);
 bool kr_set_strategy(kr_strategy_t strategy);
 
 /**
+ * Sets which host memory granted to an agent its snapshots capture
+ * (`kr_host_memory_t`); returns false, changing nothing, for an unknown
+ * value. The default is `KR_HOST_MEMORY_AUTO`, or
+ * `KERNEL_REPLAY_HOST_MEMORY` (auto, all, registered, off).
+ */
+bool kr_set_host_memory(kr_host_memory_t rule);
+
+/**
+ * The host-memory setting in force (`KR_HOST_MEMORY_AUTO` unresolved).
+ */
+kr_host_memory_t kr_host_memory(void);
+
+/**
+ * Sets what a snapshot does when memory its agent can write is not
+ * covered (`kr_coverage_t`): warn once per agent (`KR_COVERAGE_WARN`, the
+ * default, or `KERNEL_REPLAY_COVERAGE`) or decline
+ * (`KR_COVERAGE_STRICT`: `KR_DECLINE_UNCOVERED_MEMORY`). False, changing
+ * nothing, for an unknown value.
+ */
+bool kr_set_coverage(kr_coverage_t coverage);
+
+/**
+ * The coverage setting in force.
+ */
+kr_coverage_t kr_coverage(void);
+
+/**
  * Registers the tool's batch-copy function (NULL: none, the library's own
  * kernels again). Once registered, every capture and restore whose copies
  * are batched calls it once with the regions kept in device or pinned
@@ -879,6 +984,27 @@ uint64_t kr_snapshot_tier_bytes(const kr_snapshot_t *snapshot, kr_storage_tier_t
  * `snapshot` is NULL or a live snapshot from `kr_snap`.
  */
 uint64_t kr_snapshot_kind_bytes(const kr_snapshot_t *snapshot, kr_memory_kind_t kind);
+
+/**
+ * Bytes of memory kind `kind` (`kr_memory_kind_t`) that the snapshot's
+ * agent can write and the snapshot does not cover (host memory the
+ * host-memory setting left out); 0 for NULL, a declined snapshot or an
+ * unknown kind.
+ *
+ * # Safety
+ * `snapshot` is NULL or a live snapshot from `kr_snap`.
+ */
+uint64_t kr_snapshot_uncovered_bytes(const kr_snapshot_t *snapshot, kr_memory_kind_t kind);
+
+/**
+ * Whether XNACK was on when the snapshot was taken: kernels may then write
+ * any system memory, which no snapshot covers. False for NULL or a
+ * declined snapshot.
+ *
+ * # Safety
+ * `snapshot` is NULL or a live snapshot from `kr_snap`.
+ */
+bool kr_snapshot_system_memory_uncovered(const kr_snapshot_t *snapshot);
 
 /**
  * Fills `stats` (if not NULL) with the cumulative counters and what is held

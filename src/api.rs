@@ -70,10 +70,11 @@ use crate::memory_tracker::{self, TRACKER};
 
 pub use crate::hsa::entries::{ExecutableCallback, IterateExecutablesFn};
 pub use crate::hsa::tables::TableError;
-pub use crate::memory_snapshot::coverage::Footprint;
+pub use crate::memory_snapshot::coverage::{Footprint, NotCovered};
 pub use crate::memory_snapshot::device::batch::DeviceOutcome;
 pub use crate::memory_snapshot::device::tool_copy::{BatchCopyFn, CopyDirection, CopyRegion};
 pub use crate::memory_snapshot::device::{CopyMethod, Strategy};
+pub use crate::memory_snapshot::host_memory::{Coverage, HostMemory};
 pub use crate::memory_snapshot::storage::{StoragePolicy, Tier};
 pub use crate::memory_snapshot::verify::VerifyOutcome;
 pub use crate::memory_snapshot::{DeclineReason, RestoreReport};
@@ -329,6 +330,15 @@ impl Snapshot {
     /// memory, fine-grained device memory, ...).
     pub fn kind_bytes(&self, memory: MemoryKind) -> u64 {
         self.0.kind_bytes(memory)
+    }
+
+    /// What the agent can write that the snapshot does not cover: host
+    /// memory the host-memory setting left out, per kind
+    /// ([`NotCovered::bytes`], indexed by [`MemoryKind::index`]), and
+    /// whether XNACK made any system memory writable. Nothing for a
+    /// declined snapshot.
+    pub fn not_covered(&self) -> NotCovered {
+        self.0.not_covered()
     }
 
     /// How the capture moved its bytes (its restores move them the same
@@ -679,6 +689,56 @@ pub fn set_batched_copies(enabled: bool) {
 /// ```
 pub fn set_strategy(strategy: Strategy) {
     SNAPSHOTS.kernels.set_strategy(strategy)
+}
+
+/// Sets which host memory granted to an agent its snapshots capture (see
+/// [`HostMemory`]; the default is [`HostMemory::Auto`], or
+/// `KERNEL_REPLAY_HOST_MEMORY`: auto, all, registered, off). What a
+/// snapshot leaves out it reports ([`Snapshot::not_covered`]).
+///
+/// # Example
+///
+/// ```
+/// # let sim = hsa_sim::session(1);
+/// # let gpu = kernel_replay::hsa::hsa_agent_t { handle: sim.gpu(0).handle };
+/// # let amd = hsa_sim::amd_ext_table_ptr().cast();
+/// # unsafe { kernel_replay::install(hsa_sim::core_table_ptr().cast(), amd, 0) }.unwrap();
+/// # kernel_replay::set_tracking(true);
+/// # let pool = sim.pool(sim.cpu(), hsa_sim::PoolKind::SystemFine).handle;
+/// # // 4 KiB of host memory the application allocated and granted the GPU.
+/// # let buffer = unsafe { kernel_replay::testing::app_allocate(amd, pool, 4096, 1) };
+/// # unsafe { kernel_replay::testing::app_allow_access(amd, buffer, &[gpu]) };
+/// use kernel_replay::{HostMemory, MemoryKind};
+///
+/// kernel_replay::set_host_memory(HostMemory::Off);
+/// let snapshot = kernel_replay::snap(gpu)?;
+/// assert_eq!(snapshot.kind_bytes(MemoryKind::Host), 0);
+/// assert_eq!(snapshot.not_covered().bytes[MemoryKind::Host.index()], 4096);
+///
+/// kernel_replay::set_host_memory(HostMemory::All);
+/// assert_eq!(kernel_replay::snap(gpu)?.kind_bytes(MemoryKind::Host), 4096);
+/// # Ok::<(), kernel_replay::Declined>(())
+/// ```
+pub fn set_host_memory(rule: HostMemory) {
+    SNAPSHOTS.set_host_memory(rule)
+}
+
+/// The host-memory setting, as set ([`HostMemory::Auto`] unresolved).
+pub fn host_memory() -> HostMemory {
+    SNAPSHOTS.host_memory()
+}
+
+/// Sets what a snapshot does when memory its agent can write is not
+/// covered: [`Coverage::Warn`] (the default, or `KERNEL_REPLAY_COVERAGE`)
+/// captures the rest and warns once per agent; [`Coverage::Strict`]
+/// declines ([`DeclineReason::UncoveredMemory`]).
+pub fn set_coverage(coverage: Coverage) {
+    SNAPSHOTS.set_coverage(coverage)
+}
+
+/// The coverage setting.
+pub fn coverage() -> Coverage {
+    SNAPSHOTS.coverage()
 }
 
 /// Registers the tool's batch-copy function, which then moves, in one call

@@ -112,3 +112,35 @@ pub unsafe fn app_allocate(
     unsafe { std::ptr::write_bytes(ptr, byte, size) };
     ptr
 }
+
+/// `hsa_amd_agents_allow_access(agents, NULL, ptr)` through the runtime's
+/// AMD table, for the examples; panics if the runtime refuses.
+///
+/// # Safety
+/// `amd` is the software runtime's live AMD extension table and `ptr` an
+/// allocation of its.
+pub unsafe fn app_allow_access(
+    amd: *mut crate::hsa::AmdExtTable,
+    ptr: *const u8,
+    agents: &[crate::hsa::hsa_agent_t],
+) {
+    // SAFETY: the caller's promise about the table; `agents` outlives the
+    // call.
+    let status = unsafe {
+        (*amd)
+            .hsa_amd_agents_allow_access_fn
+            .expect("the allow access entry")(
+            agents.len() as u32,
+            agents.as_ptr(),
+            std::ptr::null(),
+            ptr.cast(),
+        )
+    };
+    assert_eq!(status, crate::hsa::HSA_STATUS_SUCCESS, "access refused");
+}
+
+/// What the library takes HIP's presence to be from now on (`None`: looks
+/// again): the host-memory setting's `auto` depends on it.
+pub fn assume_hip_loaded(loaded: Option<bool>) {
+    crate::memory_snapshot::host_memory::assume_hip_loaded(loaded)
+}

@@ -46,6 +46,7 @@ fn allocate(world: &World) -> TrackedRegion {
         memory: MemoryKind::Device,
         owner: AGENT,
         shared: false,
+        coarse: false,
     }
 }
 
@@ -116,6 +117,89 @@ fn restore_never_writes_memory_being_freed() {
         assert!(
             !restore(&w, &region),
             "a freed allocation is never written again"
+        );
+    });
+}
+
+// ---- locked host memory: one record for several locks ----------------------
+
+/// The GPU the locked range is granted to (grant bit 1).
+const GPU: u64 = 9;
+
+/// `hsa_amd_memory_lock_to_pool` for one GPU through the wrapper: the
+/// runtime counts the lock (`owner` holds the runtime's lock count here),
+/// then the wrapper records or counts it.
+fn lock(world: &World) {
+    world.device.owner.fetch_add(1, Relaxed);
+    world.inventory.lock(BASE, SIZE, AGENT, 1, false);
+}
+
+/// `hsa_amd_memory_unlock` through the wrapper (`locks.rs`): counted down
+/// while other locks are held, retired before the runtime's last unlock.
+fn unlock(world: &World) {
+    use kernel_replay::memory_tracker::inventory::Unlock;
+    let runtime_unlock = || world.device.owner.fetch_sub(1, Relaxed);
+    match world.inventory.unlock_one(BASE) {
+        Unlock::NotLocked | Unlock::StillHeld => {
+            runtime_unlock();
+        }
+        Unlock::Last => {
+            world
+                .inventory
+                .retire_then_free(BASE, runtime_unlock, |_| true);
+        }
+    }
+}
+
+/// A restore of the locked range as the GPU's snapshot holds it.
+fn restore_locked(world: &World, region: &TrackedRegion) -> bool {
+    world
+        .inventory
+        .with_live(region, || {
+            assert!(
+                world.device.owner.load(Relaxed) > 0,
+                "restore wrote host memory the runtime had unlocked"
+            );
+            // SAFETY (loom): as in restore.
+            world.device.data.with_mut(|p| unsafe { *p = CAPTURED });
+        })
+        .is_some()
+}
+
+#[test]
+fn two_racing_locks_are_both_counted_and_only_the_last_unlock_retires() {
+    loom::model(|| {
+        let w = world();
+        let lockers: Vec<_> = (0..2)
+            .map(|_| {
+                let w = w.clone();
+                thread::spawn(move || lock(&w))
+            })
+            .collect();
+        for locker in lockers {
+            locker.join().unwrap();
+        }
+        let mut regions = Vec::new();
+        w.inventory
+            .collect_agent(GPU, Some(1), &mut regions)
+            .unwrap();
+        assert_eq!(regions.len(), 1, "one record for the range");
+        let region = regions[0];
+        assert_eq!(region.memory, MemoryKind::Locked);
+        let unlockers: Vec<_> = (0..2)
+            .map(|_| {
+                let w = w.clone();
+                thread::spawn(move || unlock(&w))
+            })
+            .collect();
+        restore_locked(&w, &region);
+        for unlocker in unlockers {
+            unlocker.join().unwrap();
+        }
+        assert_eq!(w.device.owner.load(Relaxed), 0);
+        assert!(
+            !restore_locked(&w, &region),
+            "unlocked: never written again"
         );
     });
 }

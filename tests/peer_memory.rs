@@ -55,18 +55,19 @@ fn a_buffer_of_another_gpu_granted_to_the_replayed_one_is_captured_and_restored(
 }
 
 #[test]
-fn fine_grained_peer_memory_is_peer_memory_and_host_memory_is_not() {
+fn fine_grained_peer_memory_is_peer_memory_and_host_memory_is_host_memory() {
     let sim = session(2);
     let (gpu0, gpu1, cpu) = (sim.gpu(0), sim.gpu(1), sim.cpu());
     let fine = pool_allocate(sim.pool(gpu1, PoolKind::DeviceFine), 4096, 0).unwrap();
-    // Coarse host memory granted to the GPUs (HIP's staging buffers look
-    // like this): not captured as peer memory.
-    let host = pool_allocate(sim.pool(cpu, PoolKind::SystemCoarse), 4096, 0).unwrap();
+    // Coarse host memory granted to the GPUs: host memory (the CPU's), not
+    // peer memory, whoever else was granted it.
+    let host = pool_allocate(sim.pool(cpu, PoolKind::SystemCoarse), 8192, 0).unwrap();
     assert_eq!(allow_access(&[gpu0], fine), SUCCESS);
     assert_eq!(allow_access(&[gpu0, gpu1], host), SUCCESS);
     let snap = Snap::of(gpu0);
-    assert_eq!(snap.regions(), 1);
+    assert_eq!(snap.regions(), 2);
     assert_eq!(snap.kind_bytes(MemoryKind::DevicePeer), 4096);
+    assert_eq!(snap.kind_bytes(MemoryKind::Host), 8192);
     for p in [fine, host] {
         assert_eq!(pool_free(p), SUCCESS);
     }

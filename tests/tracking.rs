@@ -33,7 +33,7 @@ fn tracking_is_off_by_default_and_then_records_nothing() {
 }
 
 #[test]
-fn device_memory_that_is_not_kernarg_nor_executable_is_tracked() {
+fn memory_that_is_not_kernarg_nor_executable_is_tracked() {
     let sim = session(2);
     let (gpu0, gpu1, cpu) = (sim.gpu(0), sim.gpu(1), sim.cpu());
     let mut live = Vec::new();
@@ -47,9 +47,9 @@ fn device_memory_that_is_not_kernarg_nor_executable_is_tracked() {
     alloc(sim.pool(gpu1, PoolKind::DeviceCoarse), 500, 0);
     // Fine-grained device memory: tracked, its own kind.
     alloc(sim.pool(gpu0, PoolKind::DeviceFine), 2048, 0);
-    // Excluded: fine-grained host memory, kernarg, executable-flag coarse
-    // allocations.
+    // Fine-grained host memory: tracked, owned by the CPU agent.
     alloc(sim.pool(cpu, PoolKind::SystemFine), 4096, 0);
+    // Excluded: kernarg, executable-flag coarse allocations.
     alloc(sim.pool(cpu, PoolKind::SystemKernarg), 4096, 0);
     alloc(
         sim.pool(gpu0, PoolKind::DeviceCoarse),
@@ -73,7 +73,8 @@ fn device_memory_that_is_not_kernarg_nor_executable_is_tracked() {
     );
     assert_eq!(kernel_replay::tracked(agent(gpu1)).regions, 1);
     assert_eq!(kernel_replay::tracked(agent(gpu1)).bytes, 500);
-    assert_eq!(kernel_replay::tracked(agent(cpu)).regions, 1);
+    assert_eq!(kernel_replay::tracked(agent(cpu)).regions, 2);
+    assert_eq!(kernel_replay::tracked(agent(cpu)).bytes, 4096 + 256);
     for p in live {
         assert_eq!(pool_free(p), SUCCESS);
     }
@@ -94,7 +95,9 @@ fn hsa_memory_allocate_is_tracked_by_region_kind() {
     let fine = memory_allocate(sim.region(cpu, PoolKind::SystemFine), 64).unwrap();
     assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 1);
     assert_eq!(kernel_replay::tracked(agent(gpu)).bytes, 8192);
-    assert_eq!(kernel_replay::tracked(agent(cpu)).regions, 0);
+    // System memory, not kernarg: the CPU's host memory.
+    assert_eq!(kernel_replay::tracked(agent(cpu)).regions, 1);
+    assert_eq!(kernel_replay::tracked(agent(cpu)).bytes, 64);
     // Either free entry retires: ROCr frees any allocation through both.
     assert_eq!(pool_free(coarse), SUCCESS);
     assert_eq!(kernel_replay::tracked(agent(gpu)).regions, 0);

@@ -46,7 +46,7 @@ pub mod stats {
     pub static REUSED_ADDRESSES: AtomicU64 = AtomicU64::new(0);
     pub static FAILED_FREES: AtomicU64 = AtomicU64::new(0);
     /// Snapshots by decline reason (index = `kr_decline_reason_t`, 0 = ok).
-    pub static SNAPS: [AtomicU64; 11] = [const { AtomicU64::new(0) }; 11];
+    pub static SNAPS: [AtomicU64; 13] = [const { AtomicU64::new(0) }; 13];
     /// Complete snapshots taken under an arena policy.
     pub static ARENA_SNAPS: AtomicU64 = AtomicU64::new(0);
     pub static UNLOADS: AtomicU64 = AtomicU64::new(0);
@@ -90,6 +90,8 @@ pub mod stats {
 struct LiveSnap {
     handle: *mut kr_snapshot_t,
     agent: u64,
+    /// The shared regions it holds (bases), until it is freed.
+    claims: Vec<usize>,
     expected: Expected,
     /// Complete and taken under an arena policy (holds arenas).
     arena: bool,
@@ -386,9 +388,14 @@ impl Interp {
                     );
                     let arena = self.model.policy.arenas() && matches!(expected, Expected::Ok(_));
                     stats::bump(&stats::ARENA_SNAPS, arena as u64);
+                    let claims = match &expected {
+                        Expected::Ok(plan) => self.model.shared_bases(plan),
+                        Expected::Declined(_) => Vec::new(),
+                    };
                     self.snaps.push(LiveSnap {
                         handle,
                         agent: agent.handle,
+                        claims,
                         expected,
                         arena,
                         batched: arena && self.batched,
@@ -640,8 +647,13 @@ impl Interp {
     fn predict(&mut self, agent: hsa_sim::Agent) -> Prediction {
         self.model.arenas_held = self.arenas_held();
         let is_gpu = agent != self.sim.cpu();
+        let held: Vec<(u64, usize)> = self
+            .snaps
+            .iter()
+            .flat_map(|s| s.claims.iter().map(|&base| (s.agent, base)))
+            .collect();
         self.model
-            .predict_snap(agent.handle, is_gpu, self.held_baseline_bytes())
+            .predict_snap(agent.handle, is_gpu, self.held_baseline_bytes(), &held)
     }
 
     /// The expectation once the library answered `reason`: the prediction,
@@ -1155,9 +1167,11 @@ impl Interp {
             let is_gpu = agent != self.sim.cpu();
             // The tracked regions (allocations and mappings) and the
             // variables of the loaded executables.
-            let (regions, bytes) = self.model.tracked_totals(agent.handle);
+            let (regions, captured_bytes) = self.model.captured_totals(agent.handle, is_gpu);
             let (variables, variable_bytes) = self.model.estimated_variables(agent.handle);
-            let want = (regions + variables, bytes + variable_bytes);
+            let want = (regions + variables, captured_bytes + variable_bytes);
+            // The agent's own: what its memory in use is compared with.
+            let (_, bytes) = self.model.tracked_totals(agent.handle);
             let footprint = kernel_replay::estimate_footprint(handle);
             if (footprint.regions, footprint.bytes) != want {
                 self.fail(

@@ -32,6 +32,28 @@ pub struct Alloc {
     pub shadow: Vec<u8>,
 }
 
+impl Alloc {
+    /// System memory every GPU may reach: `hsa_memory_allocate`'s (ROCr
+    /// maps it for all GPUs; a CPU pool's allocation is the CPU's alone
+    /// until `hsa_amd_agents_allow_access`, which the fuzzer does not call).
+    pub fn granted_to_gpus(&self) -> bool {
+        self.pool.is_system() && self.via_region
+    }
+
+    /// Whether a snapshot of `agent` (a GPU if `is_gpu`) captures it: its
+    /// own tracked memory, and tracked host memory granted to it (every
+    /// host byte is taken: no HIP in the fuzzer's process).
+    pub fn captured_by(&self, agent: u64, is_gpu: bool) -> bool {
+        self.tracked && (self.owner == agent || (is_gpu && self.granted_to_gpus()))
+    }
+
+    /// Whether the copy fence counts copies touching it: tracked memory a
+    /// snapshot may take (host memory only once a GPU was granted it).
+    pub fn fenced(&self) -> bool {
+        self.tracked && (!self.pool.is_system() || self.granted_to_gpus())
+    }
+}
+
 /// A module-scope variable of a loaded executable.
 #[derive(Debug)]
 pub struct Var {
@@ -72,10 +94,16 @@ pub struct Exe {
 /// Where a captured region came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
+    /// A tracked allocation: `owner` its agent, `host` system memory (the
+    /// CPU copies it), `shared` host memory GPUs were granted (one agent's
+    /// live snapshot at a time).
     Alloc {
         id: u64,
         ptr: usize,
         size: usize,
+        owner: u64,
+        host: bool,
+        shared: bool,
     },
     /// `registry`: captured with the executable registry (a library with
     /// storage tiers), so restored only while its executable is loaded.
@@ -87,11 +115,7 @@ pub enum Source {
     },
     /// A tracked virtual-memory mapping; `id` is its generation (a new one
     /// each time the mapping becomes tracked).
-    Mapping {
-        id: u64,
-        ptr: usize,
-        size: usize,
-    },
+    Mapping { id: u64, ptr: usize, size: usize },
 }
 
 impl Source {
@@ -487,6 +511,16 @@ impl Model {
             .fold((0, 0), |(n, b), size| (n + 1, b + size as u64))
     }
 
+    /// `(count, bytes)` of the allocations and mappings a snapshot of
+    /// `agent` takes (`kr_estimate_footprint` less the variables).
+    pub fn captured_totals(&self, agent: u64, is_gpu: bool) -> (usize, u64) {
+        let (regions, bytes) = self.tracked_totals(agent);
+        self.allocs
+            .iter()
+            .filter(|a| a.captured_by(agent, is_gpu) && a.owner != agent)
+            .fold((regions, bytes), |(n, b), a| (n + 1, b + a.size as u64))
+    }
+
     /// `(count, bytes)` of the module variables `kr_estimate_footprint`
     /// adds to the tracked regions for `agent`: it walks the loaded
     /// executables as a snapshot does, through the discovery cache under
@@ -633,8 +667,26 @@ impl Model {
     /// live snapshots (exactly, when no arenas are held). `is_gpu`: the agent
     /// is a GPU (only GPUs have a device tier). Advances the device-to-host
     /// fault countdown by the copies a baseline capture makes.
-    pub fn predict_snap(&mut self, agent: u64, is_gpu: bool, in_use: u64) -> Prediction {
-        let fenced = self.in_flight(agent) > 0;
+    ///
+    /// `held`: the shared regions (agent, base) other live snapshots hold;
+    /// a snapshot that would capture one of another agent's declines.
+    pub fn predict_snap(
+        &mut self,
+        agent: u64,
+        is_gpu: bool,
+        in_use: u64,
+        held: &[(u64, usize)],
+    ) -> Prediction {
+        // Host memory a GPU captures is the CPU's: the snapshot waits for
+        // the copies in flight on it too.
+        let host_owners: Vec<u64> = self
+            .allocs
+            .iter()
+            .filter(|a| a.captured_by(agent, is_gpu) && a.owner != agent)
+            .map(|a| a.owner)
+            .collect();
+        let fenced =
+            self.in_flight(agent) > 0 || host_owners.iter().any(|&owner| self.in_flight(owner) > 0);
         let budget = self.faults.host_budget;
         // With arenas the host room depends on arena sizes the model does
         // not follow: any capture may then meet the budget.
@@ -663,12 +715,15 @@ impl Model {
         let mut tracked: Vec<Captured> = self
             .allocs
             .iter()
-            .filter(|a| a.tracked && a.owner == agent)
+            .filter(|a| a.captured_by(agent, is_gpu))
             .map(|a| Captured {
                 source: Source::Alloc {
                     id: a.id,
                     ptr: a.ptr as usize,
                     size: a.size,
+                    owner: a.owner,
+                    host: a.pool.is_system(),
+                    shared: a.granted_to_gpus(),
                 },
                 bytes: a.shadow.clone(),
             })
@@ -688,6 +743,15 @@ impl Model {
             )
             .collect();
         tracked.sort_by_key(|r| r.source.ptr());
+        // Shared regions (host memory GPUs were granted): one agent's live
+        // snapshot at a time.
+        let busy = self.shared_bases(&tracked).into_iter().any(|base| {
+            held.iter()
+                .any(|&(holder, held_base)| holder != agent && held_base == base)
+        });
+        if busy {
+            return declined(DeclineReason::SharedRegionBusy);
+        }
         let mut vars: Vec<&Var> = self
             .vars
             .iter()
@@ -718,16 +782,17 @@ impl Model {
             // The whole layout is leased first, then every region copied.
             // Only a GPU has a device pool and a host pool to pin from: a
             // forced device or pinned tier cannot hold the CPU agent's
-            // regions.
-            if self.policy == Policy::Device && !is_gpu && !plan.is_empty() {
+            // regions, but for host memory, always kept pageable.
+            let needs_a_tier = !is_gpu && plan.iter().any(|r| !self.by_cpu(&r.source));
+            if self.policy == Policy::Device && needs_a_tier {
                 return declined(DeclineReason::DeviceMemory);
             }
-            if self.policy == Policy::Pinned && !is_gpu && !plan.is_empty() {
+            if self.policy == Policy::Pinned && needs_a_tier {
                 return declined(DeclineReason::HostMemory);
             }
-            let copy_fails = plan
-                .iter()
-                .any(|r| self.faults.from_covers(r.source.ptr(), r.source.size()));
+            let copy_fails = plan.iter().any(|r| {
+                !self.by_cpu(&r.source) && self.faults.from_covers(r.source.ptr(), r.source.size())
+            });
             return outcome(if copy_fails {
                 Expected::Declined(DeclineReason::CopyFailed)
             } else {
@@ -743,6 +808,10 @@ impl Model {
                 return outcome(Expected::Declined(DeclineReason::HostMemory));
             }
             claimed += size;
+            // Host memory is copied by the CPU: no runtime copy to fail.
+            if self.by_cpu(&region.source) {
+                continue;
+            }
             let d2h_fails = self.faults.d2h_copy_fails();
             if d2h_fails
                 || self
@@ -753,6 +822,23 @@ impl Model {
             }
         }
         outcome(Expected::Ok(plan))
+    }
+
+    /// The bases of the shared regions among `plan`: host memory granted to
+    /// GPUs, which more than one agent's snapshot can take.
+    pub fn shared_bases(&self, plan: &[Captured]) -> Vec<usize> {
+        plan.iter()
+            .filter_map(|r| match r.source {
+                Source::Alloc { ptr, shared, .. } => shared.then_some(ptr),
+                Source::Var { .. } | Source::Mapping { .. } => None,
+            })
+            .collect()
+    }
+
+    /// Whether the library copies a captured region with the CPU (host
+    /// memory), so the runtime's copy faults do not reach it.
+    fn by_cpu(&self, source: &Source) -> bool {
+        matches!(*source, Source::Alloc { host: true, .. })
     }
 
     /// What a restore of `expected` must do, applied to the model's device
@@ -766,14 +852,20 @@ impl Model {
             report.skipped_not_live = regions.len();
             return report;
         }
-        // An application copy in flight on the agent's tracked memory past
-        // the fence timeout: nothing is written, every region failed.
-        if self.in_flight(agent) > 0 {
+        // An application copy in flight on the agent's tracked memory (or
+        // on the CPU's, for its host regions) past the fence timeout:
+        // nothing is written, every region failed.
+        let owners_busy = regions.iter().any(|r| match r.source {
+            Source::Alloc { owner, .. } => self.in_flight(owner) > 0,
+            Source::Var { .. } | Source::Mapping { .. } => false,
+        });
+        if self.in_flight(agent) > 0 || owners_busy {
             report.failed = regions.len();
             return report;
         }
         for region in regions {
             let (ptr, size) = (region.source.ptr(), region.source.size());
+            let by_cpu = self.by_cpu(&region.source);
             let shadow = match region.source {
                 Source::Mapping { id, .. } => {
                     let Some(handle) = self
@@ -814,7 +906,7 @@ impl Model {
                     }
                 }
             };
-            if covers(&self.faults.h2d, ptr, size) {
+            if !by_cpu && covers(&self.faults.h2d, ptr, size) {
                 report.failed += 1;
             } else {
                 shadow.copy_from_slice(&region.bytes);

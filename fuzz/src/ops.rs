@@ -60,14 +60,10 @@ impl PoolSel {
     }
 
     /// Whether the library must track an allocation from this pool (absent
-    /// every other reason not to): device memory of either grain, and
-    /// coarse-grained system memory (owned by the CPU agent); never
-    /// fine-grained system memory or kernarg.
+    /// every other reason not to): device memory and system memory of
+    /// either grain (system memory owned by the CPU agent); never kernarg.
     pub fn tracked(self) -> bool {
-        matches!(
-            self,
-            PoolSel::DeviceCoarse | PoolSel::DeviceFine | PoolSel::SystemCoarse
-        )
+        self != PoolSel::SystemKernarg
     }
 
     /// Whether the pool belongs to a GPU (else to the CPU agent).

@@ -124,7 +124,7 @@ fn seeded_sequences_match_the_model() {
         "{count} sequences of {ops} ops in {:.1?}: {} ops, {} tracked allocations, \
          {} reused addresses, {} failed frees, snapshots by reason {snaps:?} \
          (0 = ok, 2 finalized, 3 no iterator, 4 symbols, 6 host memory, 7 copy, 8 device memory, \
-         10 copies in flight), \
+         10 copies in flight, 11 shared region busy), \
          regions restored {} / skipped {} / failed {}, {} replays, {} finalizes, \
          {} complete arena snapshots, {} unloads; mappings tracked {} / retired by access {} / \
          restored {} / skipped {}, {} aliases, {} refused unmaps, {} checks with uncaptured \

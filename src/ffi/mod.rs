@@ -17,8 +17,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::{
-    self, CopyMethod, DeviceBudget, InstallError, Installed, LogLevel, MemoryKind, StoragePolicy,
-    StoragePools, Strategy, Tier,
+    self, CopyMethod, Coverage, DeviceBudget, HostMemory, InstallError, Installed, LogLevel,
+    MemoryKind, StoragePolicy, StoragePools, Strategy, Tier,
 };
 use crate::hsa::sys::hsa_amd_memory_pool_t;
 use crate::hsa::{hsa_agent_t, AmdExtTable, CoreApiTable};
@@ -341,6 +341,45 @@ pub extern "C" fn kr_set_strategy(strategy: kr_strategy_arg) -> bool {
     })
 }
 
+/// Sets which host memory granted to an agent its snapshots capture
+/// (`kr_host_memory_t`); returns false, changing nothing, for an unknown
+/// value. The default is `KR_HOST_MEMORY_AUTO`, or
+/// `KERNEL_REPLAY_HOST_MEMORY` (auto, all, registered, off).
+#[no_mangle]
+pub extern "C" fn kr_set_host_memory(rule: kr_host_memory_arg) -> bool {
+    export(false, || {
+        HostMemory::from_code(rule)
+            .map(api::set_host_memory)
+            .is_some()
+    })
+}
+
+/// The host-memory setting in force (`KR_HOST_MEMORY_AUTO` unresolved).
+#[no_mangle]
+pub extern "C" fn kr_host_memory() -> HostMemory {
+    export(HostMemory::Auto, api::host_memory)
+}
+
+/// Sets what a snapshot does when memory its agent can write is not
+/// covered (`kr_coverage_t`): warn once per agent (`KR_COVERAGE_WARN`, the
+/// default, or `KERNEL_REPLAY_COVERAGE`) or decline
+/// (`KR_COVERAGE_STRICT`: `KR_DECLINE_UNCOVERED_MEMORY`). False, changing
+/// nothing, for an unknown value.
+#[no_mangle]
+pub extern "C" fn kr_set_coverage(coverage: kr_coverage_arg) -> bool {
+    export(false, || {
+        Coverage::from_code(coverage)
+            .map(api::set_coverage)
+            .is_some()
+    })
+}
+
+/// The coverage setting in force.
+#[no_mangle]
+pub extern "C" fn kr_coverage() -> Coverage {
+    export(Coverage::Warn, api::coverage)
+}
+
 /// Registers the tool's batch-copy function (NULL: none, the library's own
 /// kernels again). Once registered, every capture and restore whose copies
 /// are batched calls it once with the regions kept in device or pinned
@@ -486,6 +525,44 @@ pub unsafe extern "C" fn kr_snapshot_kind_bytes(
     })
 }
 
+/// Bytes of memory kind `kind` (`kr_memory_kind_t`) that the snapshot's
+/// agent can write and the snapshot does not cover (host memory the
+/// host-memory setting left out); 0 for NULL, a declined snapshot or an
+/// unknown kind.
+///
+/// # Safety
+/// `snapshot` is NULL or a live snapshot from `kr_snap`.
+#[no_mangle]
+pub unsafe extern "C" fn kr_snapshot_uncovered_bytes(
+    snapshot: *const kr_snapshot_t,
+    kind: kr_memory_kind_arg,
+) -> u64 {
+    export(0, || {
+        let kind = MemoryKind::from_code(kind);
+        // SAFETY: the caller's promise.
+        match (unsafe { borrow(snapshot) }, kind) {
+            (Some(s), Some(kind)) => s.inner.not_covered().bytes[kind.index()],
+            _ => 0,
+        }
+    })
+}
+
+/// Whether XNACK was on when the snapshot was taken: kernels may then write
+/// any system memory, which no snapshot covers. False for NULL or a
+/// declined snapshot.
+///
+/// # Safety
+/// `snapshot` is NULL or a live snapshot from `kr_snap`.
+#[no_mangle]
+pub unsafe extern "C" fn kr_snapshot_system_memory_uncovered(
+    snapshot: *const kr_snapshot_t,
+) -> bool {
+    export(false, || {
+        // SAFETY: the caller's promise.
+        unsafe { borrow(snapshot) }.is_some_and(|s| s.inner.not_covered().system_memory)
+    })
+}
+
 /// Fills `stats` (if not NULL) with the cumulative counters and what is held
 /// now.
 ///
@@ -559,6 +636,8 @@ pub unsafe extern "C" fn kr_get_stats2(stats: *mut kr_stats2_t) {
             batch_copy_calls: counters.batch_copy_calls,
             batch_copy_failures: counters.batch_copy_failures,
             bytes_captured_by_kind: counters.bytes_captured_by_kind,
+            bytes_not_covered_by_kind: counters.bytes_not_covered_by_kind,
+            snapshots_with_xnack: counters.snapshots_with_xnack,
         };
         let skip = std::mem::size_of::<usize>();
         let len = size.min(std::mem::size_of::<kr_stats2_t>());

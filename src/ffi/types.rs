@@ -9,8 +9,8 @@
 use std::ffi::{c_char, c_void};
 
 use crate::api::{
-    CopyDirection, CopyMethod, DeclineReason, LogLevel, MemoryKind, ReplayOutcome, RestoreReport,
-    StoragePolicy, Strategy, Tier,
+    CopyDirection, CopyMethod, Coverage, DeclineReason, HostMemory, LogLevel, MemoryKind,
+    ReplayOutcome, RestoreReport, StoragePolicy, Strategy, Tier,
 };
 use crate::hsa::{hsa_agent_t, hsa_executable_t, hsa_status_t};
 use crate::support::c_enum::CEnumDecl;
@@ -46,6 +46,8 @@ pub const C_ENUMS: &[CEnumDecl] = &[
     Strategy::C_DECL,
     CopyMethod::C_DECL,
     CopyDirection::C_DECL,
+    HostMemory::C_DECL,
+    Coverage::C_DECL,
 ];
 
 /// A `kr_decline_reason_t` as it crosses the boundary (0: not declined).
@@ -65,6 +67,12 @@ pub type kr_storage_tier_arg = u32;
 
 /// A `kr_memory_kind_t` received from C.
 pub type kr_memory_kind_arg = u32;
+
+/// A `kr_host_memory_t` received from C.
+pub type kr_host_memory_arg = u32;
+
+/// A `kr_coverage_t` received from C.
+pub type kr_coverage_arg = u32;
 
 /// Device budget meaning "the agent's free memory less a safety margin"
 /// (the default; see `kr_set_device_budget`).
@@ -170,6 +178,13 @@ pub struct kr_stats2_t {
     /// Bytes captured by complete snapshots per memory kind, indexed by
     /// `kr_memory_kind_t` (room for kinds to come).
     pub bytes_captured_by_kind: [u64; 8],
+    /// Bytes of memory their agents could write that complete snapshots
+    /// left uncovered (host memory the host-memory setting left out), per
+    /// memory kind, indexed as `bytes_captured_by_kind`.
+    pub bytes_not_covered_by_kind: [u64; 8],
+    /// Complete snapshots taken while XNACK was on (kernels may write any
+    /// system memory; none of it is covered).
+    pub snapshots_with_xnack: u64,
 }
 
 /// Device memory on an agent that snapshots do not cover

@@ -112,3 +112,28 @@ pub fn pool_owner(core: &CoreEntries, amd: &AmdEntries, pool: u64) -> Option<Poo
         gpu: device_type(core, owner) == Some(super::sys::HSA_DEVICE_TYPE_GPU),
     })
 }
+
+/// One system attribute; `T` must be the attribute's documented type.
+pub fn system_info<T: Copy>(core: &CoreEntries, attribute: u32) -> Option<T> {
+    let get_info = core.hsa_system_get_info_fn?;
+    let mut value = MaybeUninit::<T>::uninit();
+    // SAFETY: as in agent_info.
+    check(unsafe { get_info(attribute, value.as_mut_ptr().cast()) }).ok()?;
+    // SAFETY: as in agent_info.
+    Some(unsafe { value.assume_init() })
+}
+
+/// `HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT` (every ROCm): every GPU's
+/// ISA has XNACK enabled.
+const SVM_ACCESSIBLE_BY_DEFAULT: u32 = 0x202;
+/// `HSA_AMD_SYSTEM_INFO_XNACK_ENABLED` (ROCm 6.0 on): the process's XNACK
+/// mode.
+const XNACK_ENABLED: u32 = 0x206;
+
+/// Whether kernels may reach any system memory (XNACK on): then memory no
+/// HSA call made is writable by kernels, and nothing can track it.
+pub fn xnack_enabled(core: &CoreEntries) -> bool {
+    [XNACK_ENABLED, SVM_ACCESSIBLE_BY_DEFAULT]
+        .into_iter()
+        .any(|attribute| system_info::<bool>(core, attribute) == Some(true))
+}

@@ -3,13 +3,13 @@
 //! variables — laid out into the storage tiers, and copied under the
 //! tracker's read views; a region freed meanwhile is dropped, not a failure.
 
-use std::ffi::c_void;
 use std::time::Instant;
 
 use log::warn;
 
 use super::context::Context;
-use super::coverage;
+use super::copy::copy_now;
+use super::coverage::{self, NotCovered};
 use super::decline::Decline;
 use super::device::plan::DeviceUse;
 use super::discovery::{self, DiscoveredVariable};
@@ -17,7 +17,7 @@ use super::host_buffer::HostBuffer;
 use super::shared::ClaimRefused;
 use super::snapshot::{copy_live_regions, Captured, Origin, Place, Region, Snapshot};
 use super::storage::arena::Lease;
-use super::storage::layout::{self, Layout};
+use super::storage::layout::{self, Layout, Need};
 use super::storage::StoragePolicy;
 use crate::hsa::entries::CoreEntries;
 use crate::hsa::hsa_agent_t;
@@ -40,9 +40,11 @@ pub fn snap(cx: Context, agent: hsa_agent_t) -> Snapshot {
                 agent,
                 outcome: Ok(captured),
             };
-            cx.tracker
-                .counters
-                .snapshot_taken(&snapshot.bytes_by_kind(), nanos);
+            cx.tracker.counters.snapshot_taken(
+                &snapshot.bytes_by_kind(),
+                &snapshot.not_covered(),
+                nanos,
+            );
             snapshot
         }
         Err(decline) => {
@@ -81,6 +83,7 @@ fn capture(cx: Context, agent: hsa_agent_t) -> Result<Captured, Decline> {
             &mut tracked,
         )
         .map_err(|_| Decline::RegionList)?;
+    let not_covered = coverage::leave_out_host(cx, core, agent, &mut tracked)?;
     // Discovery calls back into the tool's iterator, which may run anything,
     // frees included: a tracked region freed from here on is simply dropped
     // below, when its generation no longer matches.
@@ -111,6 +114,7 @@ fn capture(cx: Context, agent: hsa_agent_t) -> Result<Captured, Decline> {
         capture_into_arenas(cx, core, agent, policy, &tracked, &variables)
     }?;
     captured.claims = claims;
+    captured.not_covered = not_covered;
     Ok(captured)
 }
 
@@ -177,7 +181,7 @@ fn capture_baseline(
             // SAFETY: the host buffer holds region.size bytes; the device side
             // is a live allocation of at least that size (checked under the
             // lock we are holding).
-            unsafe { device_to_host(core, &mut host, region.base) }
+            unsafe { device_to_host(core, &mut host, region.base, region.memory.is_host()) }
         });
         match copied {
             // Freed since the inventory was read: not part of this snapshot.
@@ -201,11 +205,11 @@ fn capture_baseline(
             Some(exe) => cx.tracker.executables.live_view().contains(exe).then(|| {
                 // SAFETY: the variable's executable is loaded and cannot be
                 // unloaded while the view is held.
-                unsafe { device_to_host(core, &mut host, address) }
+                unsafe { device_to_host(core, &mut host, address, false) }
             }),
             // SAFETY: the runtime reported this variable for the agent; its
             // storage lives as long as the executable, which is loaded now.
-            None => Some(unsafe { device_to_host(core, &mut host, address) }),
+            None => Some(unsafe { device_to_host(core, &mut host, address, false) }),
         };
         match copied {
             // Unloaded since discovery: not part of this snapshot.
@@ -229,6 +233,7 @@ fn capture_baseline(
         batch: false,
         device: DeviceUse::default(),
         claims: None,
+        not_covered: NotCovered::default(),
     })
 }
 
@@ -245,13 +250,16 @@ fn capture_into_arenas(
     variables: &[DiscoveredVariable],
 ) -> Result<Captured, Decline> {
     let listed = list_regions(tracked, variables)?;
-    let mut sizes = Vec::new();
-    sizes
+    let mut needs = Vec::new();
+    needs
         .try_reserve_exact(listed.len())
         .map_err(|_| Decline::RegionList)?;
-    sizes.extend(listed.iter().map(|&(_, size, _)| size));
+    needs.extend(listed.iter().map(|&(_, size, origin)| Need {
+        size,
+        host_memory: matches!(origin, Origin::Tracked(r) if r.memory.is_host()),
+    }));
     let Layout { places, mut leases } =
-        layout::lay_out(cx, agent, &sizes, policy).map_err(Decline::Layout)?;
+        layout::lay_out(cx, agent, &needs, policy).map_err(Decline::Layout)?;
     let bases = [0, 1, 2].map(|t| leases[t].as_mut().map_or(0, Lease::base));
     let mut regions = Vec::new();
     if regions.try_reserve_exact(listed.len()).is_err() {
@@ -284,6 +292,7 @@ fn capture_into_arenas(
         batch: cx.state.batch_copies(),
         device: DeviceUse::default(),
         claims: None,
+        not_covered: NotCovered::default(),
     };
     captured.device.plan = super::device::choose::plan(cx, &mut captured, agent);
     match copy_in(cx, &mut captured, agent) {
@@ -374,15 +383,16 @@ unsafe fn device_to_host(
     core: &CoreEntries,
     host: &mut HostBuffer,
     device: usize,
+    by_cpu: bool,
 ) -> Result<(), Decline> {
     let size = host.len();
     // SAFETY: the destination is our buffer of `size` bytes, the source the
-    // caller's promise.
-    unsafe { core.copy(host.as_mut_ptr().cast(), device as *const c_void, size) }.map_err(
-        |status| Decline::Copy {
+    // caller's promise (host memory when `by_cpu`).
+    unsafe { copy_now(core, host.as_mut_ptr() as usize, device, size, by_cpu) }.map_err(|status| {
+        Decline::Copy {
             address: device,
             size,
             status,
-        },
-    )
+        }
+    })
 }

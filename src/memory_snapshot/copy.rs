@@ -31,6 +31,30 @@ pub struct Transfer {
     /// False when one side is pageable host memory: the runtime's async
     /// engine needs pinned or device memory on both sides.
     pub async_ok: bool,
+    /// Both sides are host memory (a host region and its pageable copy):
+    /// the CPU copies it, while the GPU is idle between passes.
+    pub by_cpu: bool,
+}
+
+/// Copies `size` bytes from `src` to `dst` and waits: by the CPU when
+/// `by_cpu` (both sides host memory), else through `hsa_memory_copy`.
+///
+/// # Safety
+/// Both sides are valid for `size` bytes, and host memory when `by_cpu`.
+pub(crate) unsafe fn copy_now(
+    core: &CoreEntries,
+    dst: usize,
+    src: usize,
+    size: usize,
+    by_cpu: bool,
+) -> Result<(), hsa_status_t> {
+    if by_cpu {
+        // SAFETY: the caller's promise; a region and its copy never overlap.
+        unsafe { std::ptr::copy_nonoverlapping(src as *const u8, dst as *mut u8, size) };
+        return Ok(());
+    }
+    // SAFETY: the caller's promise.
+    unsafe { core.copy(dst as *mut c_void, src as *const c_void, size) }
 }
 
 /// The outcome of one transfer, by the caller's index.
@@ -150,7 +174,9 @@ impl<'a> Copier<'a> {
             core,
             ..
         } = self;
-        let batched = batched.as_mut().filter(|_| transfer.async_ok);
+        let batched = batched
+            .as_mut()
+            .filter(|_| transfer.async_ok && !transfer.by_cpu);
         if let Some((async_copy, batched)) =
             batched.and_then(|b| Some((b.amd.hsa_amd_memory_async_copy_fn?, b)))
         {
@@ -191,10 +217,12 @@ impl<'a> Copier<'a> {
     unsafe fn blocking(&mut self, index: usize, transfer: &Transfer) {
         // SAFETY: the caller's promise.
         let result = unsafe {
-            self.core.copy(
-                transfer.dst as *mut c_void,
-                transfer.src as *const c_void,
+            copy_now(
+                self.core,
+                transfer.dst,
+                transfer.src,
                 transfer.size,
+                transfer.by_cpu,
             )
         };
         self.finished.record((index, result));

@@ -16,12 +16,17 @@ use std::sync::Mutex;
 
 use log::warn;
 
+use super::decline::Decline;
 use super::discovery;
+use super::host_memory::{self, Coverage, HostMemory};
 use super::storage::pools::memory_available;
 use super::storage::Tier;
+use crate::hsa::entries::CoreEntries;
 use crate::hsa::hsa_agent_t;
+use crate::hsa::query;
 use crate::memory_snapshot::context::Context;
 use crate::memory_tracker::inventory::TrackedRegion;
+use crate::support::stats::KIND_SLOTS;
 
 /// Untracked device memory above this is logged (once per agent).
 pub(crate) const LOG_THRESHOLD: u64 = 64 << 20;
@@ -91,10 +96,12 @@ pub fn estimate_footprint(cx: Context, agent: hsa_agent_t) -> Footprint {
     if cx.tracker.gate.finalized() {
         return Footprint::default();
     }
-    let (regions, bytes) = cx
-        .tracker
-        .inventory
-        .capture_totals(agent.handle, cx.tracker.agent_bits.bit_of(agent.handle));
+    let rule = host_rule(cx);
+    let (regions, bytes) = cx.tracker.inventory.capture_totals(
+        agent.handle,
+        cx.tracker.agent_bits.bit_of(agent.handle),
+        |memory, coarse| rule.captures(memory, coarse),
+    );
     let walked = cx
         .core()
         .zip(cx.executable_iterator())
@@ -119,6 +126,95 @@ pub fn estimate_footprint(cx: Context, agent: hsa_agent_t) -> Footprint {
 /// Agents whose untracked memory was logged already.
 static LOGGED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 
+/// Agents whose uncovered host or system memory was logged already.
+static LOGGED_NOT_COVERED: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+/// Whether `agent` is not in `logged` yet (it is from now on).
+fn first_time(logged: &Mutex<Vec<u64>>, agent: u64) -> bool {
+    let mut logged = logged.locked();
+    let first = !logged.contains(&agent);
+    if first && logged.try_reserve(1).is_ok() {
+        logged.push(agent);
+    }
+    first
+}
+
+/// Memory an agent can write that one snapshot does not cover, as far as
+/// the library knows it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NotCovered {
+    /// Bytes per memory kind the host-memory setting left out.
+    pub bytes: [u64; KIND_SLOTS],
+    /// XNACK is on: kernels may write any system memory.
+    pub system_memory: bool,
+}
+
+impl NotCovered {
+    /// Host bytes left out, every kind together.
+    pub fn host_bytes(&self) -> u64 {
+        self.bytes.iter().sum()
+    }
+
+    /// Whether anything is not covered.
+    pub fn any(&self) -> bool {
+        self.system_memory || self.host_bytes() > 0
+    }
+}
+
+/// The host-memory rule in force for snapshots now.
+pub fn host_rule(cx: Context) -> HostMemory {
+    cx.state.host_memory().resolved(host_memory::hip_loaded())
+}
+
+/// At a snapshot: drops from `tracked` the host memory the host-memory
+/// setting leaves out, and says what the snapshot will not cover. Under
+/// strict coverage anything not covered declines; otherwise the first
+/// snapshot of the agent that leaves something out warns.
+pub fn leave_out_host(
+    cx: Context,
+    core: &CoreEntries,
+    agent: hsa_agent_t,
+    tracked: &mut Vec<TrackedRegion>,
+) -> Result<NotCovered, Decline> {
+    let rule = host_rule(cx);
+    let mut not_covered = NotCovered {
+        system_memory: query::xnack_enabled(core),
+        ..NotCovered::default()
+    };
+    tracked.retain(|region| {
+        let kept = rule.captures(region.memory, region.coarse);
+        if !kept {
+            not_covered.bytes[region.memory.index()] += region.size as u64;
+        }
+        kept
+    });
+    if !not_covered.any() {
+        return Ok(not_covered);
+    }
+    if cx.state.coverage() == Coverage::Strict {
+        return Err(Decline::Uncovered {
+            host_bytes: not_covered.host_bytes(),
+            xnack: not_covered.system_memory,
+        });
+    }
+    if first_time(&LOGGED_NOT_COVERED, agent.handle) {
+        warn!(
+            "snapshots of agent {:#x} do not cover all memory its kernels can write: {} bytes \
+             of host memory (host-memory setting {rule:?}; KERNEL_REPLAY_HOST_MEMORY=all \
+             captures it){}; passes writing it are not replayed exactly \
+             (kr_snapshot_uncovered_bytes; KERNEL_REPLAY_COVERAGE=strict declines instead)",
+            agent.handle,
+            not_covered.host_bytes(),
+            if not_covered.system_memory {
+                ", and any system memory: XNACK is on"
+            } else {
+                ""
+            }
+        );
+    }
+    Ok(not_covered)
+}
+
 /// At a snapshot: records the untracked memory of `agent` in the stats and
 /// logs it the first time it passes the threshold.
 pub fn note_untracked(cx: Context, agent: hsa_agent_t, tracked: &[TrackedRegion]) {
@@ -137,15 +233,7 @@ pub fn note_untracked(cx: Context, agent: hsa_agent_t, tracked: &[TrackedRegion]
     if bytes <= LOG_THRESHOLD {
         return;
     }
-    let first = {
-        let mut logged = LOGGED.locked();
-        let first = !logged.contains(&agent.handle);
-        if first && logged.try_reserve(1).is_ok() {
-            logged.push(agent.handle);
-        }
-        first
-    };
-    if first {
+    if first_time(&LOGGED, agent.handle) {
         warn!(
             "{bytes} bytes of device memory in use on agent {:#x} are not covered by its \
              snapshots ({} of them in {} virtual-memory mapping(s) not captured): allocated \

@@ -52,6 +52,11 @@ crate::c_enum! {
         /// and that agent's live snapshot holds it: two replays restoring one
         /// region would tear each other's passes. Free that snapshot first.
         SharedRegionBusy = 11 => "SHARED_REGION_BUSY",
+        /// The coverage setting is strict (`kr_set_coverage`) and the agent
+        /// can write memory the snapshot would not cover: host memory the
+        /// host-memory setting leaves out, or, with XNACK on, any system
+        /// memory.
+        UncoveredMemory = 12 => "UNCOVERED_MEMORY",
     }
 }
 
@@ -71,6 +76,7 @@ impl fmt::Display for DeclineReason {
             DeclineReason::SharedRegionBusy => {
                 "a shared region is held by another agent's snapshot"
             }
+            DeclineReason::UncoveredMemory => "memory the agent can write is not covered",
         })
     }
 }
@@ -88,6 +94,11 @@ pub enum Decline {
     SharedRegionBusy {
         base: usize,
         agent: u64,
+    },
+    /// Strict coverage: host bytes left out, and whether XNACK is on.
+    Uncovered {
+        host_bytes: u64,
+        xnack: bool,
     },
     NoExecutableIterator,
     Discovery(DiscoveryError),
@@ -113,6 +124,7 @@ impl Decline {
             Decline::WrappersRemoved => DeclineReason::WrappersRemoved,
             Decline::CopiesInFlight { .. } => DeclineReason::CopiesInFlight,
             Decline::SharedRegionBusy { .. } => DeclineReason::SharedRegionBusy,
+            Decline::Uncovered { .. } => DeclineReason::UncoveredMemory,
             Decline::NoExecutableIterator => DeclineReason::NoExecutableIterator,
             Decline::Discovery(DiscoveryError::Metadata) | Decline::RegionList => {
                 DeclineReason::MetadataMemory
@@ -149,6 +161,17 @@ impl fmt::Display for Decline {
                 f,
                 "the region at {base:#x} can be written by another agent and agent {agent:#x}'s \
                  live snapshot holds it (two replays would tear it); free that snapshot first"
+            ),
+            Decline::Uncovered { host_bytes, xnack } => write!(
+                f,
+                "the coverage setting is strict and the agent can write memory the snapshot \
+                 would not cover: {host_bytes} bytes of host memory the host-memory setting \
+                 leaves out (kr_set_host_memory){}",
+                if xnack {
+                    ", and any system memory (XNACK is on)"
+                } else {
+                    ""
+                }
             ),
             Decline::WrappersRemoved => f.write_str(
                 "the allocation wrappers were taken out of the HSA tables \

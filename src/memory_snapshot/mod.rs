@@ -22,6 +22,7 @@ pub mod device;
 pub mod discovery;
 pub mod discovery_cache;
 pub mod host_buffer;
+pub mod host_memory;
 pub mod restore;
 pub mod shared;
 pub mod snapshot;

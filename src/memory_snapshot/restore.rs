@@ -11,7 +11,7 @@
 //! lock per region; arena snapshots hold the locks across one batch of
 //! copies and wait for all of them before releasing.
 
-use std::ffi::c_void;
+use crate::memory_snapshot::copy::copy_now;
 use std::time::Instant;
 
 use log::warn;
@@ -151,10 +151,12 @@ fn restore_one(
         // SAFETY: the source is the snapshot's own copy; the destination is
         // live (checked under the lock held around this call).
         unsafe {
-            captured.core.copy(
-                transfer.dst as *mut c_void,
-                transfer.src as *const c_void,
+            copy_now(
+                captured.core,
+                transfer.dst,
+                transfer.src,
                 transfer.size,
+                transfer.by_cpu,
             )
         }
     };

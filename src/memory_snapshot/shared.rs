@@ -123,6 +123,7 @@ mod tests {
             memory: MemoryKind::Device,
             owner: 1,
             shared,
+            coarse: false,
         }
     }
 

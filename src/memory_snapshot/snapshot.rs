@@ -4,6 +4,7 @@
 
 use super::context::Context;
 use super::copy::{Copier, Finished, Transfer};
+use super::coverage::NotCovered;
 use super::decline::{Decline, DeclineReason};
 use super::device::batch::{DeviceBatch, DeviceOutcome};
 use super::device::plan::DeviceUse;
@@ -94,6 +95,8 @@ pub(crate) struct Captured {
     /// The shared regions this snapshot holds against other agents'
     /// snapshots (`shared.rs`), released with it.
     pub(crate) claims: Option<ClaimGuard>,
+    /// What the agent can write that this snapshot does not cover.
+    pub(crate) not_covered: NotCovered,
 }
 
 impl Snapshot {
@@ -159,6 +162,15 @@ impl Snapshot {
             .sum()
     }
 
+    /// What the agent can write that this snapshot does not cover (nothing
+    /// for a declined snapshot): host memory the host-memory setting left
+    /// out, per kind, and whether XNACK makes any system memory writable.
+    pub fn not_covered(&self) -> NotCovered {
+        self.outcome
+            .as_ref()
+            .map_or(NotCovered::default(), |c| c.not_covered)
+    }
+
     /// Bytes per memory kind code (the stats' slots).
     pub fn bytes_by_kind(&self) -> [u64; KIND_SLOTS] {
         let mut bytes = [0; KIND_SLOTS];
@@ -202,6 +214,7 @@ impl Captured {
             Origin::ModuleVariable(_) => agent,
         };
         let device = region.device_address;
+        let by_cpu = region.memory().is_host();
         if to_device {
             Transfer {
                 dst: device,
@@ -210,6 +223,7 @@ impl Captured {
                 src_agent: kept_agent,
                 size: region.size,
                 async_ok,
+                by_cpu,
             }
         } else {
             Transfer {
@@ -219,6 +233,7 @@ impl Captured {
                 src_agent: device_agent,
                 size: region.size,
                 async_ok,
+                by_cpu,
             }
         }
     }

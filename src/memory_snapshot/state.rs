@@ -3,6 +3,7 @@
 //! discovery cached, whether copies are batched. (`context.rs` pairs it with
 //! the tracker for every snapshot and restore.)
 
+use super::host_memory::{Coverage, HostMemory};
 use super::shared::SharedClaims;
 use std::sync::RwLock;
 
@@ -29,6 +30,10 @@ pub struct SnapshotState {
     verify: Setting,
     /// Shared regions held by live snapshots (`shared.rs`).
     pub shared: SharedClaims,
+    /// Which host memory is captured (`KERNEL_REPLAY_HOST_MEMORY`).
+    host_memory: Setting,
+    /// Strict or warning coverage (`KERNEL_REPLAY_COVERAGE`).
+    coverage: Setting,
 }
 
 /// The snapshot state of the process.
@@ -46,6 +51,8 @@ impl SnapshotState {
             batch_copies: Setting::new(&settings::COPY),
             verify: Setting::new(&settings::VERIFY),
             shared: SharedClaims::new(),
+            host_memory: Setting::new(&settings::HOST_MEMORY),
+            coverage: Setting::new(&settings::COVERAGE),
         }
     }
 
@@ -81,6 +88,23 @@ impl SnapshotState {
         self.batch_copies.set(u8::from(enabled));
     }
 
+    /// Which host memory snapshots capture, as set (`Auto` unresolved).
+    pub fn host_memory(&self) -> HostMemory {
+        HostMemory::from_code(u32::from(self.host_memory.code())).unwrap_or(HostMemory::Auto)
+    }
+
+    pub fn set_host_memory(&self, rule: HostMemory) {
+        self.host_memory.set(rule.code() as u8);
+    }
+
+    pub fn coverage(&self) -> Coverage {
+        Coverage::from_code(u32::from(self.coverage.code())).unwrap_or(Coverage::Warn)
+    }
+
+    pub fn set_coverage(&self, coverage: Coverage) {
+        self.coverage.set(coverage.code() as u8);
+    }
+
     /// Reads the settings the environment gives (storage policy, copy
     /// engine) now rather than at the first snapshot: reading them
     /// allocates, and a snapshot may run under memory pressure.
@@ -89,6 +113,8 @@ impl SnapshotState {
         self.batch_copies();
         self.kernels.strategy();
         self.verify();
+        self.host_memory();
+        self.coverage();
         settings::warn_about_unknown_variables();
     }
 }

@@ -8,7 +8,7 @@
 //! testing a strategy on a new system, not for production runs
 //! (`kr_set_verify`, `KERNEL_REPLAY_VERIFY=1`).
 
-use std::ffi::c_void;
+use crate::memory_snapshot::copy::copy_now;
 
 use super::context::Context;
 use super::snapshot::{is_live, kept_at, Captured};
@@ -41,23 +41,30 @@ pub(crate) fn verify(cx: Context, captured: &Captured, capture: bool) -> VerifyO
         }
         outcome.regions += 1;
         let size = region.size();
-        let read =
-            read_into(captured, &mut device_bytes, region.device_address, size).and_then(|()| {
-                let kept = kept_at(&captured.bases, region);
-                match region.tier() {
-                    // Host memory of the snapshot's own: read in place.
-                    Tier::Pinned | Tier::Pageable => {
-                        // SAFETY: the snapshot's copy, `size` bytes of host
-                        // memory it owns, not written while it is borrowed.
-                        let bytes = unsafe { std::slice::from_raw_parts(kept as *const u8, size) };
-                        kept_bytes.clear();
-                        kept_bytes.try_reserve(size).ok()?;
-                        kept_bytes.extend_from_slice(bytes);
-                        Some(())
-                    }
-                    Tier::Device => read_into(captured, &mut kept_bytes, kept, size),
+        let host = region.memory().is_host();
+        let read = read_into(
+            captured,
+            &mut device_bytes,
+            region.device_address,
+            size,
+            host,
+        )
+        .and_then(|()| {
+            let kept = kept_at(&captured.bases, region);
+            match region.tier() {
+                // Host memory of the snapshot's own: read in place.
+                Tier::Pinned | Tier::Pageable => {
+                    // SAFETY: the snapshot's copy, `size` bytes of host
+                    // memory it owns, not written while it is borrowed.
+                    let bytes = unsafe { std::slice::from_raw_parts(kept as *const u8, size) };
+                    kept_bytes.clear();
+                    kept_bytes.try_reserve(size).ok()?;
+                    kept_bytes.extend_from_slice(bytes);
+                    Some(())
                 }
-            });
+                Tier::Device => read_into(captured, &mut kept_bytes, kept, size, false),
+            }
+        });
         let differing = match read {
             Some(()) => device_bytes
                 .iter()
@@ -83,18 +90,27 @@ pub(crate) fn verify(cx: Context, captured: &Captured, capture: bool) -> VerifyO
     outcome
 }
 
-/// Reads `size` bytes at `address` (device or host) into `buffer`.
-fn read_into(captured: &Captured, buffer: &mut Vec<u8>, address: usize, size: usize) -> Option<()> {
+/// Reads `size` bytes at `address` (device memory, or host memory read by
+/// the CPU when `host`) into `buffer`.
+fn read_into(
+    captured: &Captured,
+    buffer: &mut Vec<u8>,
+    address: usize,
+    size: usize,
+    host: bool,
+) -> Option<()> {
     buffer.clear();
     buffer.try_reserve(size).ok()?;
     buffer.resize(size, 0);
     // SAFETY: `buffer` holds `size` bytes; `address` is a live region (the
     // caller holds the views) or the snapshot's own copy.
     unsafe {
-        captured.core.copy(
-            buffer.as_mut_ptr().cast::<c_void>(),
-            address as *const c_void,
+        copy_now(
+            captured.core,
+            buffer.as_mut_ptr() as usize,
+            address,
             size,
+            host,
         )
     }
     .ok()

@@ -2,29 +2,27 @@
 //! fresh allocation is replay state the tracker should record, and of which
 //! kind.
 //!
-//! Device memory that is not kernarg is tracked, coarse- and fine-grained
-//! (a fine-grained pool of a GPU: atomics buffers a kernel writes). Kernarg
-//! holds the pointer arguments of in-flight kernels (a stale restore there
-//! faults the GPU); executable allocations are HIP's per-stream kernarg
-//! pools and the profiler's own trace buffers, which sit in coarse-grained
-//! memory and would otherwise pass the kernarg check. Fine-grained host
-//! memory is not recorded here (the runtime's staging and hostcall buffers
-//! share its pools with the application's); coarse-grained host memory is
-//! recorded, owned by the CPU agent, which no GPU snapshot captures.
+//! Memory that is not kernarg is tracked, coarse- and fine-grained: device
+//! memory owned by a GPU (a fine-grained pool of a GPU: atomics buffers a
+//! kernel writes), and host memory owned by a CPU agent, which a GPU's
+//! snapshot captures once the GPU was granted access to it (and the
+//! host-memory setting takes it: the runtime's own staging and hostcall
+//! buffers share its pools with the application's). Kernarg holds the
+//! pointer arguments of in-flight kernels (a stale restore there faults the
+//! GPU); executable allocations are HIP's per-stream kernarg pools and the
+//! profiler's own trace buffers, which sit in coarse-grained memory and
+//! would otherwise pass the kernarg check.
 
 use std::mem::{offset_of, size_of};
 
 use super::kind::MemoryKind;
-use crate::hsa::entries::{AmdEntries, CoreEntries};
-use crate::hsa::query::device_type;
+use crate::hsa::entries::AmdEntries;
 use crate::hsa::sys::{
     hsa_amd_pointer_info_t, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
     HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED, HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_KERNARG_INIT,
-    HSA_DEVICE_TYPE_GPU, HSA_EXT_POINTER_TYPE_HSA,
+    HSA_EXT_POINTER_TYPE_HSA,
 };
-use crate::hsa::{
-    hsa_agent_t, POOL_ALLOCATE_EXECUTABLE_FLAG, POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED,
-};
+use crate::hsa::{POOL_ALLOCATE_EXECUTABLE_FLAG, POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED};
 
 /// Why an allocation is not tracked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,42 +38,61 @@ pub enum Untracked {
     /// Neither coarse- nor fine-grained.
     UnknownGrain,
     Kernarg,
-    /// Fine-grained memory not owned by a GPU (host memory).
-    FineGrainedHost,
+}
+
+/// The grain a pointer-info answer reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grain {
+    Coarse,
+    /// Fine-grained or extended-scope fine-grained.
+    Fine,
+}
+
+/// A tracked allocation's owner, kind and grain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Classified {
+    pub owner: u64,
+    pub memory: MemoryKind,
+    pub grain: Grain,
+}
+
+impl Classified {
+    /// The kind memory of `grain` owned by a GPU (`gpu`) or a CPU is.
+    pub fn new(owner: u64, grain: Grain, gpu: bool) -> Self {
+        let memory = match (gpu, grain) {
+            (true, Grain::Coarse) => MemoryKind::Device,
+            (true, Grain::Fine) => MemoryKind::DeviceFine,
+            (false, _) => MemoryKind::Host,
+        };
+        Classified {
+            owner,
+            memory,
+            grain,
+        }
+    }
 }
 
 /// Classifies a fresh allocation. `pool_flags` are the flags passed to
 /// `hsa_amd_memory_pool_allocate` (`None` for `hsa_memory_allocate`, which has
-/// none). Returns the owning agent's handle and the memory's kind when the
-/// allocation is tracked.
+/// none); `is_gpu` says whether an agent is a GPU (asked of the owner).
 pub fn classify(
-    core: Option<&CoreEntries>,
     amd: &AmdEntries,
     base: usize,
     pool_flags: Option<u32>,
-) -> Result<(u64, MemoryKind), Untracked> {
+    is_gpu: impl FnOnce(u64) -> bool,
+) -> Result<Classified, Untracked> {
     // Checked from the flags before any query: this is the cheap filter and
     // the one that catches HIP's kernarg pools, which report coarse-grained.
     if pool_flags.is_some_and(|flags| flags & POOL_ALLOCATE_EXECUTABLE_FLAG != 0) {
         return Err(Untracked::Executable);
     }
     let info = amd.pointer_info(base).map_err(|_| Untracked::QueryFailed)?;
-    let (owner, kind) = verdict(&info)?;
-    // Only fine-grained memory asks the owner's type: the coarse-grained
-    // path, the common one, makes one runtime query.
-    if kind == MemoryKind::DeviceFine && !owned_by_gpu(core, owner) {
-        return Err(Untracked::FineGrainedHost);
-    }
-    Ok((owner, kind))
-}
-
-fn owned_by_gpu(core: Option<&CoreEntries>, owner: u64) -> bool {
-    core.and_then(|core| device_type(core, hsa_agent_t { handle: owner }))
-        == Some(HSA_DEVICE_TYPE_GPU)
+    let (owner, grain) = verdict(&info)?;
+    Ok(Classified::new(owner, grain, is_gpu(owner)))
 }
 
 /// The decision on a pointer-info answer: the owner and the grain.
-pub(crate) fn verdict(info: &hsa_amd_pointer_info_t) -> Result<(u64, MemoryKind), Untracked> {
+pub(crate) fn verdict(info: &hsa_amd_pointer_info_t) -> Result<(u64, Grain), Untracked> {
     if info.type_ != HSA_EXT_POINTER_TYPE_HSA {
         return Err(Untracked::NotHsaAllocation);
     }
@@ -89,12 +106,12 @@ pub(crate) fn verdict(info: &hsa_amd_pointer_info_t) -> Result<(u64, MemoryKind)
     }
     let owner = info.agentOwner.handle;
     if flags & HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED != 0 {
-        return Ok((owner, MemoryKind::Device));
+        return Ok((owner, Grain::Coarse));
     }
     let fine =
         HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_FINE_GRAINED | POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED;
     if flags & fine != 0 {
-        return Ok((owner, MemoryKind::DeviceFine));
+        return Ok((owner, Grain::Fine));
     }
     Err(Untracked::UnknownGrain)
 }
@@ -123,7 +140,7 @@ mod tests {
             HSA_EXT_POINTER_TYPE_HSA,
             HSA_AMD_MEMORY_POOL_GLOBAL_FLAG_COARSE_GRAINED,
         );
-        assert_eq!(verdict(&i), Ok((42, MemoryKind::Device)));
+        assert_eq!(verdict(&i), Ok((42, Grain::Coarse)));
     }
 
     #[test]
@@ -133,7 +150,7 @@ mod tests {
             POOL_GLOBAL_FLAG_EXTENDED_SCOPE_FINE_GRAINED,
         ] {
             let i = info(HSA_EXT_POINTER_TYPE_HSA, flags);
-            assert_eq!(verdict(&i), Ok((42, MemoryKind::DeviceFine)));
+            assert_eq!(verdict(&i), Ok((42, Grain::Fine)));
         }
         assert_eq!(
             verdict(&info(HSA_EXT_POINTER_TYPE_HSA, 0)),
@@ -165,6 +182,16 @@ mod tests {
     }
 
     #[test]
+    fn the_owner_decides_between_device_and_host_memory() {
+        use MemoryKind::*;
+        let kind = |grain, gpu| Classified::new(7, grain, gpu).memory;
+        assert_eq!(kind(Grain::Coarse, true), Device);
+        assert_eq!(kind(Grain::Fine, true), DeviceFine);
+        assert_eq!(kind(Grain::Coarse, false), Host);
+        assert_eq!(kind(Grain::Fine, false), Host);
+    }
+
+    #[test]
     fn a_runtime_without_global_flags_is_not_trusted() {
         let mut i = info(
             HSA_EXT_POINTER_TYPE_HSA,
@@ -174,6 +201,6 @@ mod tests {
         assert_eq!(verdict(&i), Err(Untracked::NoGlobalFlags));
         // A struct that ends right after global_flags has them.
         i.size += size_of::<u32>() as u32;
-        assert_eq!(verdict(&i), Ok((42, MemoryKind::Device)));
+        assert_eq!(verdict(&i), Ok((42, Grain::Coarse)));
     }
 }

@@ -9,18 +9,19 @@
 //! never granted here, and its peer memory stays uncaptured and counted).
 //! After a successful call the set is what the runtime reports
 //! (`hsa_amd_pointer_info`'s accessible agents: ROCr replaces a block's
-//! access list, some runtimes add to it), the owner left out. Only memory
-//! owned by a GPU is peer memory: host memory granted to GPUs is another
-//! kind with hazards of its own (the runtime's staging buffers), not
-//! captured this way.
+//! access list, some runtimes add to it), the owner left out. Memory owned
+//! by a GPU is peer memory to the others; host memory (a CPU agent's pool,
+//! or locked memory, whose grants are the lock's agents) is captured as
+//! host memory by the GPUs granted it, as the host-memory setting says
+//! (the runtime's own staging buffers share its pools).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::Tracker;
 use crate::hsa::entries::CoreEntries;
 use crate::hsa::hsa_agent_t;
-use crate::hsa::query::device_type;
-use crate::hsa::sys::HSA_DEVICE_TYPE_GPU;
+use crate::hsa::query::{self, device_type};
+use crate::hsa::sys::{hsa_device_type_t, HSA_DEVICE_TYPE_CPU, HSA_DEVICE_TYPE_GPU};
 
 /// Bits of a grant set.
 const SLOTS: usize = 64;
@@ -32,6 +33,13 @@ pub struct AgentBits {
     handles: [AtomicU64; SLOTS],
     /// Bit set of the slots whose agent is a GPU.
     gpus: AtomicU64,
+    /// Bit set of the slots whose agent is a CPU.
+    cpus: AtomicU64,
+    /// Bit set of the slots whose type is known (set after `gpus` and
+    /// `cpus`: until then a racing reader asks the runtime itself).
+    typed: AtomicU64,
+    /// Every agent of the runtime was given its bit (`all_gpus`).
+    listed_all: AtomicBool,
 }
 
 #[allow(clippy::declare_interior_mutable_const)]
@@ -42,6 +50,9 @@ impl AgentBits {
         AgentBits {
             handles: [FREE; SLOTS],
             gpus: AtomicU64::new(0),
+            cpus: AtomicU64::new(0),
+            typed: AtomicU64::new(0),
+            listed_all: AtomicBool::new(false),
         }
     }
 
@@ -63,11 +74,14 @@ impl AgentBits {
         for (index, slot) in self.handles.iter().enumerate() {
             match slot.compare_exchange(0, agent, Ordering::AcqRel, Ordering::Acquire) {
                 Ok(_) => {
-                    if device_type(core, hsa_agent_t { handle: agent }) == Some(HSA_DEVICE_TYPE_GPU)
-                    {
-                        self.gpus.fetch_or(1 << index, Ordering::Release);
-                    }
-                    return Some(1 << index);
+                    let bit = 1 << index;
+                    match device_type(core, hsa_agent_t { handle: agent }) {
+                        Some(HSA_DEVICE_TYPE_GPU) => self.gpus.fetch_or(bit, Ordering::Release),
+                        Some(HSA_DEVICE_TYPE_CPU) => self.cpus.fetch_or(bit, Ordering::Release),
+                        _ => 0,
+                    };
+                    self.typed.fetch_or(bit, Ordering::Release);
+                    return Some(bit);
                 }
                 Err(found) if found == agent => return Some(1 << index),
                 Err(_) => continue,
@@ -76,11 +90,51 @@ impl AgentBits {
         None
     }
 
-    /// Whether `agent` is known to be a GPU (it has a bit and the runtime
-    /// said so when it got it).
-    fn is_gpu(&self, core: &CoreEntries, agent: u64) -> bool {
-        self.bit_or_insert(core, agent)
-            .is_some_and(|bit| self.gpus.load(Ordering::Acquire) & bit != 0)
+    /// The runtime's type of `agent`, asked once per agent.
+    fn type_of(&self, core: &CoreEntries, agent: u64) -> Option<hsa_device_type_t> {
+        match self.bit_or_insert(core, agent) {
+            Some(bit) if self.typed.load(Ordering::Acquire) & bit != 0 => {
+                if self.gpus.load(Ordering::Acquire) & bit != 0 {
+                    Some(HSA_DEVICE_TYPE_GPU)
+                } else if self.cpus.load(Ordering::Acquire) & bit != 0 {
+                    Some(HSA_DEVICE_TYPE_CPU)
+                } else {
+                    None
+                }
+            }
+            // No slot left, or another thread is typing it right now.
+            _ => device_type(core, hsa_agent_t { handle: agent }),
+        }
+    }
+
+    /// Whether the runtime says `agent` is a CPU: only then is memory it
+    /// owns host memory, copied by the CPU (an agent of unknown type owns
+    /// device memory, never touched from the host).
+    pub(crate) fn is_cpu(&self, core: &CoreEntries, agent: u64) -> bool {
+        self.type_of(core, agent) == Some(HSA_DEVICE_TYPE_CPU)
+    }
+
+    /// The bits of every GPU of the runtime (each agent given its bit the
+    /// first time this is asked): what "every GPU" means in a lock without
+    /// an agent list.
+    pub(crate) fn all_gpus(&self, core: &CoreEntries) -> u64 {
+        if !self.listed_all.load(Ordering::Acquire) {
+            for agent in query::agents(core) {
+                self.bit_or_insert(core, agent.handle);
+            }
+            self.listed_all.store(true, Ordering::Release);
+        }
+        self.gpus.load(Ordering::Acquire)
+    }
+
+    /// The bits of the GPUs among `agents` (CPU agents name no GPU access).
+    pub(crate) fn gpus_of(&self, core: &CoreEntries, agents: &[hsa_agent_t]) -> u64 {
+        agents.iter().fold(0, |bits, agent| {
+            bits | self
+                .bit_or_insert(core, agent.handle)
+                .filter(|&bit| self.gpus.load(Ordering::Acquire) & bit != 0)
+                .unwrap_or(0)
+        })
     }
 }
 
@@ -91,9 +145,12 @@ impl Default for AgentBits {
 }
 
 /// After a successful `hsa_amd_agents_allow_access` on `base`: the tracked
-/// allocation there, if it is a GPU's, records the agents other than its
-/// owner that the runtime now lets reach it. `listed` are the call's
-/// agents, used when the runtime does not report the list.
+/// allocation there records the agents other than its owner that the
+/// runtime now lets reach it. `listed` are the call's agents, used when the
+/// runtime does not report the list: ROCr replaces an allocation's list
+/// with the call's (and the owner, for device memory), so for host memory,
+/// where the list is the whole story, the call's agents replace the
+/// recorded ones too.
 pub fn granted(tracker: &Tracker, base: usize, listed: &[hsa_agent_t]) {
     let (Some(core), Some(amd)) = (tracker.core(), tracker.amd()) else {
         return;
@@ -101,9 +158,7 @@ pub fn granted(tracker: &Tracker, base: usize, listed: &[hsa_agent_t]) {
     let Some(owner) = tracker.inventory.owner_at(base) else {
         return;
     };
-    if !tracker.agent_bits.is_gpu(core, owner) {
-        return;
-    }
+    let device_memory = !tracker.agent_bits.is_cpu(core, owner);
     let reported = amd.accessible_agents(base);
     let agents: &[u64] = match &reported {
         Ok(agents) => agents,
@@ -121,7 +176,9 @@ pub fn granted(tracker: &Tracker, base: usize, listed: &[hsa_agent_t]) {
     } else {
         listed.for_each(&mut add);
     }
-    tracker.inventory.set_grants(base, grants, reported.is_ok());
+    tracker
+        .inventory
+        .set_grants(base, grants, reported.is_ok() || !device_memory);
 }
 
 #[cfg(test)]
@@ -138,8 +195,9 @@ mod tests {
         assert_eq!(bits.bit_or_insert(&core, 7), Some(1));
         assert_eq!(bits.bit_of(9), Some(2));
         assert_eq!(bits.bit_or_insert(&core, 0), None, "no agent");
-        // Without a runtime to ask, no agent is known to be a GPU.
-        assert!(!bits.is_gpu(&core, 7));
+        // Without a runtime to ask, no agent's type is known.
+        assert!(!bits.is_cpu(&core, 7));
+        assert_eq!(bits.gpus_of(&core, &[hsa_agent_t { handle: 7 }]), 0);
         for agent in 10..72 {
             bits.bit_or_insert(&core, agent);
         }

@@ -36,8 +36,27 @@ pub struct Allocation {
     /// What memory it is (reported per kind).
     pub memory: MemoryKind,
     /// Agents other than the owner the runtime lets reach it, one bit each
-    /// (`grants.rs`): a snapshot of one of them captures it as peer memory.
+    /// (`grants.rs`): a snapshot of one of them captures it as peer memory
+    /// (device memory) or as host memory.
     pub grants: u64,
+    /// Host memory from a coarse-grained pool (for locked memory: locked to
+    /// one): what the runtime's own staging and pinning buffers are, so the
+    /// host-memory setting can leave it out (`memory_snapshot/host_memory.rs`).
+    pub coarse: bool,
+    /// Locked memory: how many locks of this range are held (HIP locks a
+    /// range once per GPU); the range is retired at the last unlock.
+    pub locks: u32,
+}
+
+/// What an unlock of a range does to its record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unlock {
+    /// No locked range starts there: nothing to do.
+    NotLocked,
+    /// Other locks of it are held: counted down, still tracked.
+    StillHeld,
+    /// Its last lock: retire it before the runtime unlocks.
+    Last,
 }
 
 /// A tracked allocation as a snapshot sees it.
@@ -53,6 +72,25 @@ pub struct TrackedRegion {
     /// Another agent may write it too (peer memory, or memory of the
     /// snapshot's agent granted to another): see `memory_snapshot/shared.rs`.
     pub shared: bool,
+    /// See [`Allocation::coarse`].
+    pub coarse: bool,
+}
+
+/// What a snapshot of `agent` (whose grant bit is `bit`) would take `a` as:
+/// its own memory as what it is; another agent's granted to it as peer
+/// device memory, or as the host memory it is.
+fn captured_as(a: &Allocation, agent: u64, bit: u64) -> Option<MemoryKind> {
+    if a.agent == agent {
+        Some(a.memory)
+    } else if a.grants & bit != 0 {
+        Some(if a.memory.is_host() {
+            a.memory
+        } else {
+            MemoryKind::DevicePeer
+        })
+    } else {
+        None
+    }
 }
 
 /// The live allocations by base address; retire before free is the
@@ -88,9 +126,74 @@ impl Inventory {
                 agent,
                 kind: RegionKind::Allocation,
                 memory,
-                grants: 0,
+                ..Allocation::default()
             },
         )
+    }
+
+    /// Records host memory of a CPU agent's pool, owned by that agent, with
+    /// the agents already granted access (`grants`).
+    pub fn record_host(
+        &self,
+        base: usize,
+        size: usize,
+        agent: u64,
+        grants: u64,
+        coarse: bool,
+    ) -> u64 {
+        self.allocations.record(
+            base,
+            Allocation {
+                size,
+                agent,
+                kind: RegionKind::Allocation,
+                memory: MemoryKind::Host,
+                grants,
+                coarse,
+                locks: 0,
+            },
+        )
+    }
+
+    /// A lock of the range `[base, base + size)` for the agents of
+    /// `grants`: a range locked already with that size counts one more lock
+    /// and adds the agents; otherwise the range is recorded, owned by the
+    /// CPU agent `agent`.
+    pub fn lock(&self, base: usize, size: usize, agent: u64, grants: u64, coarse: bool) {
+        let first = Allocation {
+            size,
+            agent,
+            kind: RegionKind::Allocation,
+            memory: MemoryKind::Locked,
+            grants,
+            coarse,
+            locks: 1,
+        };
+        self.allocations.record_or_merge(base, first, |a| {
+            let same = a.memory == MemoryKind::Locked && a.size == size;
+            if same {
+                a.locks = a.locks.saturating_add(1);
+                a.grants |= grants;
+            }
+            same
+        });
+    }
+
+    /// An unlock of the range at `base`: counted down when other locks of
+    /// it are held, else what the caller does (see [`Unlock`]).
+    pub fn unlock_one(&self, base: usize) -> Unlock {
+        let mut step = Unlock::NotLocked;
+        self.allocations.update(base, |a| {
+            if a.memory == MemoryKind::Locked {
+                if a.locks > 1 {
+                    a.locks -= 1;
+                    step = Unlock::StillHeld;
+                } else {
+                    step = Unlock::Last;
+                }
+            }
+        });
+        step
     }
 
     /// As [`Inventory::record`], for a region of `kind` (coarse-grained
@@ -105,7 +208,7 @@ impl Inventory {
                 agent,
                 kind,
                 memory: MemoryKind::Device,
-                grants: 0,
+                ..Allocation::default()
             },
         )
     }
@@ -150,14 +253,18 @@ impl Inventory {
     }
 
     /// The owning agent of the live region that holds `[address, address + len)`
-    /// in part, if one does (an async copy touching tracked memory).
+    /// in part, if one does and a snapshot may capture it (an async copy
+    /// touching tracked memory).
     pub fn owner_of_range(&self, address: usize, len: usize) -> Option<u64> {
         let view = self.allocations.live_view();
         let end = address.checked_add(len.max(1))?;
         // The region starting at or before the end of the range; if it
         // started before the range, it must reach into it.
         let (base, region) = view.at_or_below(end - 1)?;
-        (base.saturating_add(region.size) > address).then_some(region.agent)
+        // Host memory no GPU was granted is tracked but no snapshot takes
+        // it: copies of it need no fence.
+        let capturable = region.grants != 0 || !region.memory.is_host();
+        (base.saturating_add(region.size) > address && capturable).then_some(region.agent)
     }
 
     /// Retire before free (see `registry.rs`): the allocation stops being
@@ -188,20 +295,14 @@ impl Inventory {
     ) -> Result<(), TryReserveError> {
         let bit = agent_bit.unwrap_or(0);
         self.allocations.collect(out, |base, a, generation| {
-            let memory = if a.agent == agent {
-                a.memory
-            } else if a.grants & bit != 0 {
-                MemoryKind::DevicePeer
-            } else {
-                return None;
-            };
             Some(TrackedRegion {
                 base,
                 size: a.size,
                 generation,
-                memory,
+                memory: captured_as(a, agent, bit)?,
                 owner: a.agent,
                 shared: a.grants != 0 || a.agent != agent,
+                coarse: a.coarse,
             })
         })
     }
@@ -221,11 +322,17 @@ impl Inventory {
     }
 
     /// Count and bytes of what a snapshot of `agent` would capture of the
-    /// inventory: its own regions and the peer memory it was granted.
-    pub fn capture_totals(&self, agent: u64, agent_bit: Option<u64>) -> (usize, u64) {
+    /// inventory: its own regions, the peer and host memory it was granted,
+    /// of which `captures(kind, coarse)` says it takes.
+    pub fn capture_totals(
+        &self,
+        agent: u64,
+        agent_bit: Option<u64>,
+        captures: impl Fn(MemoryKind, bool) -> bool,
+    ) -> (usize, u64) {
         let bit = agent_bit.unwrap_or(0);
         self.allocations.fold((0, 0), |(count, bytes), a| {
-            if a.agent == agent || a.grants & bit != 0 {
+            if captured_as(a, agent, bit).is_some_and(|kind| captures(kind, a.coarse)) {
                 (count + 1, bytes + a.size as u64)
             } else {
                 (count, bytes)
@@ -365,6 +472,7 @@ mod tests {
             memory: MemoryKind::Device,
             owner: 0,
             shared: false,
+            coarse: false,
         };
         assert_eq!(inv.with_live(&captured, || ()), Some(()));
         free(&inv, 0x1000, true);
@@ -388,6 +496,7 @@ mod tests {
             memory: MemoryKind::Device,
             owner: 0,
             shared: false,
+            coarse: false,
         };
         assert_eq!(inv.with_live(&region(64), || ()), None);
         assert_eq!(inv.with_live(&region(32), || 5), Some(5));
@@ -413,6 +522,7 @@ mod tests {
             memory: MemoryKind::Device,
             owner: 0,
             shared: false,
+            coarse: false,
         };
         assert_eq!(inv.with_live(&region, || ()), Some(()));
         free(&inv, 0x3000, true);
@@ -442,14 +552,14 @@ mod tests {
         inv.collect_agent(1, Some(1), &mut out).unwrap();
         let peer = out.iter().find(|r| r.base == 0x9000).unwrap();
         assert_eq!((peer.memory, peer.owner), (MemoryKind::DevicePeer, 2));
-        assert_eq!(inv.capture_totals(1, Some(1)), (3, 6));
-        assert_eq!(inv.capture_totals(3, Some(2)), (0, 0));
+        assert_eq!(inv.capture_totals(1, Some(1), |_, _| true), (3, 6));
+        assert_eq!(inv.capture_totals(3, Some(2), |_, _| true), (0, 0));
         assert_eq!(inv.agent_totals(1), (2, 5), "owned only");
         // A grant added to (a runtime that does not list them) or replaced.
         inv.set_grants(0x9000, 2, false);
-        assert_eq!(inv.capture_totals(3, Some(2)), (1, 1));
+        assert_eq!(inv.capture_totals(3, Some(2), |_, _| true), (1, 1));
         inv.set_grants(0x9000, 0, true);
-        assert_eq!(inv.capture_totals(1, Some(1)), (2, 5));
+        assert_eq!(inv.capture_totals(1, Some(1), |_, _| true), (2, 5));
     }
 
     #[test]
@@ -461,5 +571,30 @@ mod tests {
         assert_eq!(inv.len(), 1);
         inv.clear();
         assert!(inv.is_empty());
+    }
+
+    #[test]
+    fn locks_of_one_range_are_counted_and_their_gpus_added() {
+        let inv = Inventory::new();
+        inv.lock(0x1000, 4096, 1, 0b01, false);
+        inv.lock(0x1000, 4096, 1, 0b10, false);
+        let mut out = Vec::new();
+        inv.collect_agent(5, Some(0b10), &mut out).unwrap();
+        assert_eq!(out.len(), 1, "the second GPU reaches it too");
+        assert_eq!(out[0].memory, MemoryKind::Locked);
+        let generation = out[0].generation;
+        assert_eq!(inv.unlock_one(0x1000), Unlock::StillHeld);
+        assert_eq!(inv.unlock_one(0x1000), Unlock::Last);
+        // A lock of another size at the same address is another range.
+        inv.lock(0x1000, 8192, 1, 0b01, true);
+        out.clear();
+        inv.collect_agent(5, Some(0b01), &mut out).unwrap();
+        assert_eq!((out[0].size, out[0].coarse), (8192, true));
+        assert_ne!(out[0].generation, generation);
+        assert_eq!(inv.unlock_one(0x1000), Unlock::Last);
+        // Not a locked range: an unlock does nothing to it.
+        inv.record(0x9000, 64, 1, MemoryKind::Host);
+        assert_eq!(inv.unlock_one(0x9000), Unlock::NotLocked);
+        assert_eq!(inv.unlock_one(0x5000), Unlock::NotLocked);
     }
 }

@@ -22,11 +22,21 @@ crate::c_enum! {
         /// (`hsa_amd_agents_allow_access`: peer-to-peer buffers a multi-GPU
         /// kernel writes), coarse- or fine-grained.
         DevicePeer = 2 => "DEVICE_PEER",
+        /// Host memory a GPU was given access to: an allocation from a CPU
+        /// agent's pool, fine- or coarse-grained (`hipHostMalloc`), granted
+        /// with `hsa_amd_agents_allow_access`, or system memory from
+        /// `hsa_memory_allocate`. Copied by the CPU; which of it is captured
+        /// is the host-memory setting's (`kr_set_host_memory`).
+        Host = 3 => "HOST",
+        /// Host memory locked for GPUs (`hsa_amd_memory_lock`,
+        /// `hsa_amd_memory_lock_to_pool`: `hipHostRegister`). Copied by the
+        /// CPU, retired before the runtime unlocks it.
+        Locked = 4 => "LOCKED",
     }
 }
 
 // The per-kind arrays of the stats and of the C structs have room for kinds
-// to come (host, locked, managed, peer and IPC memory), so adding one is not
+// to come (managed and IPC memory), so adding one is not
 // an ABI change.
 #[cfg(not(loom))]
 const _: () = assert!(MemoryKind::ALL.len() <= KIND_SLOTS);
@@ -36,6 +46,12 @@ impl MemoryKind {
     pub fn index(self) -> usize {
         self as usize
     }
+
+    /// Host memory: copied by the CPU, kept in host storage, and captured
+    /// as the host-memory setting says.
+    pub fn is_host(self) -> bool {
+        matches!(self, MemoryKind::Host | MemoryKind::Locked)
+    }
 }
 
 impl fmt::Display for MemoryKind {
@@ -44,6 +60,8 @@ impl fmt::Display for MemoryKind {
             MemoryKind::Device => "device",
             MemoryKind::DeviceFine => "fine-grained device",
             MemoryKind::DevicePeer => "peer device",
+            MemoryKind::Host => "host",
+            MemoryKind::Locked => "locked host",
         })
     }
 }

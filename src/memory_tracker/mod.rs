@@ -19,6 +19,7 @@ pub mod hooks;
 pub mod install;
 pub mod inventory;
 pub mod kind;
+pub mod locks;
 pub mod process_marker;
 pub mod registry;
 pub mod revalidate;
@@ -48,13 +49,48 @@ pub fn record_allocation(
         return None;
     }
     let amd = tracker.amd()?;
-    match classifier::classify(tracker.core(), amd, base as usize, pool_flags) {
-        Ok((agent, memory)) => Some(tracker.inventory.record(base as usize, size, agent, memory)),
+    let core = tracker.core();
+    let is_gpu = |owner| !core.is_some_and(|core| tracker.agent_bits.is_cpu(core, owner));
+    match classifier::classify(amd, base as usize, pool_flags, is_gpu) {
+        Ok(found) if found.memory.is_host() => Some(record_host(
+            tracker,
+            base as usize,
+            size,
+            &found,
+            pool_flags,
+        )),
+        Ok(found) => Some(
+            tracker
+                .inventory
+                .record(base as usize, size, found.owner, found.memory),
+        ),
         Err(why) => {
             trace!("allocation {base:p} ({size} bytes) not tracked: {why:?}");
             None
         }
     }
+}
+
+/// Records host memory. A CPU pool's allocation is reachable by no GPU
+/// until `hsa_amd_agents_allow_access` grants it (ROCr allocates it
+/// restricted); `hsa_memory_allocate`'s system memory is mapped for every
+/// GPU at once, so its grants are read from the runtime now.
+#[cold]
+fn record_host(
+    tracker: &Tracker,
+    base: usize,
+    size: usize,
+    found: &classifier::Classified,
+    pool_flags: Option<u32>,
+) -> u64 {
+    let coarse = found.grain == classifier::Grain::Coarse;
+    let generation = tracker
+        .inventory
+        .record_host(base, size, found.owner, 0, coarse);
+    if pool_flags.is_none() {
+        grants::granted(tracker, base, &[]);
+    }
+    generation
 }
 
 /// The teardown guard: from now on nothing is recorded, every snapshot

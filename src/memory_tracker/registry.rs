@@ -144,6 +144,21 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
         generation
     }
 
+    /// Registers a thing the runtime just created, unless the live entry
+    /// under `key` takes it in (`merge` changes it and says yes: another
+    /// reference to the same thing, which keeps its generation). One write
+    /// lock for both, so two racing creations are both counted.
+    pub fn record_or_merge(&self, key: K, value: V, merge: impl FnOnce(&mut V) -> bool) {
+        let mut entries = self.write();
+        if let Some(entry) = entries.get_mut(&key) {
+            if !entry.retiring && merge(&mut entry.value) {
+                return;
+            }
+        }
+        entries.insert(key, self.live_entry(value));
+        self.len.store(entries.len(), Ordering::Release);
+    }
+
     /// Registers a thing found by looking at the runtime, unless it is
     /// registered already (its generation is kept) or retiring (refused).
     pub fn admit(&self, key: K, value: V) -> Admission {

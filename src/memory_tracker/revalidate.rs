@@ -30,8 +30,9 @@ use std::sync::Mutex;
 
 use log::{info, warn};
 
-use super::classifier;
+use super::classifier::{self, Grain};
 use super::inventory::{Allocation, RegionKind};
+use super::kind::MemoryKind;
 use super::Tracker;
 use crate::hsa::entries::AmdEntries;
 use crate::support::sync::Recover;
@@ -116,6 +117,9 @@ pub fn revalidate(tracker: &Tracker) {
                 .inventory
                 .readmit(base, allocation, || still_the_same(amd, base, &allocation))
         {
+            // Access granted or taken while the wrappers were out went
+            // unseen: the runtime's list now is the one kept.
+            super::grants::granted(tracker, base, &[]);
             kept += 1;
         }
     }
@@ -147,7 +151,19 @@ fn still_the_same(amd: &AmdEntries, base: usize, recorded: &Allocation) -> bool 
     let same_extent = info.agentBaseAddress as usize == base
         && reported >= recorded.size
         && reported <= recorded.size.next_multiple_of(PAGE);
-    same_extent && classifier::verdict(&info) == Ok((recorded.agent, recorded.memory))
+    let Ok((owner, grain)) = classifier::verdict(&info) else {
+        return false;
+    };
+    let same_kind = match recorded.memory {
+        MemoryKind::Device => grain == Grain::Coarse,
+        MemoryKind::DeviceFine => grain == Grain::Fine,
+        MemoryKind::Host => (grain == Grain::Coarse) == recorded.coarse,
+        // Locked memory has no pointer-info answer to check it by (ROCm
+        // 5.6 on report it unknown): it is dropped, and an unlock seen
+        // later only chains.
+        MemoryKind::Locked | MemoryKind::DevicePeer => false,
+    };
+    same_extent && owner == recorded.agent && same_kind
 }
 
 const PAGE: usize = 4096;
@@ -155,7 +171,6 @@ const PAGE: usize = 4096;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::memory_tracker::kind::MemoryKind;
 
     #[test]
     fn set_aside_records_are_not_live_and_clear_drops_them() {

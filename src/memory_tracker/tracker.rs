@@ -4,6 +4,7 @@
 //! counters. The wrappers the runtime calls reach it through [`TRACKER`];
 //! everything else takes a `&Tracker`.
 
+use super::locks::LockFacts;
 use std::sync::OnceLock;
 
 use super::executables::Executables;
@@ -46,6 +47,8 @@ pub struct Tracker {
     pub mappings: Mappings,
     /// A bit per agent, for the grant sets of peer memory (`grants.rs`).
     pub agent_bits: AgentBits,
+    /// The pools locks named and the CPU agent (`locks.rs`).
+    pub lock_facts: LockFacts,
     /// What was recorded before the wrappers were found out of the tables,
     /// until they are back (`revalidate.rs`).
     pub set_aside: SetAside,
@@ -73,6 +76,7 @@ impl Tracker {
             #[cfg(hsa_vmem)]
             mappings: Mappings::new(),
             agent_bits: AgentBits::new(),
+            lock_facts: LockFacts::new(),
             set_aside: SetAside::new(),
             counters: AtomicCounters::new(),
             make_room: OnceLock::new(),

@@ -331,7 +331,7 @@ pub fn revalidate(tracker: &Tracker, amd: &AmdEntries) -> (usize, usize) {
                 agent: backing.agent,
                 kind: RegionKind::Mapping,
                 memory: MemoryKind::Device,
-                grants: 0,
+                ..Allocation::default()
             };
             tracker.inventory.readmit(va, region, || {
                 same_handle_at(amd, va, mapping.handle) && owner_may_write(amd, va, backing.agent)

@@ -216,6 +216,79 @@ fn note_grants(base: usize, listed: &[hsa_agent_t]) {
     catch_panic((), || super::grants::granted(&TRACKER, base, listed));
 }
 
+/// Replaces `hsa_amd_memory_lock`: the locked range is recorded as host
+/// memory of the GPUs it names (`locks.rs`).
+pub(crate) unsafe extern "C" fn amd_memory_lock(
+    host_ptr: *mut c_void,
+    size: usize,
+    agents: *mut hsa_agent_t,
+    num_agent: i32,
+    agent_ptr: *mut *mut c_void,
+) -> hsa_status_t {
+    let Some(lock) = TRACKER.amd().and_then(|amd| amd.hsa_amd_memory_lock_fn) else {
+        return HSA_STATUS_ERROR_NOT_INITIALIZED;
+    };
+    // SAFETY: the caller's arguments go unchanged to the replaced entry.
+    let status = unsafe { lock(host_ptr, size, agents, num_agent, agent_ptr) };
+    if status == HSA_STATUS_SUCCESS && TRACKER.gate.recording() {
+        // SAFETY: the runtime accepted the call, so `agents` holds
+        // `num_agent` agents (or is NULL).
+        let listed = unsafe { slice_or_empty(agents.cast_const(), num_agent.max(0) as usize) };
+        note_lock(host_ptr as usize, size, listed, None);
+    }
+    status
+}
+
+/// Replaces `hsa_amd_memory_lock_to_pool` (see [`amd_memory_lock`]).
+pub(crate) unsafe extern "C" fn amd_memory_lock_to_pool(
+    host_ptr: *mut c_void,
+    size: usize,
+    agents: *mut hsa_agent_t,
+    num_agent: i32,
+    pool: hsa_amd_memory_pool_t,
+    flags: u32,
+    agent_ptr: *mut *mut c_void,
+) -> hsa_status_t {
+    let Some(lock) = TRACKER
+        .amd()
+        .and_then(|amd| amd.hsa_amd_memory_lock_to_pool_fn)
+    else {
+        return HSA_STATUS_ERROR_NOT_INITIALIZED;
+    };
+    // SAFETY: the caller's arguments go unchanged to the replaced entry.
+    let status = unsafe { lock(host_ptr, size, agents, num_agent, pool, flags, agent_ptr) };
+    if status == HSA_STATUS_SUCCESS && TRACKER.gate.recording() {
+        // SAFETY: as in amd_memory_lock.
+        let listed = unsafe { slice_or_empty(agents.cast_const(), num_agent.max(0) as usize) };
+        note_lock(host_ptr as usize, size, listed, Some(pool.handle));
+    }
+    status
+}
+
+#[cold]
+#[inline(never)]
+fn note_lock(base: usize, size: usize, listed: &[hsa_agent_t], pool: Option<u64>) {
+    catch_panic((), || {
+        super::locks::locked(&TRACKER, base, size, listed, pool)
+    });
+}
+
+/// Replaces `hsa_amd_memory_unlock`: a range at its last unlock is retired
+/// before the runtime unlocks it.
+pub(crate) unsafe extern "C" fn amd_memory_unlock(host_ptr: *mut c_void) -> hsa_status_t {
+    let Some(unlock) = TRACKER.amd().and_then(|amd| amd.hsa_amd_memory_unlock_fn) else {
+        return HSA_STATUS_ERROR_NOT_INITIALIZED;
+    };
+    // SAFETY: forwarded to the replaced entry with the caller's pointer.
+    let call = move || unsafe { unlock(host_ptr) };
+    if TRACKER.inventory.is_empty() {
+        return call();
+    }
+    catch_panic(HSA_STATUS_ERROR, || {
+        super::locks::unlock(&TRACKER, host_ptr as usize, call)
+    })
+}
+
 /// `len` items at `ptr`, or none for NULL.
 ///
 /// # Safety

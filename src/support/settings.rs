@@ -81,6 +81,22 @@ pub(crate) const VERIFY: Variable = Variable {
     default: 0,
 };
 
+/// `KERNEL_REPLAY_HOST_MEMORY`: codes of `HostMemory`.
+pub(crate) const HOST_MEMORY: Variable = Variable {
+    name: "KERNEL_REPLAY_HOST_MEMORY",
+    what: "which host memory granted to an agent its snapshots capture",
+    values: &[("auto", 0), ("all", 1), ("registered", 2), ("off", 3)],
+    default: 0,
+};
+
+/// `KERNEL_REPLAY_COVERAGE`: codes of `Coverage`.
+pub(crate) const COVERAGE: Variable = Variable {
+    name: "KERNEL_REPLAY_COVERAGE",
+    what: "what a snapshot does when memory its agent can write is not covered",
+    values: &[("warn", 0), ("strict", 1)],
+    default: 0,
+};
+
 /// `KERNEL_REPLAY_LOG`: the most verbose level logged (0 off .. 5 trace).
 pub(crate) const LOG: Variable = Variable {
     name: "KERNEL_REPLAY_LOG",
@@ -129,6 +145,8 @@ pub(crate) const VARIABLES: &[&Variable] = &[
     &STRATEGY,
     &COPY,
     &VERIFY,
+    &HOST_MEMORY,
+    &COVERAGE,
     &LOG,
     &CODE_OBJECT,
     &INSTALLED,

@@ -7,6 +7,8 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
+use crate::memory_snapshot::coverage::NotCovered;
+
 /// Declines are counted per reason, indexed by `kr_decline_reason_t`. Room
 /// for reasons yet to come: codes are only ever appended.
 pub(crate) const DECLINE_SLOTS: usize = 32;
@@ -24,6 +26,8 @@ macro_rules! counters {
             pub declines: [AtomicU64; DECLINE_SLOTS],
             /// Bytes captured by complete snapshots per memory kind code.
             pub bytes_captured_by_kind: [AtomicU64; KIND_SLOTS],
+            /// Bytes complete snapshots left uncovered per memory kind code.
+            pub bytes_not_covered_by_kind: [AtomicU64; KIND_SLOTS],
             $($(#[$doc])* pub $name: AtomicU64,)+
         }
 
@@ -36,6 +40,9 @@ macro_rules! counters {
             /// Bytes captured by complete snapshots per memory kind, indexed
             /// by its code (`MemoryKind::code`).
             pub bytes_captured_by_kind: [u64; KIND_SLOTS],
+            /// Bytes of memory the agent could write that complete snapshots
+            /// left uncovered (the host-memory setting), per memory kind.
+            pub bytes_not_covered_by_kind: [u64; KIND_SLOTS],
             $($(#[$doc])* pub $name: u64,)+
         }
 
@@ -47,6 +54,7 @@ macro_rules! counters {
                 AtomicCounters {
                     declines: [ZERO; DECLINE_SLOTS],
                     bytes_captured_by_kind: [ZERO; KIND_SLOTS],
+                    bytes_not_covered_by_kind: [ZERO; KIND_SLOTS],
                     $($name: ZERO,)+
                 }
             }
@@ -57,18 +65,35 @@ macro_rules! counters {
                     bytes_captured_by_kind: std::array::from_fn(|i| {
                         self.bytes_captured_by_kind[i].load(Relaxed)
                     }),
+                    bytes_not_covered_by_kind: std::array::from_fn(|i| {
+                        self.bytes_not_covered_by_kind[i].load(Relaxed)
+                    }),
                     $($name: self.$name.load(Relaxed),)+
                 }
             }
 
             pub fn reset(&self) {
-                for counter in self.declines.iter().chain(&self.bytes_captured_by_kind) {
+                for counter in self
+                    .declines
+                    .iter()
+                    .chain(&self.bytes_captured_by_kind)
+                    .chain(&self.bytes_not_covered_by_kind)
+                {
                     counter.store(0, Relaxed);
                 }
                 $(self.$name.store(0, Relaxed);)+
             }
         }
     };
+}
+
+/// Adds each non-zero figure to its counter.
+fn add_each(counters: &[AtomicU64; KIND_SLOTS], figures: &[u64; KIND_SLOTS]) {
+    for (counter, &bytes) in counters.iter().zip(figures) {
+        if bytes != 0 {
+            counter.fetch_add(bytes, Relaxed);
+        }
+    }
 }
 
 counters! {
@@ -130,18 +155,26 @@ counters! {
     batch_copy_calls,
     /// Of those, calls that failed; their regions were copied.
     batch_copy_failures,
+    /// Complete snapshots taken while XNACK was on (any system memory
+    /// writable by kernels, none of it covered).
+    snapshots_with_xnack,
 }
 
 impl AtomicCounters {
     /// A complete snapshot and its bytes per memory kind code.
-    pub fn snapshot_taken(&self, bytes_by_kind: &[u64; KIND_SLOTS], nanos: u64) {
+    pub fn snapshot_taken(
+        &self,
+        bytes_by_kind: &[u64; KIND_SLOTS],
+        not_covered: &NotCovered,
+        nanos: u64,
+    ) {
         self.snapshots.fetch_add(1, Relaxed);
         self.bytes_captured
             .fetch_add(bytes_by_kind.iter().sum(), Relaxed);
-        for (counter, &bytes) in self.bytes_captured_by_kind.iter().zip(bytes_by_kind) {
-            if bytes != 0 {
-                counter.fetch_add(bytes, Relaxed);
-            }
+        add_each(&self.bytes_captured_by_kind, bytes_by_kind);
+        add_each(&self.bytes_not_covered_by_kind, &not_covered.bytes);
+        if not_covered.system_memory {
+            self.snapshots_with_xnack.fetch_add(1, Relaxed);
         }
         self.snap_ns.fetch_add(nanos, Relaxed);
     }

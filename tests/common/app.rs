@@ -106,6 +106,76 @@ pub fn allow_access(agents: &[Agent], ptr: *const u8) -> hsa_status_t {
     }
 }
 
+/// `hsa_amd_memory_lock(ptr, size, agents, ...)` through the runtime's AMD
+/// table (no agents: NULL, every GPU); the agent pointer on success.
+pub fn memory_lock(ptr: *mut u8, size: usize, agents: &[Agent]) -> Result<*mut u8, hsa_status_t> {
+    let mut agents: Vec<hsa_agent_t> = agents.iter().map(|&a| agent(a)).collect();
+    let list = if agents.is_empty() {
+        std::ptr::null_mut()
+    } else {
+        agents.as_mut_ptr()
+    };
+    let mut agent_ptr = std::ptr::null_mut();
+    // SAFETY: a complete table from the runtime; `agents` outlives the call.
+    let status = unsafe {
+        (*amd_table()).hsa_amd_memory_lock_fn.expect("lock entry")(
+            ptr.cast(),
+            size,
+            list,
+            agents.len() as i32,
+            &mut agent_ptr,
+        )
+    };
+    if status == SUCCESS {
+        Ok(agent_ptr.cast())
+    } else {
+        Err(status)
+    }
+}
+
+/// `hsa_amd_memory_lock_to_pool` through the runtime's AMD table (as
+/// `hipHostRegister` calls it: one agent per call).
+pub fn memory_lock_to_pool(
+    ptr: *mut u8,
+    size: usize,
+    agents: &[Agent],
+    pool: Pool,
+) -> Result<*mut u8, hsa_status_t> {
+    let mut agents: Vec<hsa_agent_t> = agents.iter().map(|&a| agent(a)).collect();
+    let mut agent_ptr = std::ptr::null_mut();
+    // SAFETY: as in memory_lock.
+    let status = unsafe {
+        (*amd_table())
+            .hsa_amd_memory_lock_to_pool_fn
+            .expect("lock to pool entry")(
+            ptr.cast(),
+            size,
+            agents.as_mut_ptr(),
+            agents.len() as i32,
+            hsa_amd_memory_pool_t {
+                handle: pool.handle,
+            },
+            0,
+            &mut agent_ptr,
+        )
+    };
+    if status == SUCCESS {
+        Ok(agent_ptr.cast())
+    } else {
+        Err(status)
+    }
+}
+
+/// `hsa_amd_memory_unlock` through the runtime's AMD table.
+pub fn memory_unlock(ptr: *mut u8) -> hsa_status_t {
+    // SAFETY: a complete table from the runtime.
+    unsafe {
+        (*amd_table())
+            .hsa_amd_memory_unlock_fn
+            .expect("unlock entry")(ptr.cast())
+    }
+}
+
 /// `hsa_memory_allocate` through the runtime's core table.
 pub fn memory_allocate(region: Region, size: usize) -> Result<*mut u8, hsa_status_t> {
     let mut ptr = std::ptr::null_mut();

@@ -78,6 +78,9 @@ pub fn session(gpus: u32) -> hsa_sim::SimSession {
     kernel_replay::set_executable_iterator(None);
     kernel_replay::set_host_budget(None);
     kernel_replay::set_device_budget(DeviceBudget::Auto);
+    kernel_replay::set_host_memory(kernel_replay::HostMemory::Auto);
+    kernel_replay::set_coverage(kernel_replay::Coverage::Warn);
+    kernel_replay::testing::assume_hip_loaded(None);
     assert!(kernel_replay::set_tracking(true));
     capture_logs(LogLevel::Warn);
     logs_clear();
@@ -119,6 +122,12 @@ impl Snap {
         self.0.as_ref().map_or(0, |s| s.tier_bytes(tier))
     }
     /// Bytes the snapshot captured of memory kind `memory`.
+    /// Bytes of `memory` the agent can write that the snapshot left out.
+    pub fn not_covered(&self, memory: kernel_replay::MemoryKind) -> u64 {
+        self.0
+            .as_ref()
+            .map_or(0, |s| s.not_covered().bytes[memory.index()])
+    }
     pub fn kind_bytes(&self, memory: kernel_replay::MemoryKind) -> u64 {
         self.0.as_ref().map_or(0, |s| s.kind_bytes(memory))
     }

@@ -61,7 +61,7 @@ impl Interp {
                     size: a.size,
                 },
                 owner: owner_of(a.owner),
-                tracked: a.tracked,
+                tracked: a.fenced(),
             })
             .collect();
         if let Some(api) = app::vmem_api() {

@@ -35,11 +35,20 @@ pub enum LayoutError {
     Metadata,
 }
 
-/// Plans and leases storage for regions of `sizes` bytes.
+/// One region to place: its bytes, and whether it is host memory, which is
+/// always kept in pageable host memory (the CPU copies it, under every
+/// storage policy; it counts against the host budget).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Need {
+    pub size: usize,
+    pub host_memory: bool,
+}
+
+/// Plans and leases storage for `regions`.
 pub fn lay_out(
     cx: Context,
     agent: hsa_agent_t,
-    sizes: &[usize],
+    regions: &[Need],
     policy: StoragePolicy,
 ) -> Result<Layout, LayoutError> {
     let view = cx.state.storage.view(cx, agent);
@@ -57,9 +66,10 @@ pub fn lay_out(
         None => [device_usable, pinned_usable, true],
     };
     // A forced tier this agent cannot have declines at once, saying so.
-    let needed: u64 = sizes
+    let needed: u64 = regions
         .iter()
-        .map(|&s| s.next_multiple_of(REGION_ALIGNMENT) as u64)
+        .filter(|r| !r.host_memory)
+        .map(|r| r.size.next_multiple_of(REGION_ALIGNMENT) as u64)
         .sum();
     match policy.forced_tier() {
         Some(Tier::Device) if !device_usable && needed > 0 => {
@@ -94,7 +104,7 @@ pub fn lay_out(
                 .room()
                 .saturating_add((view.retained[1] + view.retained[2]) as u64),
         };
-        let (places, totals) = assign(sizes, allowed, rooms).map_err(|error| match error {
+        let (places, totals) = assign(regions, allowed, rooms).map_err(|error| match error {
             AssignError::Metadata => LayoutError::Metadata,
             AssignError::NoRoom(needed) if policy == StoragePolicy::Device => {
                 LayoutError::DeviceMemory {
@@ -102,10 +112,12 @@ pub fn lay_out(
                     error: None,
                 }
             }
-            AssignError::NoRoom(needed) => LayoutError::HostMemory {
-                needed,
-                error: None,
-            },
+            AssignError::NoRoom(needed) | AssignError::NoHostRoom(needed) => {
+                LayoutError::HostMemory {
+                    needed,
+                    error: None,
+                }
+            }
         })?;
         let mut leases: PerTier<Option<Lease>> = Default::default();
         let mut retry = false;
@@ -153,24 +165,31 @@ type Assignment = (Vec<(Tier, usize)>, PerTier<u64>);
 
 #[derive(Debug, PartialEq, Eq)]
 enum AssignError {
-    /// The bytes that did not fit.
+    /// The bytes that did not fit (the device tier's when forced, or with
+    /// the host tiers' when they were allowed).
     NoRoom(u64),
+    /// Host memory (kept pageable whatever the policy) that did not fit
+    /// the host room: the bytes of the host tiers.
+    NoHostRoom(u64),
     Metadata,
 }
 
 /// Assigns each region the first allowed tier with room, in the order
-/// device, pinned, pageable. Returns the places and per-tier totals.
+/// device, pinned, pageable (host memory: pageable only). Returns the
+/// places and per-tier totals.
 fn assign(
-    sizes: &[usize],
+    regions: &[Need],
     allowed: PerTier<bool>,
     rooms: Rooms,
 ) -> Result<Assignment, AssignError> {
+    const PAGEABLE_ONLY: PerTier<bool> = [false, false, true];
     let mut places = Vec::new();
     places
-        .try_reserve_exact(sizes.len())
+        .try_reserve_exact(regions.len())
         .map_err(|_| AssignError::Metadata)?;
     let mut used = [0u64; Tier::COUNT];
-    for &size in sizes {
+    for &Need { size, host_memory } in regions {
+        let allowed = if host_memory { PAGEABLE_ONLY } else { allowed };
         let aligned = size.next_multiple_of(REGION_ALIGNMENT) as u64;
         let fits = |tier: Tier, used: &PerTier<u64>| -> bool {
             let mut after = *used;
@@ -184,7 +203,11 @@ fn assign(
             .iter()
             .copied()
             .find(|&t| allowed[t.index()] && fits(t, &used))
-            .ok_or(AssignError::NoRoom(used.iter().sum::<u64>() + aligned))?;
+            .ok_or(if host_memory {
+                AssignError::NoHostRoom(used[1] + used[2] + aligned)
+            } else {
+                AssignError::NoRoom(used.iter().sum::<u64>() + aligned)
+            })?;
         places.push((tier, used[tier.index()] as usize));
         used[tier.index()] += aligned;
     }
@@ -229,11 +252,21 @@ mod tests {
 
     const GRANULE: u64 = 64 << 10;
 
+    fn device(sizes: &[usize]) -> Vec<Need> {
+        sizes
+            .iter()
+            .map(|&size| Need {
+                size,
+                host_memory: false,
+            })
+            .collect()
+    }
+
     #[test]
     fn device_fills_first_then_host_tiers() {
         let sizes = [GRANULE as usize; 4];
         let (places, totals) = assign(
-            &sizes,
+            &device(&sizes),
             ALL,
             Rooms {
                 device: 2 * GRANULE,
@@ -254,7 +287,7 @@ mod tests {
     fn offsets_are_aligned_and_regions_do_not_overlap() {
         let sizes = [1, 300, 17, 256];
         let (places, totals) = assign(
-            &sizes,
+            &device(&sizes),
             ALL,
             Rooms {
                 device: u64::MAX,
@@ -272,7 +305,7 @@ mod tests {
         let sizes = [GRANULE as usize; 3];
         let allowed = [true, false, true];
         let (places, _) = assign(
-            &sizes,
+            &device(&sizes),
             allowed,
             Rooms {
                 device: GRANULE,
@@ -285,7 +318,7 @@ mod tests {
             [Tier::Device, Tier::Pageable, Tier::Pageable]
         );
         assert!(assign(
-            &sizes,
+            &device(&sizes),
             allowed,
             Rooms {
                 device: GRANULE,
@@ -293,5 +326,40 @@ mod tests {
             }
         )
         .is_err());
+    }
+
+    #[test]
+    fn host_memory_goes_pageable_whatever_the_tiers_allowed() {
+        let mut regions = device(&[GRANULE as usize; 2]);
+        regions.insert(
+            1,
+            Need {
+                size: 100,
+                host_memory: true,
+            },
+        );
+        let (places, totals) = assign(
+            &regions,
+            [true, false, false],
+            Rooms {
+                device: u64::MAX,
+                host: u64::MAX,
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            places.iter().map(|p| p.0).collect::<Vec<_>>(),
+            [Tier::Device, Tier::Pageable, Tier::Device]
+        );
+        assert_eq!(totals, [2 * GRANULE, 0, 256]);
+        // And past the host room it does not fit, even with device room.
+        let room = Rooms {
+            device: u64::MAX,
+            host: 0,
+        };
+        assert_eq!(
+            assign(&regions, ALL, room),
+            Err(AssignError::NoHostRoom(256))
+        );
     }
 }
