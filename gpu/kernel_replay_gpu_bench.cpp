@@ -825,20 +825,79 @@ class KernelBench {
       }
       release();
     }
+    // Host memory a kernel writes (issue 19): pinned (a CPU pool's memory
+    // granted to the GPU: hipHostMalloc) and registered (malloc'd memory
+    // locked for it: hipHostRegister). The library copies it with the CPU
+    // under every strategy; beside it the CPU's memcpy and the copy
+    // engine's (cuMemcpy from a pinned copy) of the same bytes, and CUPTI.
+    const Shape host_shapes[] = {quick ? Shape{"16 MiB", 4 * MiB, 4} : Shape{"64 MiB", 16 * MiB, 4},
+                                 quick ? Shape{"64 MiB", 16 * MiB, 4} : Shape{"1 GiB", 256 * MiB, 4}};
+    for (Memory memory : {Memory::PinnedHost, Memory::Registered}) {
+      for (const Shape& shape : host_shapes) {
+        const std::string label = std::string(shape.label) + " " + memory_name(memory);
+        if (!allocate(label.c_str(), shape.region_bytes, shape.regions, memory)) {
+          std::printf("   %s: allocation failed, skipped\n", label.c_str());
+          release();
+          continue;
+        }
+        library_case(rows, "all written", "auto", strategies_.front());
+        ceiling_case(rows, false);
+        ceiling_case(rows, true);
+        cupti_case(rows, "all written", false);
+        release();
+      }
+    }
     if (set_strategy_ != nullptr) set_strategy_(0);
   }
 
  private:
-  bool allocate(const char* label, uint64_t region_bytes, size_t regions) {
+  enum class Memory { Device, PinnedHost, Registered };
+
+  static const char* memory_name(Memory memory) {
+    switch (memory) {
+      case Memory::Device:
+        return "device";
+      case Memory::PinnedHost:
+        return "pinned host";
+      case Memory::Registered:
+        return "registered host";
+    }
+    return "?";
+  }
+
+  bool allocate(const char* label, uint64_t region_bytes, size_t regions,
+                Memory memory = Memory::Device) {
     label_ = label;
     region_bytes_ = region_bytes;
+    memory_ = memory;
     harness::ContextScope scope(gpu_.context);
     if (!scope.ok()) return false;
     const uint64_t needed = region_bytes * regions + GiB;
-    if (harness::free_device_memory(gpu_.agent) < needed) return false;
+    if (memory == Memory::Device && harness::free_device_memory(gpu_.agent) < needed) return false;
+    const hsa_amd_memory_pool_t fine = hsa_rt_pool(hsa_rt_cpu_agent(), HSA_RT_POOL_SYSTEM_FINE);
     for (size_t i = 0; i < regions; ++i) {
       void* p = nullptr;
-      if (!KR_HSA(hsa_amd_memory_pool_allocate(gpu_.vram, region_bytes, 0, &p))) return false;
+      switch (memory) {
+        case Memory::Device:
+          if (!KR_HSA(hsa_amd_memory_pool_allocate(gpu_.vram, region_bytes, 0, &p))) return false;
+          break;
+        case Memory::PinnedHost:
+          if (!KR_HSA(hsa_amd_memory_pool_allocate(fine, region_bytes, 0, &p))) return false;
+          regions_.push_back(p);
+          if (!KR_HSA(hsa_amd_agents_allow_access(1, &gpu_.agent, nullptr, p))) return false;
+          continue;
+        case Memory::Registered: {
+          p = std::aligned_alloc(4096, region_bytes);
+          if (p == nullptr) return false;
+          void* agent_ptr = nullptr;
+          if (!KR_HSA(hsa_amd_memory_lock_to_pool(p, region_bytes, &gpu_.agent, 1, fine, 0,
+                                                  &agent_ptr))) {
+            std::free(p);
+            return false;
+          }
+          break;
+        }
+      }
       regions_.push_back(p);
     }
     return KR_CU(cu().cuMemAlloc(&counter_, sizeof(unsigned long long)));
@@ -846,7 +905,14 @@ class KernelBench {
 
   void release() {
     harness::ContextScope scope(gpu_.context);
-    for (void* p : regions_) KR_HSA(hsa_amd_memory_pool_free(p));
+    for (void* p : regions_) {
+      if (memory_ == Memory::Registered) {
+        KR_HSA(hsa_amd_memory_unlock(p));
+        std::free(p);
+      } else {
+        KR_HSA(hsa_amd_memory_pool_free(p));
+      }
+    }
     regions_.clear();
     if (counter_ != 0) KR_CU(cu().cuMemFree(counter_));
     counter_ = 0;
@@ -1028,6 +1094,74 @@ class KernelBench {
     finish(rows, row);
   }
 
+  // The same bytes copied into a copy and back by the CPU (memcpy from a
+  // touched malloc'd copy) or by the copy engine (cuMemcpy from a pinned
+  // copy, cuMemHostAlloc): what a host-memory snapshot and restore compare
+  // with. Correct when every word reads back the filled pattern.
+  void ceiling_case(std::vector<KernelRow>* rows, bool engine) {
+    KernelRow row = start_row("all written", "—", engine ? "copy engine (cuMemcpy)" : "CPU memcpy");
+    if (!fill(1)) {
+      row.note = "fill failed";
+      finish(rows, row);
+      return;
+    }
+    harness::ContextScope scope(gpu_.context);
+    std::vector<void*> copies;
+    std::string error;
+    for (size_t i = 0; i < regions_.size() && error.empty(); ++i) {
+      void* copy = nullptr;
+      if (engine) {
+        if (!KR_CU(cu().cuMemHostAlloc(&copy, region_bytes_, 0))) copy = nullptr;
+      } else {
+        copy = std::malloc(region_bytes_);
+        if (copy != nullptr) std::memset(copy, 0, region_bytes_);
+      }
+      if (copy == nullptr) error = "no memory for the copy";
+      copies.push_back(copy);
+    }
+    const auto copy_all = [&](bool back) {
+      for (size_t i = 0; i < regions_.size(); ++i) {
+        void* dst = back ? regions_[i] : copies[i];
+        const void* src = back ? copies[i] : regions_[i];
+        if (engine) {
+          KR_CU(cu().cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                                   reinterpret_cast<CUdeviceptr>(src), region_bytes_, nullptr));
+        } else {
+          std::memcpy(dst, src, region_bytes_);
+        }
+      }
+      if (engine) KR_CU(cu().cuCtxSynchronize());
+    };
+    std::vector<double> snaps, restores;
+    bool correct = true;
+    if (error.empty()) {
+      const double start = harness::now_seconds();
+      copy_all(false);
+      snaps.push_back(harness::now_seconds() - start);
+      for (int pass = 0; pass < kKernelReps; ++pass) {
+        write_before("all written", pass);
+        synchronize();
+        const double t0 = harness::now_seconds();
+        copy_all(true);
+        restores.push_back(harness::now_seconds() - t0);
+        correct = correct && mismatches(1) == 0;
+      }
+    }
+    for (void* copy : copies) {
+      if (copy == nullptr) continue;
+      if (engine) {
+        KR_CU(cu().cuMemFreeHost(copy));
+      } else {
+        std::free(copy);
+      }
+    }
+    row.snap = stats_of(snaps, error);
+    row.restore = stats_of(restores, error);
+    row.correct = error.empty() ? (correct ? "yes" : "NO") : "—";
+    row.note = error;
+    finish(rows, row);
+  }
+
   void cupti_case(std::vector<KernelRow>* rows, const std::string& kind, bool transfer) {
     KernelRow row = start_row(kind, "CUPTI", transfer ? "CUPTI OPT_TRANSFER" : "CUPTI OPT_NONE");
     if (!cupti_.ok()) {
@@ -1146,6 +1280,7 @@ class KernelBench {
   std::string label_;
   uint64_t region_bytes_ = 0;
   std::vector<void*> regions_;
+  Memory memory_ = Memory::Device;
   CUdeviceptr counter_ = 0;
 };
 

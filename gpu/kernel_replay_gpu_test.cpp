@@ -513,8 +513,8 @@ void test_runtime(Reporter& r, const Module& m) {
   T_HSA(r, hsa_agent_iterate_regions(gpu, count_region, &regions));
   r.expect(regions == 4, "GPU lists %zu regions, expected its own + 3 system", regions);
 
-  // Pointer info from the runtime's map; only coarse-grained device memory
-  // (and the coarse host pool, owned by the CPU) is tracked.
+  // Pointer info from the runtime's map; device memory is tracked, and host
+  // memory of either grain (owned by the CPU); kernarg is not.
   const size_t tracked_gpu = kr_tracked_count(gpu);
   const size_t tracked_cpu = kr_tracked_count(cpu);
   PoolBuffer device, fine, kernarg, coarse_host;
@@ -525,8 +525,8 @@ void test_runtime(Reporter& r, const Module& m) {
     return;
   }
   r.expect(kr_tracked_count(gpu) == tracked_gpu + 1, "device block not tracked once");
-  r.expect(kr_tracked_count(cpu) == tracked_cpu + 1,
-           "CPU agent tracks %zu new blocks, expected 1 (the coarse host block only)",
+  r.expect(kr_tracked_count(cpu) == tracked_cpu + 2,
+           "CPU agent tracks %zu new blocks, expected 2 (the fine and coarse host blocks)",
            kr_tracked_count(cpu) - tracked_cpu);
   hsa_amd_pointer_info_t info{};
   info.size = sizeof(info);
@@ -860,9 +860,9 @@ void test_buffers(Reporter& r, const Module& m, const Module* peer) {
     if (!tracked[k].allocate(r, m.gpu.vram, sizes[k])) return;
     if (!fill(r, m, tracked[k].get(), sizes[k], 0x100 + uint32_t(k))) return;
   }
-  // Left alone by a snapshot of this GPU: fine-grained pinned host memory
-  // (not tracked), the coarse-grained host pool (tracked, but owned by the
-  // CPU agent) and a block on the other GPU.
+  // Left alone by a snapshot of this GPU: host memory of both grains
+  // (tracked, owned by the CPU agent, but never granted to this GPU) and a
+  // block on the other GPU.
   PoolBuffer fine, coarse_host, other;
   const uint64_t side = MiB;
   if (!fine.allocate(r, hsa_rt_pool(cpu, HSA_RT_POOL_SYSTEM_FINE), side) ||
@@ -911,6 +911,84 @@ void test_buffers(Reporter& r, const Module& m, const Module* peer) {
   }
   r.expect(coarse_wrong == 0, "coarse host buffer (CPU agent's) changed by the GPU restore");
   if (peer != nullptr) verify(r, *peer, other.get(), side, 0x202, true, "other GPU's buffer");
+}
+
+// ---- (q) host memory a kernel writes --------------------------------------------------------
+
+// Host memory granted or locked to the GPU, written by the GPU's kernel in
+// every pass: hipHostMalloc (a CPU pool's allocation + allow_access, both
+// grains) and hipHostRegister (malloc'd memory locked to the fine pool for
+// the GPU). Each pass must see the bytes of the first; at the last unlock
+// the registered range is retired.
+void test_host_memory(Reporter& r, const Module& m) {
+  const uint64_t size = g_quick ? 4 * MiB : 64 * MiB;
+  const hsa_agent_t cpu = hsa_rt_cpu_agent();
+  hsa_agent_t gpu = m.gpu.agent;
+  const hsa_amd_memory_pool_t fine_pool = hsa_rt_pool(cpu, HSA_RT_POOL_SYSTEM_FINE);
+  PoolBuffer fine, coarse;
+  if (!fine.allocate(r, fine_pool, size) ||
+      !coarse.allocate(r, hsa_rt_pool(cpu, HSA_RT_POOL_SYSTEM_COARSE), size)) {
+    return;
+  }
+  T_HSA(r, hsa_amd_agents_allow_access(1, &gpu, nullptr, fine.get()));
+  T_HSA(r, hsa_amd_agents_allow_access(1, &gpu, nullptr, coarse.get()));
+  void* registered = std::aligned_alloc(4096, size);
+  if (!r.expect(registered != nullptr, "aligned_alloc of %s", bytes_text(size).c_str())) return;
+  void* agent_ptr = nullptr;
+  if (!T_HSA(r, hsa_amd_memory_lock_to_pool(registered, size, &gpu, 1, fine_pool, 0, &agent_ptr))) {
+    std::free(registered);
+    return;
+  }
+  struct Host {
+    void* p;
+    uint32_t seed;
+    const char* what;
+  } const host[] = {{fine.get(), 0x500, "fine-grained host pool buffer"},
+                    {coarse.get(), 0x501, "coarse-grained host pool buffer"},
+                    {agent_ptr, 0x502, "registered (locked) host memory"}};
+  bool ok = true;
+  for (const Host& h : host) ok = ok && fill(r, m, h.p, size, h.seed);
+  if (ok) {
+    // The estimate counts the host memory granted to the GPU as well.
+    const kr_footprint_t estimate = kr_estimate_footprint(gpu);
+    Snapshot snapshot(kr_snap(gpu));
+    if (r.expect(kr_snapshot_ok(snapshot.s), "snapshot declined (reason %d)",
+                 static_cast<int>(kr_snapshot_decline_reason(snapshot.s))) &&
+        r.expect(kr_snapshot_region_count(snapshot.s) == estimate.regions &&
+                     kr_snapshot_byte_count(snapshot.s) == estimate.bytes,
+                 "snapshot of %zu regions, %" PRIu64 " bytes; estimated %zu, %" PRIu64,
+                 kr_snapshot_region_count(snapshot.s), kr_snapshot_byte_count(snapshot.s),
+                 estimate.regions, estimate.bytes)) {
+      r.expect(kr_snapshot_kind_bytes(snapshot.s, KR_MEMORY_HOST) == 2 * size &&
+                   kr_snapshot_kind_bytes(snapshot.s, KR_MEMORY_LOCKED) == size,
+               "host %" PRIu64 " and locked %" PRIu64 " bytes captured, expected %" PRIu64
+               " and %" PRIu64,
+               kr_snapshot_kind_bytes(snapshot.s, KR_MEMORY_HOST),
+               kr_snapshot_kind_bytes(snapshot.s, KR_MEMORY_LOCKED), 2 * size, size);
+      const size_t regions = kr_snapshot_region_count(snapshot.s);
+      for (int pass = 0; pass < 3 && ok; ++pass) {
+        // The pass: the kernel writes every host buffer in place.
+        for (const Host& h : host) ok = ok && mutate(r, m, h.p, size);
+        for (const Host& h : host) ok = ok && verify(r, m, h.p, size, h.seed, true, h.what);
+        kr_restore_report_t report{};
+        kr_restore_with_report(snapshot.s, &report);
+        ok = ok && expect_report(r, report, regions, 0);
+        for (const Host& h : host) ok = ok && verify(r, m, h.p, size, h.seed, false, h.what);
+      }
+      // The last unlock retires the registered range: the next restore
+      // skips it and leaves what the pass wrote.
+      T_HSA(r, hsa_amd_memory_unlock(registered));
+      if (ok && mutate(r, m, registered, size)) {
+        kr_restore_report_t report{};
+        kr_restore_with_report(snapshot.s, &report);
+        expect_report(r, report, regions - 1, 1);
+        verify(r, m, registered, size, 0x502, true, "unlocked host memory (left alone)");
+      }
+    }
+  } else {
+    T_HSA(r, hsa_amd_memory_unlock(registered));
+  }
+  std::free(registered);
 }
 
 void test_two_agents(Reporter& r, const Module& m0, const Module& m1) {
@@ -2406,6 +2484,8 @@ int main(int argc, char** argv) {
       run("c: two GPU agents, each snapshot restores only its own" + tag,
           [&] { test_two_agents(r, g_modules[0], g_modules[1]); });
     }
+    run("q: pinned and registered host memory written by the kernel, restored each pass" + tag,
+        [&] { test_host_memory(r, m0); });
     run("d: a buffer freed between snap and restore is skipped" + tag,
         [&] { test_freed_buffer(r, m0); });
     run("e: an address reused by a new allocation is not written" + tag,
