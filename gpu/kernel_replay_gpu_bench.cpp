@@ -4,13 +4,14 @@
 //
 //   kernel_replay_gpu_bench --csv OUT.csv [--table OUT.md] [--gpu N] [--quick]
 //                           [--config NAME] [--toolkit "nvcc 13.0 ..."]
-//                           [--cubin KERNELS.cubin] [--part policies|kernels|all]
+//                           [--cubin KERNELS.cubin] [--part policies|kernels|host|all]
 //
 // Two tables. The first (--part policies) is described here; the second
 // (--part kernels, needs --cubin: gpu/kernels.cu's cubin) measures the
 // library's own kernels per strategy and tier beside the CUPTI checkpoint
 // API, with a correctness column: see "the library's kernels, side by side
-// with the CUPTI checkpoint API" below.
+// with the CUPTI checkpoint API" below. --part host: only its host-memory
+// rows.
 //
 // For each tracked footprint (64 MiB, 256 MiB, 1 GiB, 4 GiB, 8 GiB as four
 // regions each, 10,000 regions of 4 KiB, and, beside the plain allocations of
@@ -778,7 +779,8 @@ class KernelBench {
     }
   }
 
-  void run(bool quick, std::vector<KernelRow>* rows) {
+  // `host_only`: only the host-memory rows (--part host).
+  void run(bool quick, bool host_only, std::vector<KernelRow>* rows) {
     if (quick) kKernelReps = 2;
     std::printf("\n== the library's kernels and the CUPTI checkpoint API\n");
     if (set_strategy_ == nullptr) {
@@ -797,7 +799,7 @@ class KernelBench {
     const Shape large = quick ? Shape{"64 MiB", 16 * MiB, 4} : Shape{"4 GiB", 1 * GiB, 4};
     const Shape many{quick ? "1,000 x 4 KiB" : "10,000 x 4 KiB", 4 * KiB, quick ? 1000u : 10000u};
     const Shape shapes[] = {small, many, large};
-    for (size_t index = 0; index < 3; ++index) {
+    for (size_t index = 0; index < (host_only ? 0 : 3); ++index) {
       const Shape& shape = shapes[index];
       if (!allocate(shape.label, shape.region_bytes, shape.regions)) {
         std::printf("   %s: allocation failed, skipped\n", shape.label);
@@ -1319,7 +1321,7 @@ void log_to_stdout(kr_log_level_t level, const char* message, void*) {
 void usage(const char* program) {
   std::printf(
       "usage: %s --csv PATH [--table PATH] [--gpu N] [--quick] [--config NAME] "
-      "[--toolkit TEXT] [--cubin PATH] [--part policies|kernels|all]\n",
+      "[--toolkit TEXT] [--cubin PATH] [--part policies|kernels|host|all]\n",
       program);
 }
 
@@ -1364,7 +1366,7 @@ int main(int argc, char** argv) {
   }
   const std::vector<harness::Gpu> gpus = harness::gpus();
   if (csv_path == nullptr || gpu_index >= gpus.size() ||
-      (part != "all" && part != "policies" && part != "kernels")) {
+      (part != "all" && part != "policies" && part != "kernels" && part != "host")) {
     usage(argv[0]);
     hsa_rt_shutdown();
     return 2;
@@ -1439,7 +1441,7 @@ int main(int argc, char** argv) {
 
   const double started = harness::now_seconds();
   std::vector<Row> rows;
-  if (part != "kernels") {
+  if (part != "kernels" && part != "host") {
     Bench bench(gpu, csv);
     for (const Footprint& footprint : footprints) bench.run(footprint, configs, &rows);
   }
@@ -1462,7 +1464,7 @@ int main(int argc, char** argv) {
       header << "CUPTI checkpoint: "
              << (cupti.ok() ? cupti.library : std::string("not found (rows skipped)")) << "\n";
       KernelBench kernel_bench(gpu, app, cupti, csv);
-      kernel_bench.run(quick, &kernel_rows);
+      kernel_bench.run(quick, part == "host", &kernel_rows);
     }
     if (app.executable.handle != 0) hsa_rt_executable_destroy(app.executable);
     if (!kernels_skipped.empty()) std::printf("\n%s\n", kernels_skipped.c_str());
@@ -1496,7 +1498,8 @@ int main(int argc, char** argv) {
   kr_finalize();
   hsa_rt_shutdown();
 
-  std::string table = part != "kernels" ? markdown_table(rows) : std::string();
+  std::string table =
+      part != "kernels" && part != "host" ? markdown_table(rows) : std::string();
   if (part != "policies") {
     table += "\n" + (kernels_skipped.empty() ? kernel_table(kernel_rows)
                                                : "Kernels table: " + kernels_skipped + ".\n");
