@@ -947,7 +947,14 @@ void test_host_memory(Reporter& r, const Module& m) {
                     {coarse.get(), 0x501, "coarse-grained host pool buffer"},
                     {agent_ptr, 0x502, "registered (locked) host memory"}};
   bool ok = true;
-  for (const Host& h : host) ok = ok && fill(r, m, h.p, size, h.seed);
+  // Each step names the buffer it failed on.
+  const auto step = [&](bool done, const Host& h, const char* what, int pass) {
+    if (!done) r.note("(%s of the %s, pass %d)", what, h.what, pass);
+    ok = ok && done;
+  };
+  for (const Host& h : host) {
+    if (ok) step(fill(r, m, h.p, size, h.seed), h, "filling", 0);
+  }
   if (ok) {
     // The estimate counts the host memory granted to the GPU as well.
     const kr_footprint_t estimate = kr_estimate_footprint(gpu);
@@ -968,21 +975,31 @@ void test_host_memory(Reporter& r, const Module& m) {
       const size_t regions = kr_snapshot_region_count(snapshot.s);
       for (int pass = 0; pass < 3 && ok; ++pass) {
         // The pass: the kernel writes every host buffer in place.
-        for (const Host& h : host) ok = ok && mutate(r, m, h.p, size);
-        for (const Host& h : host) ok = ok && verify(r, m, h.p, size, h.seed, true, h.what);
+        for (const Host& h : host) {
+          if (ok) step(mutate(r, m, h.p, size), h, "writing", pass);
+        }
+        for (const Host& h : host) {
+          if (ok) step(verify(r, m, h.p, size, h.seed, true, h.what), h, "checking", pass);
+        }
         kr_restore_report_t report{};
         kr_restore_with_report(snapshot.s, &report);
         ok = ok && expect_report(r, report, regions, 0);
-        for (const Host& h : host) ok = ok && verify(r, m, h.p, size, h.seed, false, h.what);
+        for (const Host& h : host) {
+          if (ok) step(verify(r, m, h.p, size, h.seed, false, h.what), h, "restoring", pass);
+        }
       }
       // The last unlock retires the registered range: the next restore
-      // skips it and leaves what the pass wrote.
+      // skips it and leaves what the host wrote there since (no GPU may
+      // touch it once unlocked).
       T_HSA(r, hsa_amd_memory_unlock(registered));
-      if (ok && mutate(r, m, registered, size)) {
+      if (ok) {
+        std::memset(registered, 0x5A, size);
         kr_restore_report_t report{};
         kr_restore_with_report(snapshot.s, &report);
         expect_report(r, report, regions - 1, 1);
-        verify(r, m, registered, size, 0x502, true, "unlocked host memory (left alone)");
+        const auto* bytes = static_cast<const uint8_t*>(registered);
+        r.expect(std::all_of(bytes, bytes + size, [](uint8_t b) { return b == 0x5A; }),
+                 "unlocked host memory written by the restore");
       }
     }
   } else {
