@@ -695,6 +695,61 @@ static void nothing_is_recorded_with_tracking_off(void) {
   CHECK(kr_set_tracking_enabled(true));
 }
 
+/* Host memory granted to the GPU (hipHostMalloc) and locked for it
+ * (hipHostRegister): captured and restored by the CPU as the host-memory
+ * setting says; what it leaves out is reported, or declined when coverage
+ * is strict. This process has no HIP: "auto" takes everything. */
+static void host_memory_is_captured_or_reported(void) {
+  uint8_t* pinned = pool_allocate(cpu, HSA_RT_POOL_SYSTEM_FINE, 8192);
+  REQUIRE(pinned != NULL);
+  CHECK(hsa_amd_agents_allow_access(1, &gpu0, NULL, pinned) == HSA_STATUS_SUCCESS);
+  static uint8_t registered[4096] __attribute__((aligned(4096)));
+  void* agent_ptr = NULL;
+  CHECK(hsa_amd_memory_lock(registered, sizeof registered, &gpu0, 1, &agent_ptr) ==
+        HSA_STATUS_SUCCESS);
+  fill(pinned, 8192, 0x31);
+  fill(registered, sizeof registered, 0x32);
+
+  CHECK(kr_host_memory() == KR_HOST_MEMORY_AUTO && kr_coverage() == KR_COVERAGE_WARN);
+  kr_snapshot_t* snapshot = kr_snap(gpu0);
+  CHECK(kr_snapshot_ok(snapshot));
+  CHECK(kr_snapshot_kind_bytes(snapshot, KR_MEMORY_HOST) == 8192);
+  CHECK(kr_snapshot_kind_bytes(snapshot, KR_MEMORY_LOCKED) == sizeof registered);
+  CHECK(kr_snapshot_uncovered_bytes(snapshot, KR_MEMORY_HOST) == 0);
+  CHECK(!kr_snapshot_system_memory_uncovered(snapshot));
+  /* Kept in pageable host memory whatever the policy. */
+  CHECK(kr_snapshot_tier_bytes(snapshot, KR_TIER_PAGEABLE) == 8192 + sizeof registered);
+  fill(pinned, 8192, 0x41);
+  fill(registered, sizeof registered, 0x42);
+  CHECK(report_is(restore(snapshot), 2, 0, 0));
+  CHECK(all_bytes(pinned, 8192, 0x31) && all_bytes(registered, sizeof registered, 0x32));
+  kr_snapshot_free(snapshot);
+
+  /* Left out: reported, or declined under strict coverage. */
+  CHECK(kr_set_host_memory(KR_HOST_MEMORY_REGISTERED));
+  CHECK(!kr_set_host_memory((kr_host_memory_t)9));
+  CHECK(kr_host_memory() == KR_HOST_MEMORY_REGISTERED);
+  snapshot = kr_snap(gpu0);
+  CHECK(kr_snapshot_kind_bytes(snapshot, KR_MEMORY_HOST) == 0);
+  CHECK(kr_snapshot_uncovered_bytes(snapshot, KR_MEMORY_HOST) == 8192);
+  CHECK(kr_snapshot_uncovered_bytes(snapshot, (kr_memory_kind_t)7) == 0);
+  CHECK(kr_snapshot_uncovered_bytes(NULL, KR_MEMORY_HOST) == 0);
+  kr_snapshot_free(snapshot);
+  CHECK(kr_set_coverage(KR_COVERAGE_STRICT));
+  CHECK(!kr_set_coverage((kr_coverage_t)2));
+  snapshot = kr_snap(gpu0);
+  CHECK(kr_snapshot_decline_reason(snapshot) == KR_DECLINE_UNCOVERED_MEMORY);
+  kr_snapshot_free(snapshot);
+  CHECK(kr_set_coverage(KR_COVERAGE_WARN));
+  CHECK(kr_set_host_memory(KR_HOST_MEMORY_AUTO));
+  CHECK_NOTHING_HELD();
+
+  /* The unlock retires the range before the runtime unlocks it. */
+  CHECK(hsa_amd_memory_unlock(registered) == HSA_STATUS_SUCCESS);
+  pool_free(pinned);
+  CHECK(kr_tracked_count(cpu) == 0);
+}
+
 int main(void) {
   hsa_rt_reset(2);
   cpu = hsa_rt_cpu_agent();
@@ -716,6 +771,7 @@ int main(void) {
   the_stats_count_skipped_and_failed_regions();
   the_storage_policy_round_trips();
   nothing_is_recorded_with_tracking_off();
+  host_memory_is_captured_or_reported();
   CHECK(kr_storage_policy() == policy);
 
   /* Everything was freed through the wrappers, and every section trimmed

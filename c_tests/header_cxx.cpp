@@ -79,6 +79,10 @@ static_assert(std::is_same<decltype(ms::kind_bytes(std::declval<const device_sna
                                                    KR_MEMORY_DEVICE_FINE)),
                            std::uint64_t>::value,
               "kind_bytes returns the bytes of one memory kind");
+static_assert(std::is_same<decltype(ms::uncovered_bytes(std::declval<const device_snapshot_t&>(),
+                                                        KR_MEMORY_HOST)),
+                           std::uint64_t>::value,
+              "uncovered_bytes returns the bytes of one memory kind left out");
 
 
 // As the SDK's: a default-constructed snapshot is ok, empty, and restores
@@ -93,6 +97,8 @@ void a_default_snapshot_is_ok_empty_and_restores() {
   CHECK(empty.decline_reason() == KR_DECLINE_NONE);
   CHECK(ms::restore(empty));
   CHECK(ms::kind_bytes(empty, KR_MEMORY_DEVICE) == 0);
+  CHECK(ms::uncovered_bytes(empty, KR_MEMORY_HOST) == 0);
+  CHECK(!ms::system_memory_uncovered(empty));
   const kr_restore_report_t report = ms::restore_with_report(empty);
   CHECK(report.restored == 0 && report.skipped_not_live == 0 && report.failed == 0);
 

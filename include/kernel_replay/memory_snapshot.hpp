@@ -138,6 +138,21 @@ inline std::uint64_t kind_bytes(const device_snapshot_t& snapshot, kr_memory_kin
   return kr_snapshot_kind_bytes(snapshot.get(), kind);
 }
 
+/// Bytes of one kind of memory the agent can write that the snapshot does
+/// not cover (host memory the host-memory setting left out): what its
+/// replays do not restore. (kr_snapshot_uncovered_bytes.)
+inline std::uint64_t uncovered_bytes(const device_snapshot_t& snapshot,
+                                     kr_memory_kind_t kind) noexcept {
+  return kr_snapshot_uncovered_bytes(snapshot.get(), kind);
+}
+
+/// Whether kernels could write any system memory when the snapshot was
+/// taken (XNACK on), none of which a snapshot covers.
+/// (kr_snapshot_system_memory_uncovered.)
+inline bool system_memory_uncovered(const device_snapshot_t& snapshot) noexcept {
+  return kr_snapshot_system_memory_uncovered(snapshot.get());
+}
+
 }  // namespace memory_snapshot
 }  // namespace kernel_replay
 }  // namespace rocprofiler
