@@ -233,6 +233,13 @@ typedef enum kr_memory_kind_t {
    * CPU, retired before the runtime unlocks it.
    */
   KR_MEMORY_LOCKED = 4,
+  /**
+   * Managed (shared virtual) memory a GPU was given access to with
+   * `hsa_amd_svm_attributes_set` (`hipMallocManaged`, `hipMemAdvise`).
+   * Copied by the replaying GPU, never by the CPU, so that no page
+   * migrates; checked with the runtime at every capture and restore.
+   */
+  KR_MEMORY_MANAGED = 5,
 } kr_memory_kind_t;
 
 /**
@@ -332,7 +339,8 @@ typedef enum kr_host_memory_t {
    */
   KR_HOST_MEMORY_REGISTERED = 2,
   /**
-   * No host memory: all of it is reported, none captured.
+   * No host memory (managed memory neither): all of it is reported,
+   * none captured.
    */
   KR_HOST_MEMORY_OFF = 3,
 } kr_host_memory_t;
@@ -359,6 +367,11 @@ typedef enum kr_coverage_t {
  * (the default; see `kr_set_device_budget`).
  */
 #define KR_DEVICE_BUDGET_AUTO UINT64_MAX
+
+/**
+ * The page size SVM attributes apply in (the runtime aligns to it).
+ */
+#define PAGE 4096
 
 /**
  * A snapshot of one agent's replay state, complete or declined. Opaque to C.

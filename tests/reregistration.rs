@@ -374,3 +374,58 @@ fn re_registration_with_nothing_recorded_says_nothing() {
         Vec::<String>::new()
     );
 }
+
+#[test]
+fn re_registration_keeps_the_managed_ranges_still_mapped() {
+    if !in_child("re_registration_keeps_the_managed_ranges_still_mapped") {
+        return;
+    }
+    let sim = installed_session();
+    let gpu = sim.gpu(0);
+    if is_baseline() {
+        return; // the baseline policy does not capture managed memory
+    }
+    let size = 2 * 4096;
+    let map = || {
+        // SAFETY: a fresh private anonymous mapping.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(p, libc::MAP_FAILED);
+        p.cast::<u8>()
+    };
+    let accessible = kernel_replay::hsa::sys::HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE;
+    let (kept, unmapped) = (map(), map());
+    for p in [kept, unmapped] {
+        assert_eq!(svm_set(p, size, &[(accessible, gpu.handle)]), SUCCESS);
+    }
+    assert_eq!(
+        Snap::of(gpu).kind_bytes(kernel_replay::MemoryKind::Managed),
+        2 * size as u64
+    );
+    restore_original_tables();
+    // ROCm 6.x's hipFree of managed memory while the wrappers are out.
+    // SAFETY: our mapping, of that size.
+    assert_eq!(unsafe { libc::munmap(unmapped.cast(), size) }, 0);
+    assert_eq!(init(), Ok(kernel_replay::Installed::Installed));
+    // The range the runtime still answers for is kept, the other dropped.
+    let snap = Snap::of(gpu);
+    assert!(snap.ok(), "{:?}", snap.reason());
+    assert_eq!(
+        snap.kind_bytes(kernel_replay::MemoryKind::Managed),
+        size as u64
+    );
+    fill(kept, size, 9);
+    assert!(snap.restore_all());
+    assert!(all(kept, size, 0));
+    drop(snap);
+    // SAFETY: our mapping, of that size.
+    assert_eq!(unsafe { libc::munmap(kept.cast(), size) }, 0);
+}

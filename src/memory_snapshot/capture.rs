@@ -24,6 +24,7 @@ use crate::hsa::hsa_agent_t;
 use crate::memory_snapshot::storage::{PerTier, Tier};
 use crate::memory_tracker::fence::Window;
 use crate::memory_tracker::inventory::TrackedRegion;
+use crate::memory_tracker::kind::MemoryKind;
 use crate::support::fallible::retain_kept;
 
 /// Captures the replay state of `agent`.
@@ -257,6 +258,7 @@ fn capture_into_arenas(
     needs.extend(listed.iter().map(|&(_, size, origin)| Need {
         size,
         host_memory: matches!(origin, Origin::Tracked(r) if r.memory.is_host()),
+        managed: matches!(origin, Origin::Tracked(r) if r.memory == MemoryKind::Managed),
     }));
     let Layout { places, mut leases } =
         layout::lay_out(cx, agent, &needs, policy).map_err(Decline::Layout)?;
@@ -362,7 +364,7 @@ fn copy_in(cx: Context, captured: &mut Captured, agent: hsa_agent_t) -> Result<(
     captured.device.keep_regions(&kept);
     if captured.device.ran.incremental && cx.state.verify() {
         // Verify mode checks what an incremental capture skipped, too.
-        super::verify::verify(cx, captured, true);
+        super::verify::verify(cx, captured, agent, true);
     }
     Ok(())
 }

@@ -34,6 +34,10 @@ pub struct Transfer {
     /// Both sides are host memory (a host region and its pageable copy):
     /// the CPU copies it, while the GPU is idle between passes.
     pub by_cpu: bool,
+    /// Managed memory: only the named GPU may copy it (an async copy with
+    /// both agents that GPU, or the device kernels on it), never the CPU or
+    /// `hsa_memory_copy`, which would migrate the pages it touches.
+    pub gpu_only: bool,
 }
 
 /// Copies `size` bytes from `src` to `dst` and waits: by the CPU when
@@ -55,6 +59,65 @@ pub(crate) unsafe fn copy_now(
     }
     // SAFETY: the caller's promise.
     unsafe { core.copy(dst as *mut c_void, src as *const c_void, size) }
+}
+
+/// One asynchronous copy on the transfer's agents, waited for: how a
+/// GPU-only transfer (managed memory) is copied one at a time. Fails when
+/// the runtime has no async copies or signals, or refuses the copy: never
+/// falls back to a copy by another agent.
+///
+/// # Safety
+/// Both sides are valid for `size` bytes until it returns.
+pub(crate) unsafe fn copy_on_agent(
+    cx: Context,
+    core: &CoreEntries,
+    transfer: &Transfer,
+) -> Result<(), hsa_status_t> {
+    let (Some(async_copy), Some(wait), Some(store)) = (
+        cx.amd().and_then(|amd| amd.hsa_amd_memory_async_copy_fn),
+        core.hsa_signal_wait_scacquire_fn,
+        core.hsa_signal_store_screlease_fn,
+    ) else {
+        return Err(HSA_STATUS_ERROR);
+    };
+    let signal = cx.tracker.signals.take_one(core).ok_or(HSA_STATUS_ERROR)?;
+    // SAFETY: a signal of ours, not in flight.
+    unsafe { store(signal, 1) };
+    // SAFETY: the caller's promise about both sides; no dependencies.
+    let status = unsafe {
+        async_copy(
+            transfer.dst as *mut c_void,
+            transfer.dst_agent,
+            transfer.src as *const c_void,
+            transfer.src_agent,
+            transfer.size,
+            0,
+            std::ptr::null(),
+            signal,
+        )
+    };
+    let result = if status == HSA_STATUS_SUCCESS {
+        // SAFETY: our signal with one copy on it: 0 on success, negative
+        // on a failed copy.
+        let value = unsafe {
+            wait(
+                signal,
+                HSA_SIGNAL_CONDITION_LT,
+                1,
+                u64::MAX,
+                HSA_WAIT_STATE_BLOCKED,
+            )
+        };
+        if value == 0 {
+            Ok(())
+        } else {
+            Err(HSA_STATUS_ERROR)
+        }
+    } else {
+        Err(status)
+    };
+    cx.tracker.signals.give_back(core, [signal]);
+    result
 }
 
 /// The outcome of one transfer, by the caller's index.
@@ -215,6 +278,12 @@ impl<'a> Copier<'a> {
     /// # Safety
     /// As for [`Copier::copy`].
     unsafe fn blocking(&mut self, index: usize, transfer: &Transfer) {
+        if transfer.gpu_only {
+            // SAFETY: the caller's promise.
+            let result = unsafe { copy_on_agent(self.cx, self.core, transfer) };
+            self.finished.record((index, result));
+            return;
+        }
         // SAFETY: the caller's promise.
         let result = unsafe {
             copy_now(

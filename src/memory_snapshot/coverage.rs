@@ -20,12 +20,14 @@ use super::decline::Decline;
 use super::discovery;
 use super::host_memory::{self, Coverage, HostMemory};
 use super::storage::pools::memory_available;
-use super::storage::Tier;
+use super::storage::{StoragePolicy, Tier};
 use crate::hsa::entries::CoreEntries;
 use crate::hsa::hsa_agent_t;
 use crate::hsa::query;
 use crate::memory_snapshot::context::Context;
 use crate::memory_tracker::inventory::TrackedRegion;
+use crate::memory_tracker::kind::MemoryKind;
+use crate::memory_tracker::managed::{self, Capturable};
 use crate::support::stats::KIND_SLOTS;
 
 /// Untracked device memory above this is logged (once per agent).
@@ -97,11 +99,25 @@ pub fn estimate_footprint(cx: Context, agent: hsa_agent_t) -> Footprint {
         return Footprint::default();
     }
     let rule = host_rule(cx);
-    let (regions, bytes) = cx.tracker.inventory.capture_totals(
-        agent.handle,
-        cx.tracker.agent_bits.bit_of(agent.handle),
-        |memory, coarse| rule.captures(memory, coarse),
-    );
+    let bit = cx.tracker.agent_bits.bit_of(agent.handle);
+    let (mut regions, mut bytes) =
+        cx.tracker
+            .inventory
+            .capture_totals(agent.handle, bit, |memory, coarse| {
+                memory != MemoryKind::Managed && rule.captures(memory, coarse)
+            });
+    // Managed ranges: those the snapshot would take after asking the
+    // runtime about each, as it does.
+    if takes_managed(cx, rule) {
+        if let (Ok(managed), Some(amd)) = (cx.tracker.inventory.managed_of(bit), cx.amd()) {
+            for (base, size) in managed {
+                if managed::capturable(amd, base, size, agent) == Capturable::Yes {
+                    regions += 1;
+                    bytes += size as u64;
+                }
+            }
+        }
+    }
     let walked = cx
         .core()
         .zip(cx.executable_iterator())
@@ -143,7 +159,9 @@ fn first_time(logged: &Mutex<Vec<u64>>, agent: u64) -> bool {
 /// the library knows it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct NotCovered {
-    /// Bytes per memory kind the host-memory setting left out.
+    /// Bytes per memory kind left out: host memory the host-memory setting
+    /// leaves out, managed memory the agent may not reach (or that the
+    /// setting or the baseline policy leaves out).
     pub bytes: [u64; KIND_SLOTS],
     /// XNACK is on: kernels may write any system memory.
     pub system_memory: bool,
@@ -166,6 +184,14 @@ pub fn host_rule(cx: Context) -> HostMemory {
     cx.state.host_memory().resolved(host_memory::hip_loaded())
 }
 
+/// Whether snapshots take managed memory now: the host-memory rule's say,
+/// and never under the baseline policy, whose pageable buffers no GPU can
+/// copy into (a CPU copy would migrate the pages it reads).
+fn takes_managed(cx: Context, rule: HostMemory) -> bool {
+    rule.captures(MemoryKind::Managed, false)
+        && cx.state.storage.policy.get() != StoragePolicy::Baseline
+}
+
 /// At a snapshot: drops from `tracked` the host memory the host-memory
 /// setting leaves out, and says what the snapshot will not cover. Under
 /// strict coverage anything not covered declines; otherwise the first
@@ -181,8 +207,24 @@ pub fn leave_out_host(
         system_memory: query::xnack_enabled(core),
         ..NotCovered::default()
     };
+    let managed_taken = takes_managed(cx, rule);
+    let amd = cx.amd();
     tracked.retain(|region| {
-        let kept = rule.captures(region.memory, region.coarse);
+        let kept = if region.memory == MemoryKind::Managed {
+            // Asked now: unmapped behind the library's back (ROCm 6.x frees
+            // managed memory with munmap), it is gone; not reachable by the
+            // agent, or not takeable here, it is not covered.
+            let verdict = amd.map_or(Capturable::Gone, |amd| {
+                managed::capturable(amd, region.base, region.size, agent)
+            });
+            match verdict {
+                Capturable::Gone => return false,
+                Capturable::Yes => managed_taken,
+                Capturable::NoAccess => false,
+            }
+        } else {
+            rule.captures(region.memory, region.coarse)
+        };
         if !kept {
             not_covered.bytes[region.memory.index()] += region.size as u64;
         }
@@ -198,13 +240,15 @@ pub fn leave_out_host(
         });
     }
     if first_time(&LOGGED_NOT_COVERED, agent.handle) {
+        let managed = not_covered.bytes[MemoryKind::Managed.index()];
         warn!(
             "snapshots of agent {:#x} do not cover all memory its kernels can write: {} bytes \
              of host memory (host-memory setting {rule:?}; KERNEL_REPLAY_HOST_MEMORY=all \
-             captures it){}; passes writing it are not replayed exactly \
+             captures it){}{}; passes writing it are not replayed exactly \
              (kr_snapshot_uncovered_bytes; KERNEL_REPLAY_COVERAGE=strict declines instead)",
             agent.handle,
-            not_covered.host_bytes(),
+            not_covered.host_bytes() - managed,
+            ManagedNote(managed),
             if not_covered.system_memory {
                 ", and any system memory: XNACK is on"
             } else {
@@ -213,6 +257,22 @@ pub fn leave_out_host(
         );
     }
     Ok(not_covered)
+}
+
+/// The warning's words on managed memory left out (none: nothing).
+struct ManagedNote(u64);
+
+impl std::fmt::Display for ManagedNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            0 => Ok(()),
+            bytes => write!(
+                f,
+                ", {bytes} bytes of managed memory (not reachable by the agent, the \
+                 setting off, or the baseline storage policy)"
+            ),
+        }
+    }
 }
 
 /// At a snapshot: records the untracked memory of `agent` in the stats and

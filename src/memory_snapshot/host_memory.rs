@@ -52,7 +52,8 @@ crate::c_enum! {
         /// and coarse-grained locks (HIP's staging, hostcall and pinning
         /// buffers among them) are reported, not captured.
         Registered = 2 => "REGISTERED",
-        /// No host memory: all of it is reported, none captured.
+        /// No host memory (managed memory neither): all of it is reported,
+        /// none captured.
         Off = 3 => "OFF",
     }
 }
@@ -81,8 +82,12 @@ impl HostMemory {
 
     /// Whether a snapshot under this (resolved) rule captures a region of
     /// `memory`, `coarse` if from (or locked to) a coarse-grained pool.
-    /// Device memory is always captured.
+    /// Device memory is always captured; managed memory under every rule
+    /// but `Off` (HIP makes none for itself: it is the application's).
     pub fn captures(self, memory: MemoryKind, coarse: bool) -> bool {
+        if memory == MemoryKind::Managed {
+            return self != HostMemory::Off;
+        }
         if !memory.is_host() {
             return true;
         }
@@ -185,6 +190,10 @@ mod tests {
         assert_eq!(taken(HostMemory::All), [true, true, true, true]);
         assert_eq!(taken(HostMemory::Registered), [false, false, true, false]);
         assert_eq!(taken(HostMemory::Off), [false, false, false, false]);
+        for rule in [HostMemory::All, HostMemory::Registered, HostMemory::Auto] {
+            assert!(rule.captures(Managed, false), "{rule:?}");
+        }
+        assert!(!HostMemory::Off.captures(Managed, false));
         for rule in HostMemory::ALL {
             for device in [Device, DeviceFine, DevicePeer] {
                 assert!(rule.captures(device, true) && rule.captures(device, false));

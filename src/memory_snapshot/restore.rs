@@ -11,7 +11,9 @@
 //! lock per region; arena snapshots hold the locks across one batch of
 //! copies and wait for all of them before releasing.
 
-use crate::memory_snapshot::copy::copy_now;
+use crate::memory_snapshot::copy::{copy_now, copy_on_agent};
+use crate::memory_tracker::kind::MemoryKind;
+use crate::memory_tracker::managed;
 use std::time::Instant;
 
 use log::warn;
@@ -121,7 +123,7 @@ pub fn restore(cx: Context, snapshot: &Snapshot) -> RestoreReport {
         }
     }
     if cx.state.verify() {
-        report.verify = Some(verify(cx, captured, false));
+        report.verify = Some(verify(cx, captured, snapshot.agent, false));
     }
     log.emit(&report);
     let bytes = captured
@@ -148,6 +150,10 @@ fn restore_one(
 ) -> Option<Result<(), hsa_status_t>> {
     let write = || {
         let transfer = captured.transfer(snapshot.agent, region, true);
+        if transfer.gpu_only {
+            // SAFETY: as below; managed memory goes through the agent.
+            return unsafe { copy_on_agent(cx, captured.core, &transfer) };
+        }
         // SAFETY: the source is the snapshot's own copy; the destination is
         // live (checked under the lock held around this call).
         unsafe {
@@ -161,6 +167,19 @@ fn restore_one(
         }
     };
     match region.origin {
+        // Managed memory: also still there, and reachable by the agent
+        // (ROCm 6.x unmaps it with no HSA call).
+        Origin::Tracked(ref tracked) if tracked.memory == MemoryKind::Managed => cx
+            .tracker
+            .inventory
+            .with_live(tracked, || {
+                let still = cx.amd().is_some_and(|amd| {
+                    managed::capturable(amd, tracked.base, tracked.size, snapshot.agent)
+                        == managed::Capturable::Yes
+                });
+                still.then(write)
+            })
+            .flatten(),
         Origin::Tracked(ref tracked) => cx.tracker.inventory.with_live(tracked, write),
         Origin::ModuleVariable(Some(exe)) => {
             let loaded = cx.tracker.executables.live_view();

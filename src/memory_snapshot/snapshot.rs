@@ -19,6 +19,7 @@ use crate::memory_snapshot::storage::PerTier;
 use crate::memory_tracker::executables::{LiveExecutables, LoadedExecutable};
 use crate::memory_tracker::inventory::{LiveCursor, TrackedRegion};
 use crate::memory_tracker::kind::MemoryKind;
+use crate::memory_tracker::managed;
 use crate::support::stats::KIND_SLOTS;
 
 /// Where a captured region came from, which decides how restore validates it.
@@ -207,12 +208,21 @@ impl Captured {
             Tier::Pageable => (self.host_agent, false),
         };
         // Peer memory is named with its owner, the agent it belongs to.
+        // Managed memory is the CPU's, but only the replaying GPU may copy
+        // it: a copy by another agent (the CPU reading it, or a DMA engine
+        // told it is host memory) would migrate the pages it touches. So
+        // both sides name the snapshot's agent: the runtime runs the copy
+        // on that GPU (ROCr: its blit kernel), where the pages the kernel
+        // touched are already resident.
+        let managed = region.memory() == MemoryKind::Managed;
         let device_agent = match region.origin {
+            Origin::Tracked(_) if managed => agent,
             Origin::Tracked(tracked) => hsa_agent_t {
                 handle: tracked.owner,
             },
             Origin::ModuleVariable(_) => agent,
         };
+        let kept_agent = if managed { agent } else { kept_agent };
         let device = region.device_address;
         let by_cpu = region.memory().is_host();
         if to_device {
@@ -224,6 +234,7 @@ impl Captured {
                 size: region.size,
                 async_ok,
                 by_cpu,
+                gpu_only: managed,
             }
         } else {
             Transfer {
@@ -234,6 +245,7 @@ impl Captured {
                 size: region.size,
                 async_ok,
                 by_cpu,
+                gpu_only: managed,
             }
         }
     }
@@ -256,14 +268,25 @@ pub(crate) fn kept_at(bases: &PerTier<usize>, region: &Region) -> usize {
 }
 
 /// Whether a captured region is still what was captured, under the read
-/// views a batch of copies holds: a tracked allocation still that allocation,
-/// a module variable's executable still loaded (when the registry knows it).
+/// views a batch of copies holds: a tracked allocation still that allocation
+/// (a managed range, also one the runtime still answers for, which the
+/// agent may reach: ROCm 6.x frees managed memory with no HSA call), a
+/// module variable's executable still loaded (when the registry knows it).
 pub(crate) fn is_live(
+    cx: Context,
+    agent: hsa_agent_t,
     origin: &Origin,
     tracked: &mut LiveCursor<'_>,
     loaded: &LiveExecutables<'_>,
 ) -> bool {
     match origin {
+        Origin::Tracked(region) if region.memory == MemoryKind::Managed => {
+            tracked.contains(region)
+                && cx.amd().is_some_and(|amd| {
+                    managed::capturable(amd, region.base, region.size, agent)
+                        == managed::Capturable::Yes
+                })
+        }
         Origin::Tracked(region) => tracked.contains(region),
         Origin::ModuleVariable(Some(exe)) => loaded.contains(*exe),
         Origin::ModuleVariable(None) => true,
@@ -294,7 +317,7 @@ pub(crate) fn copy_live_regions(
     let mut live = live.cursor();
     let loaded = cx.tracker.executables.live_view();
     for (index, region) in captured.regions.iter().enumerate() {
-        if is_live(&region.origin, &mut live, &loaded) {
+        if is_live(cx, agent, &region.origin, &mut live, &loaded) {
             let transfer = captured.transfer(agent, region, to_device);
             if !device.take(index, &transfer) {
                 // SAFETY: the storage side is the snapshot's own, sized by

@@ -83,7 +83,7 @@ fn captured_as(a: &Allocation, agent: u64, bit: u64) -> Option<MemoryKind> {
     if a.agent == agent {
         Some(a.memory)
     } else if a.grants & bit != 0 {
-        Some(if a.memory.is_host() {
+        Some(if a.memory.is_system() {
             a.memory
         } else {
             MemoryKind::DevicePeer
@@ -194,6 +194,88 @@ impl Inventory {
             }
         });
         step
+    }
+
+    /// Managed memory `[base, base + size)` (page-aligned) given to the GPUs
+    /// of `given` and taken from those of `taken` by one
+    /// `hsa_amd_svm_attributes_set`, owned by the CPU agent `agent`. A call
+    /// inside (or extending) a recorded range changes that range: its GPUs
+    /// only grow from a call on part of it (`hipMemAdvise` on a sub-range
+    /// keeps the rest reachable); a GPU is taken away only by a call
+    /// covering all of it (a range part of which a GPU may not reach is
+    /// found out at capture, where the runtime is asked). A call meeting
+    /// no recorded range records one, when it gives some GPU access.
+    pub fn managed(&self, base: usize, size: usize, agent: u64, given: u64, taken: u64) {
+        let end = base.saturating_add(size);
+        // The range holding `base`, if one does.
+        let holder = {
+            let view = self.allocations.live_view();
+            view.at_or_below(base)
+                .filter(|(start, a)| {
+                    a.memory == MemoryKind::Managed && start.saturating_add(a.size) > base
+                })
+                .map(|(start, _)| start)
+        };
+        let change = |a: &mut Allocation, start: usize| {
+            let whole = base <= start && end >= start.saturating_add(a.size);
+            a.size = a.size.max(end - start);
+            a.grants |= given;
+            if whole {
+                a.grants &= !taken;
+            }
+        };
+        if let Some(start) = holder {
+            if self.allocations.update(start, |a| change(a, start)) {
+                return;
+            }
+        }
+        if given == 0 {
+            return;
+        }
+        let first = Allocation {
+            size,
+            agent,
+            kind: RegionKind::Allocation,
+            memory: MemoryKind::Managed,
+            grants: given,
+            coarse: false,
+            locks: 0,
+        };
+        self.allocations.record_or_merge(base, first, |a| {
+            let managed = a.memory == MemoryKind::Managed;
+            if managed {
+                change(a, base);
+            }
+            managed
+        });
+    }
+
+    /// The bases of the live managed ranges starting in `[start, start +
+    /// len)`: what a free of that address space releases.
+    // Only the virtual-memory wrappers free managed memory (ROCm 7.x).
+    #[cfg_attr(not(hsa_vmem), allow(dead_code))]
+    pub fn managed_in(&self, start: usize, len: usize) -> Result<Vec<usize>, TryReserveError> {
+        let end = start.saturating_add(len);
+        let mut bases = Vec::new();
+        self.allocations.collect(&mut bases, |base, a, _| {
+            (a.memory == MemoryKind::Managed && base >= start && base < end).then_some(base)
+        })?;
+        Ok(bases)
+    }
+
+    /// The managed ranges a snapshot of `agent` (grant bit `agent_bit`)
+    /// would take, as (base, size): what the estimate asks the runtime
+    /// about, as the snapshot does.
+    pub fn managed_of(
+        &self,
+        agent_bit: Option<u64>,
+    ) -> Result<Vec<(usize, usize)>, TryReserveError> {
+        let bit = agent_bit.unwrap_or(0);
+        let mut ranges = Vec::new();
+        self.allocations.collect(&mut ranges, |base, a, _| {
+            (a.memory == MemoryKind::Managed && a.grants & bit != 0).then_some((base, a.size))
+        })?;
+        Ok(ranges)
     }
 
     /// As [`Inventory::record`], for a region of `kind` (coarse-grained

@@ -32,11 +32,16 @@ crate::c_enum! {
         /// `hsa_amd_memory_lock_to_pool`: `hipHostRegister`). Copied by the
         /// CPU, retired before the runtime unlocks it.
         Locked = 4 => "LOCKED",
+        /// Managed (shared virtual) memory a GPU was given access to with
+        /// `hsa_amd_svm_attributes_set` (`hipMallocManaged`, `hipMemAdvise`).
+        /// Copied by the replaying GPU, never by the CPU, so that no page
+        /// migrates; checked with the runtime at every capture and restore.
+        Managed = 5 => "MANAGED",
     }
 }
 
 // The per-kind arrays of the stats and of the C structs have room for kinds
-// to come (managed and IPC memory), so adding one is not
+// to come (IPC memory), so adding one is not
 // an ABI change.
 #[cfg(not(loom))]
 const _: () = assert!(MemoryKind::ALL.len() <= KIND_SLOTS);
@@ -52,6 +57,12 @@ impl MemoryKind {
     pub fn is_host(self) -> bool {
         matches!(self, MemoryKind::Host | MemoryKind::Locked)
     }
+
+    /// Memory another agent (the CPU) owns that the agent reaches through
+    /// a grant and captures as what it is: host and managed memory.
+    pub fn is_system(self) -> bool {
+        self.is_host() || self == MemoryKind::Managed
+    }
 }
 
 impl fmt::Display for MemoryKind {
@@ -62,6 +73,7 @@ impl fmt::Display for MemoryKind {
             MemoryKind::DevicePeer => "peer device",
             MemoryKind::Host => "host",
             MemoryKind::Locked => "locked host",
+            MemoryKind::Managed => "managed",
         })
     }
 }

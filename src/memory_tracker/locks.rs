@@ -78,7 +78,9 @@ impl LockFacts {
         facts
     }
 
-    fn cpu_agent(&self, tracker: &Tracker, core: &CoreEntries) -> u64 {
+    /// The first CPU agent (asked once): the owner of locked and managed
+    /// memory.
+    pub(crate) fn cpu_agent(&self, tracker: &Tracker, core: &CoreEntries) -> u64 {
         match self.cpu.load(Ordering::Acquire) {
             0 => {
                 let cpu = query::agents(core)

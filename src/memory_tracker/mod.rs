@@ -20,6 +20,7 @@ pub mod install;
 pub mod inventory;
 pub mod kind;
 pub mod locks;
+pub mod managed;
 pub mod process_marker;
 pub mod registry;
 pub mod revalidate;

@@ -13,7 +13,10 @@
 //! and each mapping it still reports as the same handle at the same address
 //! (its owner still allowed to write it) is recorded again under a new
 //! generation, so no snapshot taken before can write it; the rest is
-//! dropped. Executables are not kept: the snapshot's discovery admits every
+//! dropped. Managed ranges, which pointer info does not know, are kept
+//! while `hsa_amd_svm_attributes_get` still answers for them (they were
+//! not unmapped); locked ranges, which nothing can ask about, are dropped.
+//! Executables are not kept: the snapshot's discovery admits every
 //! loaded executable again from the loader's list, under a new generation.
 //!
 //! Re-validation runs once the wrappers are back in, and admits each record
@@ -33,6 +36,7 @@ use log::{info, warn};
 use super::classifier::{self, Grain};
 use super::inventory::{Allocation, RegionKind};
 use super::kind::MemoryKind;
+use super::managed;
 use super::Tracker;
 use crate::hsa::entries::AmdEntries;
 use crate::support::sync::Recover;
@@ -112,6 +116,14 @@ pub fn revalidate(tracker: &Tracker) {
     };
     let mut kept = 0;
     for &(base, allocation) in &recorded {
+        if allocation.memory == MemoryKind::Managed {
+            if tracker.inventory.readmit(base, allocation, || {
+                managed_still_there(amd, base, &allocation)
+            }) {
+                kept += 1;
+            }
+            continue;
+        }
         if allocation.kind == RegionKind::Allocation
             && tracker
                 .inventory
@@ -162,8 +174,21 @@ fn still_the_same(amd: &AmdEntries, base: usize, recorded: &Allocation) -> bool 
         // 5.6 on report it unknown): it is dropped, and an unlock seen
         // later only chains.
         MemoryKind::Locked | MemoryKind::DevicePeer => false,
+        // Asked through its own query (`managed_still_there`).
+        MemoryKind::Managed => false,
     };
     same_extent && owner == recorded.agent && same_kind
+}
+
+/// Whether the runtime still answers for a managed range (it was not
+/// unmapped meanwhile): asked for its owner, the CPU agent. The GPUs'
+/// access is asked again at every capture and restore, so the recorded
+/// grants are kept as they were.
+fn managed_still_there(amd: &AmdEntries, base: usize, recorded: &Allocation) -> bool {
+    let owner = crate::hsa::hsa_agent_t {
+        handle: recorded.agent,
+    };
+    managed::capturable(amd, base, recorded.size, owner) != managed::Capturable::Gone
 }
 
 const PAGE: usize = 4096;

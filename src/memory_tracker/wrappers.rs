@@ -1,6 +1,7 @@
 //! The wrappers installed into the runtime's tables: allocation and free
-//! (core and AMD), executable destroy, the async copies (the fence), and
-//! virtual memory (handle create, map, unmap, set_access).
+//! (core and AMD), executable destroy, access grants, locks, SVM
+//! attributes, the async copies (the fence), and virtual memory (handle
+//! create, map, unmap, set_access, address free).
 //!
 //! The allocation and free wrappers run on every device allocation of the
 //! host program, so their common path is a tail call to the chained entry
@@ -286,6 +287,77 @@ pub(crate) unsafe extern "C" fn amd_memory_unlock(host_ptr: *mut c_void) -> hsa_
     }
     catch_panic(HSA_STATUS_ERROR, || {
         super::locks::unlock(&TRACKER, host_ptr as usize, call)
+    })
+}
+
+/// Replaces `hsa_amd_svm_attributes_set`: a managed range a GPU was given
+/// access to is recorded (`managed.rs`).
+pub(crate) unsafe extern "C" fn amd_svm_attributes_set(
+    ptr: *mut c_void,
+    size: usize,
+    attribute_list: *mut crate::hsa::sys::hsa_amd_svm_attribute_pair_t,
+    attribute_count: usize,
+) -> hsa_status_t {
+    let Some(set) = TRACKER
+        .amd()
+        .and_then(|amd| amd.hsa_amd_svm_attributes_set_fn)
+    else {
+        return HSA_STATUS_ERROR_NOT_INITIALIZED;
+    };
+    // SAFETY: the caller's arguments go unchanged to the replaced entry.
+    let status = unsafe { set(ptr, size, attribute_list, attribute_count) };
+    // Access taken away is noted whether or not tracking is on (as a free
+    // is); access given only while recording.
+    if status == HSA_STATUS_SUCCESS && (TRACKER.gate.recording() || !TRACKER.inventory.is_empty()) {
+        // SAFETY: the runtime accepted the call, so the list holds
+        // `attribute_count` pairs.
+        let list = unsafe { slice_or_empty(attribute_list.cast_const(), attribute_count) };
+        note_managed(ptr as usize, size, list);
+    }
+    status
+}
+
+#[cold]
+#[inline(never)]
+fn note_managed(base: usize, size: usize, list: &[crate::hsa::sys::hsa_amd_svm_attribute_pair_t]) {
+    catch_panic((), || {
+        if TRACKER.gate.recording() {
+            super::managed::attributes_set(&TRACKER, base, size, list);
+        } else {
+            // Not recording: only what takes access away from a recorded range.
+            let taken: Vec<_> = list
+                .iter()
+                .copied()
+                .filter(|pair| {
+                    pair.attribute == crate::hsa::sys::HSA_AMD_SVM_ATTRIB_AGENT_NO_ACCESS as u64
+                })
+                .collect();
+            super::managed::attributes_set(&TRACKER, base, size, &taken);
+        }
+    });
+}
+
+/// Replaces `hsa_amd_vmem_address_free` (ROCm 6.0 and later): the managed
+/// ranges in the freed address space (ROCm 7.x's `hipFree` of managed
+/// memory) are retired before the runtime unmaps it.
+#[cfg(hsa_vmem)]
+pub(crate) unsafe extern "C" fn amd_vmem_address_free(
+    va: *mut c_void,
+    size: usize,
+) -> hsa_status_t {
+    let Some(free) = TRACKER
+        .amd()
+        .and_then(|amd| amd.hsa_amd_vmem_address_free_fn)
+    else {
+        return HSA_STATUS_ERROR_NOT_INITIALIZED;
+    };
+    // SAFETY: the caller's arguments go unchanged to the replaced entry.
+    let call = move || unsafe { free(va, size) };
+    if TRACKER.inventory.is_empty() {
+        return call();
+    }
+    catch_panic(HSA_STATUS_ERROR, || {
+        super::managed::free_address_space(&TRACKER, va as usize, size, call)
     })
 }
 

@@ -276,6 +276,69 @@ pub fn async_copy(
     }
 }
 
+// ---- shared virtual memory (hipMallocManaged) -------------------------------------
+
+/// `hsa_amd_svm_attributes_set` of `(attribute, value)` pairs (an agent's
+/// handle as the value of the access attributes), through the runtime's
+/// AMD table (the library's wrapper once installed).
+pub fn svm_set(ptr: *mut u8, size: usize, pairs: &[(u32, u64)]) -> hsa_status_t {
+    let mut list: Vec<_> = pairs
+        .iter()
+        .map(
+            |&(attribute, value)| kernel_replay::hsa::sys::hsa_amd_svm_attribute_pair_t {
+                attribute: u64::from(attribute),
+                value,
+            },
+        )
+        .collect();
+    // SAFETY: the runtime's own table; the list outlives the call.
+    unsafe {
+        (*amd_table())
+            .hsa_amd_svm_attributes_set_fn
+            .expect("svm attributes set entry")(
+            ptr.cast(), size, list.as_mut_ptr(), list.len()
+        )
+    }
+}
+
+/// `hsa_amd_svm_attributes_get` with `ACCESS_QUERY` for `a`: the access
+/// attribute it answers.
+pub fn svm_access_of(ptr: *mut u8, size: usize, a: Agent) -> Result<u32, hsa_status_t> {
+    let mut pair = kernel_replay::hsa::sys::hsa_amd_svm_attribute_pair_t {
+        attribute: u64::from(kernel_replay::hsa::sys::HSA_AMD_SVM_ATTRIB_ACCESS_QUERY),
+        value: a.handle,
+    };
+    // SAFETY: the runtime's own table; one writable pair.
+    let status = unsafe {
+        (*amd_table())
+            .hsa_amd_svm_attributes_get_fn
+            .expect("svm attributes get entry")(ptr.cast(), size, &mut pair, 1)
+    };
+    if status == SUCCESS {
+        Ok(pair.attribute as u32)
+    } else {
+        Err(status)
+    }
+}
+
+/// `hsa_amd_svm_prefetch_async` of the range to `to`, with no dependency
+/// and no completion signal (the software runtime migrates at once).
+pub fn svm_prefetch(ptr: *mut u8, size: usize, to: Agent) -> hsa_status_t {
+    // SAFETY: the runtime's own table.
+    unsafe {
+        (*amd_table())
+            .hsa_amd_svm_prefetch_async_fn
+            .expect("svm prefetch entry")(
+            ptr.cast(),
+            size,
+            agent(to),
+            0,
+            std::ptr::null(),
+            kernel_replay::hsa::sys::hsa_signal_t { handle: 0 },
+        )
+    }
+}
+
 /// `hsa_amd_memory_async_copy_rect` of `rows` rows of `width` bytes between
 /// two buffers of pitch `pitch`, through the runtime's AMD table.
 #[allow(clippy::too_many_arguments)]

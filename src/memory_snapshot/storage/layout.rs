@@ -37,11 +37,15 @@ pub enum LayoutError {
 
 /// One region to place: its bytes, and whether it is host memory, which is
 /// always kept in pageable host memory (the CPU copies it, under every
-/// storage policy; it counts against the host budget).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// storage policy; it counts against the host budget), or managed memory,
+/// which is kept where the replaying GPU can copy it to and from: the
+/// device or the pinned tier, never pageable memory (under a forced
+/// pageable policy: pinned), so that no CPU copy migrates its pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct Need {
     pub size: usize,
     pub host_memory: bool,
+    pub managed: bool,
 }
 
 /// Plans and leases storage for `regions`.
@@ -68,7 +72,7 @@ pub fn lay_out(
     // A forced tier this agent cannot have declines at once, saying so.
     let needed: u64 = regions
         .iter()
-        .filter(|r| !r.host_memory)
+        .filter(|r| !r.host_memory && !r.managed)
         .map(|r| r.size.next_multiple_of(REGION_ALIGNMENT) as u64)
         .sum();
     match policy.forced_tier() {
@@ -89,8 +93,17 @@ pub fn lay_out(
     // What the whole snapshot needs if it all goes to the device: when the
     // retained device arena already holds that, the steady state, no runtime
     // query is needed to size the device tier.
-    let all_device = needed;
+    let managed_bytes: u64 = regions
+        .iter()
+        .filter(|r| r.managed)
+        .map(|r| r.size.next_multiple_of(REGION_ALIGNMENT) as u64)
+        .sum();
+    let all_device = needed + managed_bytes;
+    // Managed memory under a forced pageable policy: pinned, where the GPU
+    // reaches it.
+    let pinned_for_managed = policy.forced_tier() == Some(Tier::Pageable) && pinned_usable;
     loop {
+        let managed_allowed = [allowed[0], allowed[1] || pinned_for_managed, false];
         let rooms = Rooms {
             device: if allowed[0] && device_usable {
                 device_room(cx, agent, &view, all_device)
@@ -104,21 +117,22 @@ pub fn lay_out(
                 .room()
                 .saturating_add((view.retained[1] + view.retained[2]) as u64),
         };
-        let (places, totals) = assign(regions, allowed, rooms).map_err(|error| match error {
-            AssignError::Metadata => LayoutError::Metadata,
-            AssignError::NoRoom(needed) if policy == StoragePolicy::Device => {
-                LayoutError::DeviceMemory {
-                    needed,
-                    error: None,
+        let (places, totals) =
+            assign(regions, allowed, managed_allowed, rooms).map_err(|error| match error {
+                AssignError::Metadata => LayoutError::Metadata,
+                AssignError::NoRoom(needed) if policy == StoragePolicy::Device => {
+                    LayoutError::DeviceMemory {
+                        needed,
+                        error: None,
+                    }
                 }
-            }
-            AssignError::NoRoom(needed) | AssignError::NoHostRoom(needed) => {
-                LayoutError::HostMemory {
-                    needed,
-                    error: None,
+                AssignError::NoRoom(needed) | AssignError::NoHostRoom(needed) => {
+                    LayoutError::HostMemory {
+                        needed,
+                        error: None,
+                    }
                 }
-            }
-        })?;
+            })?;
         let mut leases: PerTier<Option<Lease>> = Default::default();
         let mut retry = false;
         for &tier in Tier::ALL {
@@ -129,6 +143,8 @@ pub fn lay_out(
             match cx.state.storage.acquire(cx, agent, tier, bytes as usize) {
                 Ok(lease) => leases[tier.index()] = Some(lease),
                 // Auto degrades to the next tier; a forced tier declines.
+                // (Managed memory has no tier after pinned: it then finds
+                // no room and declines.)
                 Err(_) if policy == StoragePolicy::Auto && tier != Tier::Pageable => {
                     allowed[tier.index()] = false;
                     retry = true;
@@ -175,11 +191,12 @@ enum AssignError {
 }
 
 /// Assigns each region the first allowed tier with room, in the order
-/// device, pinned, pageable (host memory: pageable only). Returns the
-/// places and per-tier totals.
+/// device, pinned, pageable (host memory: pageable only; managed memory:
+/// the tiers of `managed_allowed`). Returns the places and per-tier totals.
 fn assign(
     regions: &[Need],
     allowed: PerTier<bool>,
+    managed_allowed: PerTier<bool>,
     rooms: Rooms,
 ) -> Result<Assignment, AssignError> {
     const PAGEABLE_ONLY: PerTier<bool> = [false, false, true];
@@ -188,8 +205,19 @@ fn assign(
         .try_reserve_exact(regions.len())
         .map_err(|_| AssignError::Metadata)?;
     let mut used = [0u64; Tier::COUNT];
-    for &Need { size, host_memory } in regions {
-        let allowed = if host_memory { PAGEABLE_ONLY } else { allowed };
+    for &Need {
+        size,
+        host_memory,
+        managed,
+    } in regions
+    {
+        let allowed = if host_memory {
+            PAGEABLE_ONLY
+        } else if managed {
+            managed_allowed
+        } else {
+            allowed
+        };
         let aligned = size.next_multiple_of(REGION_ALIGNMENT) as u64;
         let fits = |tier: Tier, used: &PerTier<u64>| -> bool {
             let mut after = *used;
@@ -257,7 +285,7 @@ mod tests {
             .iter()
             .map(|&size| Need {
                 size,
-                host_memory: false,
+                ..Need::default()
             })
             .collect()
     }
@@ -267,6 +295,7 @@ mod tests {
         let sizes = [GRANULE as usize; 4];
         let (places, totals) = assign(
             &device(&sizes),
+            ALL,
             ALL,
             Rooms {
                 device: 2 * GRANULE,
@@ -289,6 +318,7 @@ mod tests {
         let (places, totals) = assign(
             &device(&sizes),
             ALL,
+            ALL,
             Rooms {
                 device: u64::MAX,
                 host: 0,
@@ -307,6 +337,7 @@ mod tests {
         let (places, _) = assign(
             &device(&sizes),
             allowed,
+            allowed,
             Rooms {
                 device: GRANULE,
                 host: 2 * GRANULE,
@@ -319,6 +350,7 @@ mod tests {
         );
         assert!(assign(
             &device(&sizes),
+            allowed,
             allowed,
             Rooms {
                 device: GRANULE,
@@ -336,11 +368,13 @@ mod tests {
             Need {
                 size: 100,
                 host_memory: true,
+                managed: false,
             },
         );
         let (places, totals) = assign(
             &regions,
             [true, false, false],
+            ALL,
             Rooms {
                 device: u64::MAX,
                 host: u64::MAX,
@@ -358,8 +392,33 @@ mod tests {
             host: 0,
         };
         assert_eq!(
-            assign(&regions, ALL, room),
+            assign(&regions, ALL, ALL, room),
             Err(AssignError::NoHostRoom(256))
+        );
+    }
+
+    #[test]
+    fn managed_memory_goes_where_the_gpu_reaches_it_never_pageable() {
+        let managed = |size| Need {
+            size,
+            host_memory: false,
+            managed: true,
+        };
+        let regions = [managed(GRANULE as usize), managed(GRANULE as usize)];
+        let rooms = Rooms {
+            device: GRANULE,
+            host: u64::MAX,
+        };
+        // The device first, then pinned; pageable never, even allowed.
+        let (places, _) = assign(&regions, ALL, [true, true, false], rooms).unwrap();
+        assert_eq!(
+            places.iter().map(|p| p.0).collect::<Vec<_>>(),
+            [Tier::Device, Tier::Pinned]
+        );
+        // Neither tier with room: no place at all.
+        assert_eq!(
+            assign(&regions, ALL, [true, false, false], rooms),
+            Err(AssignError::NoRoom(2 * GRANULE))
         );
     }
 }

@@ -1,9 +1,9 @@
 // memory.cpp: pools and regions, the allocation map, the quarantine of
 // freed blocks and address reuse, copy checking, hsa_memory_copy, pointer
-// info, access grants and locked host memory (see hsa_rt.h). The backend
-// allocates, frees, copies and pins; everything it hands out is recorded
-// here, which is what pointer info answers from and what every copy is
-// checked against.
+// info, access grants and locked host memory (see hsa_rt.h; SVM memory is
+// svm.cpp's). The backend allocates, frees, copies and pins; everything it
+// hands out is recorded here, which is what pointer info answers from and
+// what every copy is checked against.
 
 #include <sys/mman.h>
 #include <unistd.h>
@@ -395,6 +395,7 @@ void release_all_memory() {
     }
     m.locks.clear();
   }
+  svm_reset();
   release_blocks(released);
 }
 
@@ -531,7 +532,10 @@ bool agent_can_access_locked(uint32_t agent, const void* ptr) {
   }
   const auto address = reinterpret_cast<uintptr_t>(ptr);
   auto it = find_containing(g_memory->live, address, kBlockBytes);
-  if (it == g_memory->live.end()) return !is_gpu(agent) || lock_maps_locked(agent, address);
+  if (it == g_memory->live.end()) {
+    return !is_gpu(agent) || lock_maps_locked(agent, address) ||
+           svm_gpu_may_access(agent, address);
+  }
   const std::vector<uint32_t>& agents = it->second.accessible;
   return std::find(agents.begin(), agents.end(), agent) != agents.end();
 }
@@ -577,6 +581,9 @@ hsa_status_t memory_copy(void* dst, const void* src, size_t size) {
            (plan.direction == 1 && covers(f.h2d_into, dst, size));
   });
   if (injected) return HSA_STATUS_ERROR;
+  // The CPU copies: SVM pages resident on a GPU come back to the host.
+  svm_access(kCpu, dst, size);
+  svm_access(kCpu, src, size);
   return backend::copy(dst, src, size, plan) ? HSA_STATUS_SUCCESS : HSA_STATUS_ERROR;
 }
 

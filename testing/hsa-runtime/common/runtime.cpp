@@ -47,7 +47,7 @@ char g_message[512] = "";
 
 std::mutex g_faults_mutex;
 Faults* const g_faults = new Faults;
-std::atomic<bool> g_modes[3] = {{false}, {false}, {true}};
+std::atomic<bool> g_modes[4] = {{false}, {false}, {true}, {false}};
 Counters* const g_counters = new Counters;
 
 constexpr unsigned kPayloadBits = 40;
@@ -57,6 +57,7 @@ void reset_modes() {
   g_modes[HSA_RT_MODE_ADDRESS_REUSE] = false;
   g_modes[HSA_RT_MODE_STRICT_ASYNC_ACCESS] = false;
   g_modes[HSA_RT_MODE_MEMORY_AVAIL_SUPPORTED] = true;
+  g_modes[HSA_RT_MODE_XNACK] = false;
 }
 
 // Everything of the current topology goes: copies drained, queues retired,
@@ -331,6 +332,16 @@ hsa_status_t system_get_info(hsa_system_info_t attribute, void* value) {
       return answer(value, HSA_ENDIANNESS_LITTLE);
     case HSA_SYSTEM_INFO_MACHINE_MODEL:
       return answer(value, HSA_MACHINE_MODEL_LARGE);
+    // ROCr: every GPU supports the SVM API; accessible by default is every
+    // GPU's ISA having XNACK on; XNACK_ENABLED the process's mode (6.0+).
+    case HSA_AMD_SYSTEM_INFO_SVM_SUPPORTED:
+      return answer(value, true);
+    case HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT:
+      return answer(value, mode(HSA_RT_MODE_XNACK));
+#if HSA_RT_HAVE_XNACK_ENABLED
+    case HSA_AMD_SYSTEM_INFO_XNACK_ENABLED:
+      return answer(value, mode(HSA_RT_MODE_XNACK));
+#endif
     default:
       return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   }
@@ -658,7 +669,7 @@ CUctx_st* hsa_rt_cuda_context(hsa_agent_t agent) {
 // ---- control interface: modes, faults, counters -------------------------------------------------
 
 void hsa_rt_set_mode(hsa_rt_mode_t which, bool enabled) {
-  if (static_cast<uint32_t>(which) <= HSA_RT_MODE_MEMORY_AVAIL_SUPPORTED) g_modes[which] = enabled;
+  if (static_cast<uint32_t>(which) <= HSA_RT_MODE_XNACK) g_modes[which] = enabled;
 }
 
 void hsa_rt_inject(hsa_rt_fault_t fault, uint64_t target, uint64_t value) {
@@ -693,6 +704,9 @@ void hsa_rt_inject(hsa_rt_fault_t fault, uint64_t target, uint64_t value) {
       {nullptr, nullptr, nullptr},
       {&Faults::locks, nullptr, nullptr},
       {&Faults::unlocks, nullptr, nullptr},
+      {&Faults::svm_sets, nullptr, nullptr},
+      {&Faults::svm_gets, nullptr, nullptr},
+      {&Faults::svm_prefetches, nullptr, nullptr},
   };
   std::lock_guard<std::mutex> lock(g_faults_mutex);
   Faults& f = *g_faults;
@@ -731,6 +745,9 @@ uint64_t hsa_rt_count(hsa_rt_counter_t counter) {
   if (counter == HSA_RT_COUNT_BACKEND_ERRORS) return c.backend_errors.load();
   if (counter == HSA_RT_COUNT_LOCKS) return c.locks.load();
   if (counter == HSA_RT_COUNT_UNLOCKS) return c.unlocks.load();
+  if (counter == HSA_RT_COUNT_SVM_MIGRATIONS) return c.svm_migrations.load();
+  if (counter == HSA_RT_COUNT_SVM_PREFETCHES) return c.svm_prefetches.load();
+  if (counter == HSA_RT_COUNT_SVM_RANGES) return svm_range_count();
   if (counter == HSA_RT_COUNT_SIGNAL_HANDLERS) return armed_handler_count();
   if (counter == HSA_RT_COUNT_INVALID_SIGNAL_USES) return invalid_signal_uses();
   if (counter == HSA_RT_COUNT_LIVE_QUEUES) return live_queue_count();
@@ -761,6 +778,9 @@ void hsa_rt_reset_counters(void) {
   c.backend_errors = 0;
   c.locks = 0;
   c.unlocks = 0;
+  c.svm_migrations = 0;
+  c.svm_prefetches = 0;
+  svm_reset_counters();
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     c.by_kernel.clear();

@@ -183,6 +183,7 @@ struct Faults {
   uint64_t async_at = 0, async_seen = 0, async_error_at = 0, async_error_seen = 0;
   uint64_t vmem_at[5] = {}, vmem_seen[5] = {};
   uint64_t locks = 0, unlocks = 0;
+  uint64_t svm_sets = 0, svm_gets = 0, svm_prefetches = 0;
 };
 enum class VmemOp { kHandleCreate, kHandleRelease, kMap, kUnmap, kSetAccess };
 std::mutex& faults_mutex();
@@ -206,7 +207,7 @@ bool mode(hsa_rt_mode_t mode);
 struct Counters {
   std::atomic<uint64_t> copies[4]{}, bytes[4]{};
   std::atomic<uint64_t> violations{0}, async_copies{0}, pointer_info{0}, dispatches{0},
-      backend_errors{0}, locks{0}, unlocks{0};
+      backend_errors{0}, locks{0}, unlocks{0}, svm_migrations{0}, svm_prefetches{0};
   std::mutex mutex;  // by_kernel
   std::map<std::string, uint64_t> by_kernel;
 };
@@ -246,6 +247,9 @@ struct VmemMapping {
 struct VmemReservation {
   size_t size = 0;   // what the caller asked for
   size_t bytes = 0;  // what the backend reserved
+  // 7.x HSA_AMD_VMEM_ADDRESS_NO_REGISTER: an anonymous read-write mmap of
+  // the front end's (host memory, SVM), not the backend's address space.
+  bool registered = true;
 };
 
 // Host memory locked for GPUs (hsa_amd_memory_lock / _lock_to_pool), by its
@@ -332,6 +336,19 @@ bool vmem_pointer_info_locked(uintptr_t address, hsa_amd_pointer_info_t* info,
                               std::vector<hsa_agent_t>* agents, bool* no_alloc);
 void vmem_release_all_locked();
 
+// Shared virtual memory (svm.cpp); its own lock, a leaf (memory_mutex() may
+// be held). Whether a GPU may reach SVM memory at address (XNACK, or its
+// access attributes); an access of [ptr, ptr + size) by an agent (a GPU's
+// engine or dispatch, the CPU's hsa_memory_copy): counts its SVM bytes and
+// the migrations it causes; dropping a range's attributes (its memory
+// unmapped); reset; the per-agent bytes cleared; the ranges kept.
+bool svm_gpu_may_access(uint32_t agent, uintptr_t address);
+void svm_access(uint32_t agent, const void* ptr, size_t size);
+void svm_forget(uintptr_t base, size_t size);
+void svm_reset();
+void svm_reset_counters();
+uint64_t svm_range_count();
+
 // ---- signals and engines (signals.cpp) -------------------------------------------------
 
 hsa_signal_value_t load_signal(hsa_signal_t signal);
@@ -351,6 +368,8 @@ void destroy_runtime_signal(hsa_signal_t signal);
 bool dependencies_satisfied(const std::vector<hsa_signal_t>& deps, bool block,
                             const std::atomic<bool>& give_up);
 void wake_signal_waiters();
+// Whether a signal exists (created and not destroyed).
+bool signal_known(hsa_signal_t signal);
 // The end of an asynchronous copy: ok decrements the completion, else -1.
 void complete_copy(hsa_signal_t completion, bool ok);
 void drain_engines();         // reset: waits for queued copies (drops blocked ones)

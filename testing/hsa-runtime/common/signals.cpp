@@ -244,6 +244,13 @@ backend::Queued execute(uint32_t index, const AsyncJob& job) {
   }
   count_copy(plan, job.rows() * job.size);
   if (job.inject_error) return backend::Queued::kFailed;
+  // A GPU's engine reads and writes SVM memory through its page tables.
+  if (is_gpu(job.copy_agent)) {
+    for (uint64_t row = 0; row < job.rows(); ++row) {
+      svm_access(job.copy_agent, job.dst_row(row), job.size);
+      svm_access(job.copy_agent, job.src_row(row), job.size);
+    }
+  }
   return backend::async_copy(index, job, plan);
 }
 
@@ -565,6 +572,7 @@ uint64_t armed_handler_count() {
 
 uint64_t invalid_signal_uses() { return table().invalid_uses.load(); }
 void reset_invalid_signal_uses() { table().invalid_uses = 0; }
+bool signal_known(hsa_signal_t signal) { return is_live(signal); }
 
 }  // namespace hsa_rt
 

@@ -10,6 +10,7 @@
 // The helpers copies and pointer info use compile with every generation
 // (with 5.2 headers nothing is ever reserved, so they find nothing).
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,10 +32,17 @@ uint32_t permission_of(const VmemMapping& mapping, uint32_t agent) {
 
 }  // namespace
 
+// Registered reservations only: a NO_REGISTER one is host memory (SVM).
 bool vmem_meets_locked(uintptr_t address, size_t size) {
   const Memory& m = memory();
-  return !m.reservations.empty() &&
-         range_meets(m.reservations, address, size == 0 ? 1 : size, kReservationBytes);
+  if (m.reservations.empty()) return false;
+  const uintptr_t end = address + (size == 0 ? 1 : size);
+  auto it = m.reservations.upper_bound(address);
+  if (it != m.reservations.begin()) --it;
+  for (; it != m.reservations.end() && it->first < end; ++it) {
+    if (it->second.registered && it->first + it->second.size > address) return true;
+  }
+  return false;
 }
 
 // Device memory only inside one mapping some agent may access in that role:
@@ -85,6 +93,23 @@ bool vmem_pointer_info_locked(uintptr_t address, hsa_amd_pointer_info_t* info,
   auto reservation = find_containing(m.reservations, address, kReservationBytes);
   if (reservation == m.reservations.end()) return false;
   *no_alloc = false;
+  if (!reservation->second.registered) {
+#if HSA_RT_HAVE_POINTER_TYPE_HSA_VMEM
+    // ROCr 7.x's VMemoryPtrInfo: the reservation, not registered (the
+    // thunk knows nothing of its mmap), no owner, no agent.
+    info->type = kPointerTypeReservedAddr;
+    info->hostBaseAddress = reinterpret_cast<void*>(reservation->first);
+    info->sizeInBytes = reservation->second.size;
+    info->global_flags = 0;
+#if HSA_RT_HAVE_POINTER_INFO_REGISTERED
+    info->registered = false;
+#endif
+    *no_alloc = true;
+    return true;
+#else
+    return false;  // ROCm 7.0: nothing but an mmap, UNKNOWN
+#endif
+  }
 #if HSA_RT_HAVE_POINTER_TYPE_HSA_VMEM
   // ROCr's VMemoryPtrInfo: a mapping answers for itself, from the address.
   auto mapping = find_containing(m.mappings, address, kMappingBytes);
@@ -126,7 +151,13 @@ void vmem_release_all_locked() {
     backend::vmem_unmap(base, mapping.size, m.handles.at(mapping.handle));
   }
   for (const auto& [id, handle] : m.handles) backend::vmem_destroy(handle);
-  for (const auto& [base, reservation] : m.reservations) backend::vmem_free(base, reservation);
+  for (const auto& [base, reservation] : m.reservations) {
+    if (reservation.registered) {
+      backend::vmem_free(base, reservation);
+    } else {
+      munmap(reinterpret_cast<void*>(base), reservation.bytes);
+    }
+  }
   m.mappings.clear();
   m.handles.clear();
   m.reservations.clear();
@@ -174,7 +205,27 @@ void drop_if_unused_locked(std::map<uint32_t, VmemHandle>::iterator it) {
   memory().handles.erase(it);
 }
 
-hsa_status_t reserve(void** va, size_t size, uint64_t address, uint64_t alignment) {
+// HSA_AMD_VMEM_ADDRESS_NO_REGISTER (ROCr 7.x's VMemoryAddressReserve): an
+// anonymous read-write mapping, aligned, at the hint if it is free.
+hsa_status_t reserve_unregistered(size_t size, uint64_t address, uint64_t alignment,
+                                  uintptr_t* base) {
+  if (size > std::numeric_limits<size_t>::max() - alignment) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  const size_t span = size + alignment;
+  void* hint = reinterpret_cast<void*>(address);
+  void* mapped = mmap(hint, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
+                      -1, 0);
+  if (mapped == MAP_FAILED) return HSA_STATUS_ERROR_OUT_OF_RESOURCES;
+  const auto start = reinterpret_cast<uintptr_t>(mapped);
+  const uintptr_t aligned = (start + alignment - 1) & ~uintptr_t(alignment - 1);
+  if (aligned > start) munmap(mapped, aligned - start);
+  const uintptr_t tail = start + span - (aligned + size);
+  if (tail > 0) munmap(reinterpret_cast<void*>(aligned + size), tail);
+  *base = aligned;
+  return HSA_STATUS_SUCCESS;
+}
+
+hsa_status_t reserve(void** va, size_t size, uint64_t address, uint64_t alignment,
+                     uint64_t flags) {
   HSA_RT_REQUIRE_READY();
   const size_t page = page_size();
   if (va == nullptr || size == 0 || size % page != 0) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
@@ -184,9 +235,17 @@ hsa_status_t reserve(void** va, size_t size, uint64_t address, uint64_t alignmen
   }
   ExclusiveLock lock(memory_mutex());
   uintptr_t base = 0;
-  VmemReservation reservation{size, 0};
+  VmemReservation reservation{size, 0, true};
+#if HSA_RT_HAVE_VMEM_NO_REGISTER
+  reservation.registered = (flags & HSA_AMD_VMEM_ADDRESS_NO_REGISTER) == 0;
+#else
+  (void)flags;  // no such flag before 7.0
+#endif
   const hsa_status_t status =
-      backend::vmem_reserve(size, alignment, address, &base, &reservation.bytes);
+      reservation.registered
+          ? backend::vmem_reserve(size, alignment, address, &base, &reservation.bytes)
+          : reserve_unregistered(size, address, alignment, &base);
+  if (!reservation.registered) reservation.bytes = size;
   if (status != HSA_STATUS_SUCCESS) return status;
   memory().reservations[base] = reservation;
   *va = reinterpret_cast<void*>(base);
@@ -200,14 +259,14 @@ hsa_status_t reserve(void** va, size_t size, uint64_t address, uint64_t alignmen
 namespace hsa_rt::api {
 
 hsa_status_t amd_vmem_address_reserve(void** va, size_t size, uint64_t address,
-                                      uint64_t /*flags: unsupported, 7.x NO_REGISTER*/) {
-  return reserve(va, size, address, 0);
+                                      uint64_t flags) {
+  return reserve(va, size, address, 0, flags);
 }
 
 #if HSA_RT_HAVE_VMEM_RESERVE_ALIGN
 hsa_status_t amd_vmem_address_reserve_align(void** va, size_t size, uint64_t address,
-                                            uint64_t alignment, uint64_t /*flags*/) {
-  return reserve(va, size, address, alignment);
+                                            uint64_t alignment, uint64_t flags) {
+  return reserve(va, size, address, alignment, flags);
 }
 #endif
 
@@ -221,7 +280,13 @@ hsa_status_t amd_vmem_address_free(void* va, size_t size) {
   if (it == m.reservations.end()) return HSA_STATUS_ERROR_INVALID_ALLOCATION;
   if (size != it->second.size) return HSA_STATUS_ERROR_INVALID_ARGUMENT;
   if (range_meets(m.mappings, base, size, kMappingBytes)) return HSA_STATUS_ERROR_RESOURCE_FREE;
-  backend::vmem_free(base, it->second);
+  if (it->second.registered) {
+    backend::vmem_free(base, it->second);
+  } else {
+    // Managed memory (7.x): unmapped, and KFD drops its SVM range with it.
+    munmap(va, it->second.bytes);
+    svm_forget(base, it->second.bytes);
+  }
   m.reservations.erase(it);
   return HSA_STATUS_SUCCESS;
 }
@@ -295,7 +360,7 @@ hsa_status_t amd_vmem_map(void* va, size_t size, size_t /*in_offset: unsupported
   const auto address = reinterpret_cast<uintptr_t>(va);
   auto reservation = find_containing(m.reservations, address, kReservationBytes);
   if (size > std::numeric_limits<uintptr_t>::max() - address ||
-      reservation == m.reservations.end() ||
+      reservation == m.reservations.end() || !reservation->second.registered ||
       size > reservation->second.size - (address - reservation->first) ||
       range_meets(m.mappings, address, size, kMappingBytes) || address % granularity != 0 ||
       size % granularity != 0) {

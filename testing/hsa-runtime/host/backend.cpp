@@ -316,6 +316,8 @@ class Reach {
   }
 
   bool ok() const { return ok_; }
+  // Every range reached, as (address, size).
+  const std::vector<std::pair<uint64_t, uint64_t>>& touched() const { return touched_; }
   // The ranges were valid, but one meets an address a test made copies fail
   // at (HSA_RT_FAULT_COPIES_INTO / _FROM / H2D_COPY_INTO): a fault.
   bool injected_fault() const { return injected_; }
@@ -349,6 +351,7 @@ class Reach {
       ok_ = false;
       return nullptr;
     }
+    touched_.emplace_back(address, size);
     return engine_address_locked(ptr);
   }
 
@@ -373,6 +376,7 @@ class Reach {
 
   uint32_t agent_;
   std::vector<uintptr_t> into_, from_, h2d_;
+  std::vector<std::pair<uint64_t, uint64_t>> touched_;
   bool ok_ = true;
   bool injected_ = false;
 };
@@ -536,6 +540,11 @@ hsa_status_t dispatch(uint32_t agent, void*, const hsa_kernel_dispatch_packet_t&
   if (reach.injected_fault()) return kApertureViolation;
   if (kr_host_dispatch(kernel.name.c_str(), prepared.kernarg, workgroups) != 0) {
     return HSA_STATUS_ERROR_INVALID_CODE_OBJECT;
+  }
+  // The GPU reached every range through its page tables: SVM pages count,
+  // and may move to it.
+  for (const auto& [address, size] : reach.touched()) {
+    svm_access(agent, reinterpret_cast<const void*>(address), size);
   }
   return HSA_STATUS_SUCCESS;
 }

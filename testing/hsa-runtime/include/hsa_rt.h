@@ -56,6 +56,11 @@
  * version after 5.2's 1.0 counts as the newer rule (the runtime builds
  * against 5.2 and 6.0+ headers). */
 #define HSA_RT_POINTER_INFO_KNOWS_LOCKED (!HSA_RT_INTERFACE_AT_LEAST(1))
+/* ROCm 6.0 (1.4 headers on): HSA_AMD_SYSTEM_INFO_XNACK_ENABLED (0x206). */
+#define HSA_RT_HAVE_XNACK_ENABLED HSA_RT_INTERFACE_AT_LEAST(4)
+/* ROCm 7.0 (1.10): hsa_amd_vmem_address_reserve(_align) takes
+ * HSA_AMD_VMEM_ADDRESS_NO_REGISTER (managed memory of clr 7.x). */
+#define HSA_RT_HAVE_VMEM_NO_REGISTER HSA_RT_INTERFACE_AT_LEAST(10)
 
 /* hsa_agent_get_info attribute of newer ROCm (free device memory, uint64_t),
  * not in every header this builds against: HSA_AMD_AGENT_INFO_MEMORY_AVAIL. */
@@ -242,7 +247,15 @@ typedef enum hsa_rt_mode_t {
   HSA_RT_MODE_STRICT_ASYNC_ACCESS = 1,
   /* hsa_agent_get_info answers HSA_AMD_AGENT_INFO_MEMORY_AVAIL (false models
    * a runtime older than the query: INVALID_ARGUMENT). On by default. */
-  HSA_RT_MODE_MEMORY_AVAIL_SUPPORTED = 2
+  HSA_RT_MODE_MEMORY_AVAIL_SUPPORTED = 2,
+  /* XNACK (ROCr's HSA_XNACK=1): GPUs may access any system memory, and a
+   * GPU access to SVM pages resident elsewhere that the GPU has
+   * AGENT_ACCESSIBLE (not _IN_PLACE) migrates them to it (counted:
+   * HSA_RT_COUNT_SVM_MIGRATIONS). hsa_system_get_info answers it as
+   * HSA_AMD_SYSTEM_INFO_SVM_ACCESSIBLE_BY_DEFAULT and (6.0+ headers)
+   * HSA_AMD_SYSTEM_INFO_XNACK_ENABLED. Off: a GPU reaches SVM memory only
+   * where it was given AGENT_ACCESSIBLE(_IN_PLACE). Off by default. */
+  HSA_RT_MODE_XNACK = 3
 } hsa_rt_mode_t;
 void hsa_rt_set_mode(hsa_rt_mode_t mode, bool enabled);
 
@@ -327,7 +340,14 @@ typedef enum hsa_rt_fault_t {
   HSA_RT_FAULT_LOCKS = 21,
   /* The next value hsa_amd_memory_unlock calls fail with HSA_STATUS_ERROR,
    * unlocking nothing (still counted: HSA_RT_COUNT_UNLOCKS). */
-  HSA_RT_FAULT_UNLOCKS = 22
+  HSA_RT_FAULT_UNLOCKS = 22,
+  /* The next value hsa_amd_svm_attributes_set / _get /
+   * hsa_amd_svm_prefetch_async calls fail with HSA_STATUS_ERROR before
+   * anything else (nothing checked, set, written or migrated; a prefetch's
+   * completion signal untouched). */
+  HSA_RT_FAULT_SVM_ATTRIBUTES_SET = 23,
+  HSA_RT_FAULT_SVM_ATTRIBUTES_GET = 24,
+  HSA_RT_FAULT_SVM_PREFETCH = 25
 } hsa_rt_fault_t;
 void hsa_rt_inject(hsa_rt_fault_t fault, uint64_t target, uint64_t value);
 
@@ -389,12 +409,24 @@ typedef enum hsa_rt_counter_t {
   HSA_RT_COUNT_UNLOCKS = 23,
   /* Ranges of host memory locked for GPUs and not unlocked (one per start
    * address, however often it was locked). */
-  HSA_RT_COUNT_LOCKED_RANGES = 24
+  HSA_RT_COUNT_LOCKED_RANGES = 24,
+  /* SVM pages moved by an access (not by a prefetch), one per contiguous
+   * run of pages an access moved: a GPU's access (an async copy it
+   * executes, a host-backend dispatch on it) to pages resident elsewhere
+   * that it has AGENT_ACCESSIBLE with XNACK on; hsa_memory_copy (the CPU)
+   * touching pages resident on a GPU. */
+  HSA_RT_COUNT_SVM_MIGRATIONS = 25,
+  /* hsa_amd_svm_prefetch_async calls that moved (or kept) a range. */
+  HSA_RT_COUNT_SVM_PREFETCHES = 26,
+  /* SVM ranges the runtime keeps attributes of (split where attributes
+   * differ, as KFD's). */
+  HSA_RT_COUNT_SVM_RANGES = 27
 } hsa_rt_counter_t;
 uint64_t hsa_rt_count(hsa_rt_counter_t counter);
 /* Clears the event counters (copies, bytes, violations, async copies,
  * pointer-info queries, dispatches, invalid signal uses, backend errors,
- * locks and unlocks), not the live counts. Reset does it too. */
+ * locks and unlocks, SVM migrations, prefetches and bytes), not the live
+ * counts. Reset does it too. */
 void hsa_rt_reset_counters(void);
 /* Dispatches that ran of one kernel (name with or without ".kd"; NULL: all). */
 uint64_t hsa_rt_dispatch_count(const char* kernel);
@@ -404,6 +436,15 @@ bool hsa_rt_allocation_flags(const void* ptr, uint32_t* flags);
 /* True while every quarantined block of host memory still holds only
  * HSA_RT_POISON_BYTE (nothing wrote freed memory behind the runtime's back). */
 bool hsa_rt_quarantine_intact(void);
+/* Bytes of SVM memory (ranges given attributes or prefetched) an agent
+ * moved through the runtime: a GPU, the SVM side of the async copies it
+ * executed (its copying agent: the source if a GPU, else the destination)
+ * and of its host-backend dispatches' ranges; the CPU, hsa_memory_copy's.
+ * 0 for an unknown agent. Cleared with the event counters. */
+uint64_t hsa_rt_svm_bytes(hsa_agent_t agent);
+/* Where the SVM page holding ptr is resident: a GPU agent, or the CPU
+ * agent (memory no SVM range covers, too). */
+hsa_agent_t hsa_rt_svm_location(const void* ptr);
 
 #ifdef __cplusplus
 }
@@ -591,6 +632,57 @@ bool hsa_rt_quarantine_intact(void);
  * NULL INVALID_ARGUMENT, unknown INVALID_QUEUE; it waits for the packet in
  * progress. Index operations on no live queue do nothing (loads return 0);
  * a retired queue's memory stays, so a stale pointer is harmless.
+ *
+ * Shared virtual memory (ROCr's Runtime::SetSvmAttrib / GetSvmAttrib /
+ * SvmPrefetch over KFD's SVM ranges), on both backends as bookkeeping: SVM
+ * memory is host memory the program mapped (mmap, or a NO_REGISTER
+ * reservation below), and every range is ptr aligned down and ptr + size up
+ * to 4096-byte pages.
+ *   hsa_amd_svm_attributes_set(ptr, size, list, count): NULL ptr or list,
+ *     size or count 0 INVALID_ARGUMENT; per pair, in order: an attribute
+ *     given twice, or an agent named twice among AGENT_ACCESSIBLE,
+ *     AGENT_ACCESSIBLE_IN_PLACE and AGENT_NO_ACCESS,
+ *     INCOMPATIBLE_ARGUMENTS; an unknown attribute, or a get-only one
+ *     (PREFETCH_LOCATION, ACCESS_QUERY), INVALID_ARGUMENT; an unknown agent
+ *     (access attributes; PREFERRED_LOCATION other than 0) INVALID_AGENT;
+ *     GLOBAL_FLAG other than FINE / COARSE INVALID_ARGUMENT. Then the range:
+ *     pages not mapped, or meeting runtime memory (an allocation, the
+ *     quarantine, a registered reservation), HSA_STATUS_ERROR. All checked
+ *     before anything changes; then each page takes the attributes (a range
+ *     split where they differ). A CPU agent in an access attribute is
+ *     accepted and changes nothing a GPU sees.
+ *   hsa_amd_svm_attributes_get: the same argument checks; set-only
+ *     attributes (AGENT_ACCESSIBLE, _IN_PLACE, NO_ACCESS) and unknown ones
+ *     INVALID_ARGUMENT; pages not mapped HSA_STATUS_ERROR (KFD has dropped
+ *     the range at munmap: its attributes are forgotten). ACCESS_QUERY takes
+ *     an agent in value (unknown: INVALID_AGENT) and answers in attribute
+ *     its access: what was set, else AGENT_ACCESSIBLE with XNACK on (and for
+ *     the CPU), AGENT_NO_ACCESS off; pages that differ answer NO_ACCESS if
+ *     any has it, else ACCESSIBLE if any has it, else IN_PLACE.
+ *     PREFETCH_LOCATION: the agent of the last prefetch of every page, 0 if
+ *     none or not uniform; GLOBAL_FLAG: FINE unless set, INDETERMINATE when
+ *     pages differ; the others what was set (0 when not, or not uniform).
+ *   hsa_amd_svm_prefetch_async(ptr, size, agent, n, deps, completion): size
+ *     0 or NULL ptr INVALID_ARGUMENT; dependencies without a count or the
+ *     reverse INVALID_ARGUMENT; an unknown agent INVALID_AGENT; an unknown
+ *     dependency or completion (handle not 0) INVALID_SIGNAL; pages not
+ *     mapped HSA_STATUS_ERROR. It waits for the dependencies, makes agent
+ *     the range's location and prefetch location (counted:
+ *     HSA_RT_COUNT_SVM_PREFETCHES), then decrements the completion signal.
+ *   Access: a GPU reaches SVM memory (strict async copies, host dispatches)
+ *   where it has AGENT_ACCESSIBLE or _IN_PLACE, or anywhere with XNACK on
+ *   (HSA_RT_MODE_XNACK). See HSA_RT_COUNT_SVM_MIGRATIONS, hsa_rt_svm_bytes
+ *   and hsa_rt_svm_location for what accesses move and count. The CUDA
+ *   backend's dispatches are not checked or counted (cuLaunchKernel).
+ *   7.2 headers: hsa_amd_vmem_address_reserve(_align) with
+ *   HSA_AMD_VMEM_ADDRESS_NO_REGISTER is ROCr's: an anonymous read-write
+ *   mmap (host memory on both backends) recorded as a reservation that is
+ *   not registered: copies see host memory, vmem_map into it
+ *   INVALID_ARGUMENT, hsa_amd_pointer_info RESERVED_ADDR with
+ *   hostBaseAddress its start, its size, no owner, registered false, no
+ *   agents; hsa_amd_vmem_address_free unmaps it and forgets its SVM
+ *   attributes. Earlier headers have no such flag (managed memory is a
+ *   plain mmap: pointer info UNKNOWN).
  *
  * Virtual memory (hsa_amd_vmem_*, 6.0+ headers), following ROCr (runtime.cpp,
  * VMemory*) and each generation's header:

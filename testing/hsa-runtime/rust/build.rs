@@ -15,11 +15,12 @@ use std::path::{Path, PathBuf};
 
 /// The runtime's translation units, relative to this crate (the CMake
 /// library of testing/hsa-runtime/CMakeLists.txt adds common/app.cpp).
-const SOURCES: [&str; 8] = [
+const SOURCES: [&str; 9] = [
     "../common/runtime.cpp",
     "../common/memory.cpp",
     "../common/signals.cpp",
     "../common/vmem.cpp",
+    "../common/svm.cpp",
     "../common/loader.cpp",
     "../common/queues.cpp",
     "../host/backend.cpp",

@@ -327,6 +327,23 @@ impl SimSession {
         unsafe { hsa_rt_quarantine_intact() }
     }
 
+    /// Clears the event counters (see `hsa_rt_reset_counters`).
+    pub fn reset_counters(&self) {
+        unsafe { hsa_rt_reset_counters() }
+    }
+
+    /// Bytes of SVM memory `agent` moved through the runtime (a GPU: its
+    /// async copies and dispatches; the CPU: `hsa_memory_copy`).
+    pub fn svm_bytes(&self, agent: Agent) -> u64 {
+        unsafe { hsa_rt_svm_bytes(agent) }
+    }
+
+    /// The agent the SVM page holding `ptr` is resident on (the CPU for
+    /// memory no SVM range covers).
+    pub fn svm_location(&self, ptr: *const u8) -> Agent {
+        unsafe { hsa_rt_svm_location(ptr.cast()) }
+    }
+
     /// Whether the vmem API is there (6.0+ headers); vmem tests skip when not.
     pub fn vmem_supported(&self) -> bool {
         unsafe { hsa_rt_vmem_supported() }

@@ -142,7 +142,11 @@ fn counters_and_faults_start_cleared() {
     );
     sim.inject(hsa_sim::Fault::Locks, 0, 1);
     sim.inject(hsa_sim::Fault::Unlocks, 0, 1);
+    sim.inject(hsa_sim::Fault::SvmAttributesSet, 0, 1);
+    sim.inject(hsa_sim::Fault::SvmAttributesGet, 0, 1);
+    sim.inject(hsa_sim::Fault::SvmPrefetch, 0, 1);
     sim.set_mode(hsa_sim::Mode::AddressReuse, true);
+    sim.set_mode(hsa_sim::Mode::Xnack, true);
     drop(sim);
 
     let sim = session(2);
@@ -159,6 +163,9 @@ fn counters_and_faults_start_cleared() {
         Counter::Locks,
         Counter::Unlocks,
         Counter::LockedRanges,
+        Counter::SvmMigrations,
+        Counter::SvmPrefetches,
+        Counter::SvmRanges,
     ] {
         assert_eq!(sim.count(counter), 0, "{counter:?}");
     }
