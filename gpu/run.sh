@@ -173,10 +173,9 @@ mkdir -p "$BUILD_DIR/lib"
 LDFLAGS=(-L "$CARRY/lib" -lkernel_replay "-Wl,-rpath,$BUILD_DIR/lib:$CARRY/lib" -ldl -pthread)
 
 # Every translation unit compiled once, in parallel; each failure is printed.
-# The runtime: the test runtime's front end and its CUDA backend
-# (testing/hsa-runtime/CMakeLists.txt builds the same list as hsa_rt_cuda).
-RUNTIME=($R/common/runtime.cpp $R/common/memory.cpp $R/common/signals.cpp $R/common/vmem.cpp
-         $R/common/loader.cpp $R/common/queues.cpp $R/common/app.cpp $R/cuda/backend.cpp)
+# The runtime: the test runtime's front end (every file of common/, as
+# testing/hsa-runtime/CMakeLists.txt builds hsa_rt_cuda) and its CUDA backend.
+RUNTIME=($R/common/*.cpp $R/cuda/backend.cpp)
 CONFORMANCE=($R/conformance/*.cpp)
 SOURCES=("${RUNTIME[@]}" "${CONFORMANCE[@]}" gpu/harness.cpp gpu/kernel_replay_gpu_test.cpp
          gpu/kernel_replay_gpu_bench.cpp)
