@@ -369,11 +369,6 @@ typedef enum kr_coverage_t {
 #define KR_DEVICE_BUDGET_AUTO UINT64_MAX
 
 /**
- * The page size SVM attributes apply in (the runtime aligns to it).
- */
-#define PAGE 4096
-
-/**
  * A snapshot of one agent's replay state, complete or declined. Opaque to C.
  */
 typedef struct kr_snapshot kr_snapshot;

@@ -137,18 +137,9 @@ fn lock(world: &World) {
 /// `hsa_amd_memory_unlock` through the wrapper (`locks.rs`): counted down
 /// while other locks are held, retired before the runtime's last unlock.
 fn unlock(world: &World) {
-    use kernel_replay::memory_tracker::inventory::Unlock;
-    let runtime_unlock = || world.device.owner.fetch_sub(1, Relaxed);
-    match world.inventory.unlock_one(BASE) {
-        Unlock::NotLocked | Unlock::StillHeld => {
-            runtime_unlock();
-        }
-        Unlock::Last => {
-            world
-                .inventory
-                .retire_then_free(BASE, runtime_unlock, |_| true);
-        }
-    }
+    world
+        .inventory
+        .unlock_then(BASE, || world.device.owner.fetch_sub(1, Relaxed), |_| true);
 }
 
 /// A restore of the locked range as the GPU's snapshot holds it.

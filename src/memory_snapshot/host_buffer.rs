@@ -8,6 +8,7 @@
 //! the tool cap what replay may take.
 
 use super::storage::budget::HostBudget;
+use crate::support::page_bytes::PageBytes;
 
 /// Why a host buffer could not be had.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,12 +19,12 @@ pub enum HostBufferError {
     OutOfMemory,
 }
 
-/// A pageable host buffer of exactly `len` bytes: raw memory (the `Vec`'s
-/// capacity, its length staying 0) written only by the runtime's
+/// A pageable host buffer of exactly `len` bytes, page-aligned: raw memory
+/// written only by the runtime's
 /// device-to-host copy and read only by the host-to-device copy of a
 /// snapshot whose capture succeeded.
 pub struct HostBuffer {
-    bytes: Vec<u8>,
+    bytes: PageBytes,
     len: usize,
     budget: &'static HostBudget,
 }
@@ -34,11 +35,10 @@ impl HostBuffer {
         if !budget.claim(len as u64) {
             return Err(HostBufferError::OverBudget);
         }
-        let mut bytes = Vec::new();
-        if bytes.try_reserve_exact(len).is_err() {
+        let Some(bytes) = PageBytes::try_new(len) else {
             budget.release(len as u64);
             return Err(HostBufferError::OutOfMemory);
-        }
+        };
         // Left uninitialised on purpose: zeroing would touch every page of a
         // multi-gigabyte footprint only for the copy to overwrite it.
         Ok(HostBuffer { bytes, len, budget })

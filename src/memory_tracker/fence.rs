@@ -49,6 +49,9 @@ pub struct Fences {
     agents: Mutex<Vec<AgentFence>>,
     /// Notified whenever a count drops or a window closes.
     changed: Condvar,
+    /// Threads waiting on `changed` (changed under the mutex): a change
+    /// nobody waits for makes no futex call.
+    waiting: AtomicU64,
     timeout_ns: AtomicU64,
 }
 
@@ -57,6 +60,7 @@ impl Fences {
         Fences {
             agents: Mutex::new(Vec::new()),
             changed: Condvar::new(),
+            waiting: AtomicU64::new(0),
             timeout_ns: AtomicU64::new(DEFAULT_TIMEOUT.as_nanos() as u64),
         }
     }
@@ -100,10 +104,12 @@ impl Fences {
         let delegated = DELEGATED.with(Cell::get);
         // Entries are never removed, so the index holds across the waits.
         while agents[slot].windows > 0 && !delegated {
+            self.waiting.fetch_add(1, Ordering::Relaxed);
             agents = self
                 .changed
                 .wait(agents)
                 .unwrap_or_else(PoisonError::into_inner);
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
         }
         agents[slot].in_flight += 1;
         true
@@ -115,8 +121,7 @@ impl Fences {
         if let Some(fence) = agents.iter_mut().find(|f| f.agent == agent) {
             fence.in_flight = fence.in_flight.saturating_sub(1);
         }
-        drop(agents);
-        self.changed.notify_all();
+        self.notify(agents);
     }
 
     /// Copies in flight on `agent` now.
@@ -153,15 +158,16 @@ impl Fences {
             let now = Instant::now();
             if now >= deadline {
                 agents[slot].windows -= 1;
-                drop(agents);
-                self.changed.notify_all();
+                self.notify(agents);
                 return Err(in_flight);
             }
+            self.waiting.fetch_add(1, Ordering::Relaxed);
             agents = self
                 .changed
                 .wait_timeout(agents, deadline - now)
                 .unwrap_or_else(PoisonError::into_inner)
                 .0;
+            self.waiting.fetch_sub(1, Ordering::Relaxed);
         }
     }
 
@@ -170,8 +176,18 @@ impl Fences {
         if let Some(fence) = agents.iter_mut().find(|f| f.agent == agent) {
             fence.windows = fence.windows.saturating_sub(1);
         }
+        self.notify(agents);
+    }
+
+    /// Releases the lock after a change and wakes the waiters, if any.
+    /// `waiting` is read under the lock: a waiter counts itself under it
+    /// before it waits, so none is missed.
+    fn notify(&self, agents: MutexGuard<'_, Vec<AgentFence>>) {
+        let anyone = self.waiting.load(Ordering::Relaxed) > 0;
         drop(agents);
-        self.changed.notify_all();
+        if anyone {
+            self.changed.notify_all();
+        }
     }
 }
 

@@ -144,14 +144,25 @@ impl Default for AgentBits {
     }
 }
 
-/// After a successful `hsa_amd_agents_allow_access` on `base`: the tracked
-/// allocation there records the agents other than its owner that the
-/// runtime now lets reach it. `listed` are the call's agents, used when the
-/// runtime does not report the list: ROCr replaces an allocation's list
-/// with the call's (and the owner, for device memory), so for host memory,
-/// where the list is the whole story, the call's agents replace the
-/// recorded ones too.
-pub fn granted(tracker: &Tracker, base: usize, listed: &[hsa_agent_t]) {
+/// Where an allocation's grants come from.
+#[derive(Debug, Clone, Copy)]
+pub enum Grant<'a> {
+    /// A successful `hsa_amd_agents_allow_access` with these agents.
+    Call(&'a [hsa_agent_t]),
+    /// Whatever the runtime reports now (a fresh `hsa_memory_allocate`, a
+    /// re-validated record).
+    Runtime,
+}
+
+/// Records on the tracked allocation at `base` the agents other than its
+/// owner that the runtime lets reach it. ROCr replaces an allocation's
+/// access list with a call's (and its owner, for device memory), except
+/// that it adds to it for sub-allocated device memory; so for host memory
+/// a call's own list is the answer and the runtime is not asked (a pointer
+/// query with its agent list is most of this wrapper's cost), while for
+/// device memory the runtime's list is asked for, the call's used only
+/// when the runtime gives none.
+pub fn granted(tracker: &Tracker, base: usize, grant: Grant<'_>) {
     let (Some(core), Some(amd)) = (tracker.core(), tracker.amd()) else {
         return;
     };
@@ -159,26 +170,30 @@ pub fn granted(tracker: &Tracker, base: usize, listed: &[hsa_agent_t]) {
         return;
     };
     let device_memory = !tracker.agent_bits.is_cpu(core, owner);
-    let reported = amd.accessible_agents(base);
-    let agents: &[u64] = match &reported {
-        Ok(agents) => agents,
-        Err(_) => &[],
-    };
-    let listed = listed.iter().map(|a| a.handle);
     let mut grants = 0;
     let mut add = |agent: u64| {
         if agent != owner {
             grants |= tracker.agent_bits.bit_or_insert(core, agent).unwrap_or(0);
         }
     };
-    if reported.is_ok() {
-        agents.iter().copied().for_each(&mut add);
-    } else {
-        listed.for_each(&mut add);
-    }
-    tracker
-        .inventory
-        .set_grants(base, grants, reported.is_ok() || !device_memory);
+    let exact = match grant {
+        Grant::Call(listed) if !device_memory => {
+            listed.iter().for_each(|a| add(a.handle));
+            true
+        }
+        _ => match (amd.accessible_agents(base), grant) {
+            (Ok(agents), _) => {
+                agents.iter().copied().for_each(&mut add);
+                true
+            }
+            (Err(_), Grant::Call(listed)) => {
+                listed.iter().for_each(|a| add(a.handle));
+                false
+            }
+            (Err(_), Grant::Runtime) => return,
+        },
+    };
+    tracker.inventory.set_grants(base, grants, exact);
 }
 
 #[cfg(test)]

@@ -48,17 +48,6 @@ pub struct Allocation {
     pub locks: u32,
 }
 
-/// What an unlock of a range does to its record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Unlock {
-    /// No locked range starts there: nothing to do.
-    NotLocked,
-    /// Other locks of it are held: counted down, still tracked.
-    StillHeld,
-    /// Its last lock: retire it before the runtime unlocks.
-    Last,
-}
-
 /// A tracked allocation as a snapshot sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TrackedRegion {
@@ -179,21 +168,29 @@ impl Inventory {
         });
     }
 
-    /// An unlock of the range at `base`: counted down when other locks of
-    /// it are held, else what the caller does (see [`Unlock`]).
-    pub fn unlock_one(&self, base: usize) -> Unlock {
-        let mut step = Unlock::NotLocked;
-        self.allocations.update(base, |a| {
-            if a.memory == MemoryKind::Locked {
-                if a.locks > 1 {
-                    a.locks -= 1;
-                    step = Unlock::StillHeld;
-                } else {
-                    step = Unlock::Last;
-                }
+    /// An unlock of the range at `base` through the runtime (`unlock`):
+    /// counted down while other locks of it are held; at its last lock
+    /// retired before `unlock` runs (one search of the inventory decides and
+    /// retires). Anything at `base` that is not a locked range is left
+    /// alone.
+    pub fn unlock_then<R>(
+        &self,
+        base: usize,
+        unlock: impl FnOnce() -> R,
+        succeeded: impl FnOnce(&R) -> bool,
+    ) -> R {
+        let last = |a: &mut Allocation| {
+            if a.memory != MemoryKind::Locked {
+                return false;
             }
-        });
-        step
+            if a.locks > 1 {
+                a.locks -= 1;
+                return false;
+            }
+            true
+        };
+        self.allocations
+            .retire_then_free_if(base, last, unlock, succeeded)
     }
 
     /// Managed memory `[base, base + size)` (page-aligned) given to the GPUs
@@ -665,18 +662,23 @@ mod tests {
         assert_eq!(out.len(), 1, "the second GPU reaches it too");
         assert_eq!(out[0].memory, MemoryKind::Locked);
         let generation = out[0].generation;
-        assert_eq!(inv.unlock_one(0x1000), Unlock::StillHeld);
-        assert_eq!(inv.unlock_one(0x1000), Unlock::Last);
+        let unlock = |base| inv.unlock_then(base, || (), |_| true);
+        unlock(0x1000);
+        assert!(inv.is_live(0x1000), "one lock still held");
+        unlock(0x1000);
+        assert!(!inv.is_live(0x1000), "the last unlock retired it");
         // A lock of another size at the same address is another range.
         inv.lock(0x1000, 8192, 1, 0b01, true);
         out.clear();
         inv.collect_agent(5, Some(0b01), &mut out).unwrap();
         assert_eq!((out[0].size, out[0].coarse), (8192, true));
         assert_ne!(out[0].generation, generation);
-        assert_eq!(inv.unlock_one(0x1000), Unlock::Last);
-        // Not a locked range: an unlock does nothing to it.
+        unlock(0x1000);
+        assert!(!inv.is_live(0x1000));
+        // Not a locked range: an unlock leaves it alone.
         inv.record(0x9000, 64, 1, MemoryKind::Host);
-        assert_eq!(inv.unlock_one(0x9000), Unlock::NotLocked);
-        assert_eq!(inv.unlock_one(0x5000), Unlock::NotLocked);
+        unlock(0x9000);
+        assert!(inv.is_live(0x9000));
+        unlock(0x5000);
     }
 }

@@ -21,7 +21,6 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use super::inventory::Unlock;
 use super::Tracker;
 use crate::hsa::entries::{AmdEntries, CoreEntries};
 use crate::hsa::query::{self, pool_info};
@@ -144,10 +143,7 @@ pub fn unlock(
     base: usize,
     unlock: impl FnOnce() -> crate::hsa::hsa_status_t,
 ) -> crate::hsa::hsa_status_t {
-    match tracker.inventory.unlock_one(base) {
-        Unlock::NotLocked | Unlock::StillHeld => unlock(),
-        Unlock::Last => tracker
-            .inventory
-            .retire_then_free(base, unlock, |status| *status == HSA_STATUS_SUCCESS),
-    }
+    tracker
+        .inventory
+        .unlock_then(base, unlock, |status| *status == HSA_STATUS_SUCCESS)
 }

@@ -35,7 +35,7 @@ use crate::hsa::sys::{
 use crate::hsa::{hsa_agent_t, HSA_STATUS_SUCCESS};
 
 /// The page size SVM attributes apply in (the runtime aligns to it).
-pub const PAGE: usize = 4096;
+pub(crate) const PAGE: usize = 4096;
 
 /// `HSA_EXT_POINTER_TYPE_RESERVED_ADDR`, which the 6.0 - 6.3 headers do not
 /// name: ROCm 7.x answers it for a `NO_REGISTER` reservation.

@@ -89,7 +89,7 @@ fn record_host(
         .inventory
         .record_host(base, size, found.owner, 0, coarse);
     if pool_flags.is_none() {
-        grants::granted(tracker, base, &[]);
+        grants::granted(tracker, base, grants::Grant::Runtime);
     }
     generation
 }

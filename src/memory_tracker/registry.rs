@@ -150,12 +150,18 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
     /// lock for both, so two racing creations are both counted.
     pub fn record_or_merge(&self, key: K, value: V, merge: impl FnOnce(&mut V) -> bool) {
         let mut entries = self.write();
-        if let Some(entry) = entries.get_mut(&key) {
-            if !entry.retiring && merge(&mut entry.value) {
-                return;
+        // One search of the tree, for the merge and the insert alike.
+        match entries.entry(key) {
+            btree_map::Entry::Occupied(mut found) => {
+                let entry = found.get_mut();
+                if entry.retiring || !merge(&mut entry.value) {
+                    *entry = self.live_entry(value);
+                }
+            }
+            btree_map::Entry::Vacant(slot) => {
+                slot.insert(self.live_entry(value));
             }
         }
-        entries.insert(key, self.live_entry(value));
         self.len.store(entries.len(), Ordering::Release);
     }
 
@@ -219,7 +225,21 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
         free: impl FnOnce() -> R,
         succeeded: impl FnOnce(&R) -> bool,
     ) -> R {
-        let retiring = self.begin_retire(key);
+        self.retire_then_free_if(key, |_| true, free, succeeded)
+    }
+
+    /// As [`Registry::retire_then_free`], for a thing the runtime releases
+    /// only at its last reference: `last` sees the live entry under the
+    /// same write lock that retires it (it may count a reference down) and
+    /// says whether this call releases it; if not, `free` just runs.
+    pub fn retire_then_free_if<R>(
+        &self,
+        key: K,
+        last: impl FnOnce(&mut V) -> bool,
+        free: impl FnOnce() -> R,
+        succeeded: impl FnOnce(&R) -> bool,
+    ) -> R {
+        let retiring = self.begin_retire(key, last);
         let result = free();
         if let Some(retiring) = retiring {
             self.end_retire(key, retiring, succeeded(&result));
@@ -247,7 +267,7 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
             self.forget(keys);
             return free();
         }
-        retiring.extend(keys.iter().map(|&key| self.begin_retire(key)));
+        retiring.extend(keys.iter().map(|&key| self.begin_retire(key, |_| true)));
         let result = free();
         for (slot, &key) in retiring.iter().zip(keys) {
             if let Some(retiring) = *slot {
@@ -305,7 +325,7 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
     }
 
     /// Marks `key` retiring (see [`Origin`] for a key not registered).
-    fn begin_retire(&self, key: K) -> Option<Retiring> {
+    fn begin_retire(&self, key: K, last: impl FnOnce(&mut V) -> bool) -> Option<Retiring> {
         if self.origin == Origin::Recorded && self.len.load(Ordering::Acquire) == 0 {
             return None;
         }
@@ -316,6 +336,9 @@ impl<K: Ord + Copy, V: Copy + Default> Registry<K, V> {
             btree_map::Entry::Occupied(found) if found.get().retiring => None,
             btree_map::Entry::Occupied(mut found) => {
                 let entry = found.get_mut();
+                if !last(&mut entry.value) {
+                    return None;
+                }
                 entry.retiring = true;
                 Some(Retiring {
                     generation: entry.generation,
@@ -626,11 +649,11 @@ mod tests {
     fn an_older_retirement_ends_without_touching_a_newer_one() {
         let registry: Registry<usize, u8> = Registry::new(Origin::Recorded);
         registry.record(0x10, 1);
-        let first = registry.begin_retire(0x10).expect("retiring");
+        let first = registry.begin_retire(0x10, |_| true).expect("retiring");
         // The runtime freed it and handed the base out again, and the new
         // allocation's free began before the first free's wrapper ended.
         let newer = registry.record(0x10, 2);
-        let second = registry.begin_retire(0x10).expect("retiring");
+        let second = registry.begin_retire(0x10, |_| true).expect("retiring");
         registry.end_retire(0x10, first, true);
         // The runtime refused the second free: the newer entry is live again.
         registry.end_retire(0x10, second, false);

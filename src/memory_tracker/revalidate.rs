@@ -131,7 +131,7 @@ pub fn revalidate(tracker: &Tracker) {
         {
             // Access granted or taken while the wrappers were out went
             // unseen: the runtime's list now is the one kept.
-            super::grants::granted(tracker, base, &[]);
+            super::grants::granted(tracker, base, super::grants::Grant::Runtime);
             kept += 1;
         }
     }

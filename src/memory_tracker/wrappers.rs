@@ -214,7 +214,9 @@ pub(crate) unsafe extern "C" fn amd_agents_allow_access(
 #[cold]
 #[inline(never)]
 fn note_grants(base: usize, listed: &[hsa_agent_t]) {
-    catch_panic((), || super::grants::granted(&TRACKER, base, listed));
+    catch_panic((), || {
+        super::grants::granted(&TRACKER, base, super::grants::Grant::Call(listed))
+    });
 }
 
 /// Replaces `hsa_amd_memory_lock`: the locked range is recorded as host

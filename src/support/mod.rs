@@ -8,6 +8,8 @@ pub(crate) mod fallible;
 #[cfg(not(loom))]
 pub mod logging;
 #[cfg(not(loom))]
+pub(crate) mod page_bytes;
+#[cfg(not(loom))]
 pub(crate) mod settings;
 #[cfg(not(loom))]
 pub(crate) mod stats;

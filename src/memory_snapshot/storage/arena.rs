@@ -16,6 +16,7 @@
 //! snapshots are freed. Everything held or retained counts against the
 //! budgets.
 
+use crate::support::page_bytes::PageBytes;
 use crate::support::sync::Recover;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -38,7 +39,7 @@ pub enum Backing {
     /// through the un-wrapped pool entries.
     Runtime { base: usize, capacity: usize },
     /// Pageable host memory.
-    Pageable(Vec<u8>),
+    Pageable(PageBytes),
 }
 
 impl Backing {
@@ -52,7 +53,7 @@ impl Backing {
     pub fn capacity(&self) -> usize {
         match self {
             Backing::Runtime { capacity, .. } => *capacity,
-            Backing::Pageable(bytes) => bytes.capacity(),
+            Backing::Pageable(bytes) => bytes.len(),
         }
     }
 }
@@ -416,11 +417,7 @@ fn allocate(
     capacity: usize,
 ) -> Option<Backing> {
     let pool = match tier {
-        Tier::Pageable => {
-            let mut bytes = Vec::new();
-            bytes.try_reserve_exact(capacity).ok()?;
-            return Some(Backing::Pageable(bytes));
-        }
+        Tier::Pageable => return PageBytes::try_new(capacity).map(Backing::Pageable),
         Tier::Device => pools.device_pool?.0,
         Tier::Pinned => pools.host_pool?.pool,
     };
