@@ -18,25 +18,6 @@ use kernel_replay::{Coverage, DeclineReason, HostMemory, MemoryKind, Tier};
 
 const SIZE: usize = 3 * 4096;
 
-/// Anonymous read-write memory (ROCm 6.x's `hipMallocManaged` reserves it
-/// with `mmap`), filled with `byte`.
-fn map_anonymous(size: usize, byte: u8) -> *mut u8 {
-    // SAFETY: a fresh private anonymous mapping.
-    let ptr = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            size,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    assert_ne!(ptr, libc::MAP_FAILED);
-    fill(ptr.cast(), size, byte);
-    ptr.cast()
-}
-
 /// ROCm 6.x's `hipFree` of managed memory: `munmap`, no HSA call.
 fn unmap(ptr: *mut u8, size: usize) {
     // SAFETY: a mapping of ours, of that size.

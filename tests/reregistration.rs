@@ -386,21 +386,7 @@ fn re_registration_keeps_the_managed_ranges_still_mapped() {
         return; // the baseline policy does not capture managed memory
     }
     let size = 2 * 4096;
-    let map = || {
-        // SAFETY: a fresh private anonymous mapping.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                size,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        assert_ne!(p, libc::MAP_FAILED);
-        p.cast::<u8>()
-    };
+    let map = || map_anonymous(size, 0);
     let accessible = kernel_replay::hsa::sys::HSA_AMD_SVM_ATTRIB_AGENT_ACCESSIBLE;
     let (kept, unmapped) = (map(), map());
     for p in [kept, unmapped] {

@@ -40,6 +40,41 @@ pub struct Transfer {
     pub gpu_only: bool,
 }
 
+/// `hsa_amd_memory_async_copy`'s type.
+type AsyncCopyFn = unsafe extern "C" fn(
+    *mut c_void,
+    hsa_agent_t,
+    *const c_void,
+    hsa_agent_t,
+    usize,
+    u32,
+    *const hsa_signal_t,
+    hsa_signal_t,
+) -> hsa_status_t;
+
+impl Transfer {
+    /// Submits the transfer as one async copy completing on `signal`.
+    ///
+    /// # Safety
+    /// Both sides are valid for `size` bytes until the copy completes, and
+    /// `signal` is ours, not in flight.
+    unsafe fn submit(&self, async_copy: AsyncCopyFn, signal: hsa_signal_t) -> hsa_status_t {
+        // SAFETY: the caller's promise; no dependencies.
+        unsafe {
+            async_copy(
+                self.dst as *mut c_void,
+                self.dst_agent,
+                self.src as *const c_void,
+                self.src_agent,
+                self.size,
+                0,
+                std::ptr::null(),
+                signal,
+            )
+        }
+    }
+}
+
 /// Copies `size` bytes from `src` to `dst` and waits: by the CPU when
 /// `by_cpu` (both sides host memory), else through `hsa_memory_copy`.
 ///
@@ -83,19 +118,8 @@ pub(crate) unsafe fn copy_on_agent(
     let signal = cx.tracker.signals.take_one(core).ok_or(HSA_STATUS_ERROR)?;
     // SAFETY: a signal of ours, not in flight.
     unsafe { store(signal, 1) };
-    // SAFETY: the caller's promise about both sides; no dependencies.
-    let status = unsafe {
-        async_copy(
-            transfer.dst as *mut c_void,
-            transfer.dst_agent,
-            transfer.src as *const c_void,
-            transfer.src_agent,
-            transfer.size,
-            0,
-            std::ptr::null(),
-            signal,
-        )
-    };
+    // SAFETY: the caller's promise about both sides; a signal of ours.
+    let status = unsafe { transfer.submit(async_copy, signal) };
     let result = if status == HSA_STATUS_SUCCESS {
         // SAFETY: our signal with one copy on it: 0 on success, negative
         // on a failed copy.
@@ -249,20 +273,9 @@ impl<'a> Copier<'a> {
                 }
             }
             if let Some(slot) = batched.idle.pop() {
-                // SAFETY: the caller's promise about both sides; no
-                // dependencies; the signal is ours until completed.
-                let status = unsafe {
-                    async_copy(
-                        transfer.dst as *mut c_void,
-                        transfer.dst_agent,
-                        transfer.src as *const c_void,
-                        transfer.src_agent,
-                        transfer.size,
-                        0,
-                        std::ptr::null(),
-                        slot.signal,
-                    )
-                };
+                // SAFETY: the caller's promise about both sides; the
+                // signal is ours until completed.
+                let status = unsafe { transfer.submit(async_copy, slot.signal) };
                 if status == HSA_STATUS_SUCCESS {
                     batched.in_flight.push_back((index, slot));
                     return;

@@ -48,6 +48,19 @@ pub struct Allocation {
     pub locks: u32,
 }
 
+impl Allocation {
+    /// A pool or region allocation of `size` bytes owned by `agent`, of
+    /// `memory`, granted to no other agent.
+    pub fn of(size: usize, agent: u64, memory: MemoryKind) -> Self {
+        Allocation {
+            size,
+            agent,
+            memory,
+            ..Allocation::default()
+        }
+    }
+}
+
 /// A tracked allocation as a snapshot sees it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TrackedRegion {
@@ -108,40 +121,18 @@ impl Inventory {
     /// at `base` (its free was never seen) is replaced: the new allocation is
     /// the one that is live.
     pub fn record(&self, base: usize, size: usize, agent: u64, memory: MemoryKind) -> u64 {
-        self.allocations.record(
-            base,
-            Allocation {
-                size,
-                agent,
-                kind: RegionKind::Allocation,
-                memory,
-                ..Allocation::default()
-            },
-        )
+        self.allocations
+            .record(base, Allocation::of(size, agent, memory))
     }
 
-    /// Records host memory of a CPU agent's pool, owned by that agent, with
-    /// the agents already granted access (`grants`).
-    pub fn record_host(
-        &self,
-        base: usize,
-        size: usize,
-        agent: u64,
-        grants: u64,
-        coarse: bool,
-    ) -> u64 {
-        self.allocations.record(
-            base,
-            Allocation {
-                size,
-                agent,
-                kind: RegionKind::Allocation,
-                memory: MemoryKind::Host,
-                grants,
-                coarse,
-                locks: 0,
-            },
-        )
+    /// Records host memory of a CPU agent's pool, owned by that agent
+    /// (granted to no GPU yet: see `grants.rs`).
+    pub fn record_host(&self, base: usize, size: usize, agent: u64, coarse: bool) -> u64 {
+        let host = Allocation {
+            coarse,
+            ..Allocation::of(size, agent, MemoryKind::Host)
+        };
+        self.allocations.record(base, host)
     }
 
     /// A lock of the range `[base, base + size)` for the agents of
@@ -150,13 +141,10 @@ impl Inventory {
     /// CPU agent `agent`.
     pub fn lock(&self, base: usize, size: usize, agent: u64, grants: u64, coarse: bool) {
         let first = Allocation {
-            size,
-            agent,
-            kind: RegionKind::Allocation,
-            memory: MemoryKind::Locked,
             grants,
             coarse,
             locks: 1,
+            ..Allocation::of(size, agent, MemoryKind::Locked)
         };
         self.allocations.record_or_merge(base, first, |a| {
             let same = a.memory == MemoryKind::Locked && a.size == size;
@@ -230,13 +218,8 @@ impl Inventory {
             return;
         }
         let first = Allocation {
-            size,
-            agent,
-            kind: RegionKind::Allocation,
-            memory: MemoryKind::Managed,
             grants: given,
-            coarse: false,
-            locks: 0,
+            ..Allocation::of(size, agent, MemoryKind::Managed)
         };
         self.allocations.record_or_merge(base, first, |a| {
             let managed = a.memory == MemoryKind::Managed;
@@ -280,16 +263,11 @@ impl Inventory {
     // Only the virtual-memory wrappers record mappings (ROCm 6.0+ headers).
     #[cfg_attr(not(hsa_vmem), allow(dead_code))]
     pub fn record_kind(&self, base: usize, size: usize, agent: u64, kind: RegionKind) -> u64 {
-        self.allocations.record(
-            base,
-            Allocation {
-                size,
-                agent,
-                kind,
-                memory: MemoryKind::Device,
-                ..Allocation::default()
-            },
-        )
+        let region = Allocation {
+            kind,
+            ..Allocation::of(size, agent, MemoryKind::Device)
+        };
+        self.allocations.record(base, region)
     }
 
     /// Tracks again a region recorded before the wrappers were out, if

@@ -87,7 +87,7 @@ fn record_host(
     let coarse = found.grain == classifier::Grain::Coarse;
     let generation = tracker
         .inventory
-        .record_host(base, size, found.owner, 0, coarse);
+        .record_host(base, size, found.owner, coarse);
     if pool_flags.is_none() {
         grants::granted(tracker, base, grants::Grant::Runtime);
     }

@@ -327,11 +327,8 @@ pub fn revalidate(tracker: &Tracker, amd: &AmdEntries) -> (usize, usize) {
         tracker.mappings.lock().mappings.insert(va, mapping);
         if let Some(backing) = mapping.backing.filter(|b| b.trackable) {
             let region = Allocation {
-                size: mapping.size,
-                agent: backing.agent,
                 kind: RegionKind::Mapping,
-                memory: MemoryKind::Device,
-                ..Allocation::default()
+                ..Allocation::of(mapping.size, backing.agent, MemoryKind::Device)
             };
             tracker.inventory.readmit(va, region, || {
                 same_handle_at(amd, va, mapping.handle) && owner_may_write(amd, va, backing.agent)

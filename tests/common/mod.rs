@@ -444,3 +444,24 @@ pub fn device_nearly_full(sim: &hsa_sim::SimSession, gpu: Agent) -> NearlyFull {
         _policy: policy,
     }
 }
+
+/// Anonymous read-write memory (ROCm 6.x's `hipMallocManaged` reserves it
+/// with `mmap`), filled with `byte`.
+pub fn map_anonymous(size: usize, byte: u8) -> *mut u8 {
+    // SAFETY: a fresh private anonymous mapping.
+    let ptr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    assert_ne!(ptr, libc::MAP_FAILED);
+    let ptr = ptr.cast::<u8>();
+    // SAFETY: `size` writable bytes just mapped.
+    unsafe { std::ptr::write_bytes(ptr, byte, size) };
+    ptr
+}
