@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 
 #include "runtime.h"
@@ -75,9 +76,28 @@ bool page_span(const void* ptr, size_t size, uintptr_t* begin, uintptr_t* end) {
   return true;
 }
 
+// Whether [begin, end) is mapped readable and writable. KFD drops a
+// range's SVM attributes when it is unmapped; this runtime cannot see the
+// munmap, so it looks at the mappings themselves (/proc/self/maps): an
+// address unmapped and taken since by a mapping without access (a thread's
+// stack guard, a malloc arena's reservation, both seen in the tests) is not
+// the SVM memory it was, and a GPU must not be told it may reach it.
 bool pages_mapped(uintptr_t begin, uintptr_t end) {
-  std::vector<unsigned char> residency((end - begin) / kPage);
-  return mincore(reinterpret_cast<void*>(begin), end - begin, residency.data()) == 0;
+  std::FILE* maps = std::fopen("/proc/self/maps", "r");
+  if (maps == nullptr) return false;
+  uintptr_t covered = begin;
+  char line[512];
+  while (covered < end && std::fgets(line, sizeof line, maps) != nullptr) {
+    unsigned long low = 0, high = 0;
+    char perms[5] = {};
+    if (std::sscanf(line, "%lx-%lx %4s", &low, &high, perms) != 3) continue;
+    // Mappings are listed in address order: they must meet without a gap.
+    if (high <= covered) continue;
+    if (low > covered || perms[0] != 'r' || perms[1] != 'w') break;
+    covered = high;
+  }
+  std::fclose(maps);
+  return covered >= end;
 }
 
 // Splits the range holding `at` (strictly inside it) in two.
